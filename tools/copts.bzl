@@ -44,3 +44,33 @@ def kvsim_cc_test(name, copts = [], deps = [], **kwargs):
         deps = deps + ["@system//:gtest_main"],
         **kwargs
     )
+
+def kvsim_fuzz_target(name, srcs, corpus, deps = []):
+    """A libFuzzer harness `name` and a test `name + "_regression_test"` that replays `corpus`.
+
+    Under --config=fuzz the harness links libFuzzer's main(); otherwise //fuzz:replay_main, so it
+    still runs on files. The regression test always uses replay_main.
+    """
+    native.cc_binary(
+        name = name,
+        testonly = True,
+        srcs = srcs,
+        copts = KVSIM_WARNINGS,
+        linkopts = select({
+            "//fuzz:fuzzing": ["-fsanitize=fuzzer"],
+            "//conditions:default": [],
+        }),
+        deps = deps + select({
+            "//fuzz:fuzzing": [],
+            "//conditions:default": ["//fuzz:replay_main"],
+        }),
+    )
+    native.cc_test(
+        name = name + "_regression_test",
+        size = "small",
+        srcs = srcs,
+        copts = KVSIM_WARNINGS,
+        args = ["$(location %s)" % c for c in corpus],
+        data = corpus,
+        deps = deps + ["//fuzz:replay_main"],
+    )

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# The GPU check, in two halves.
+#
+#   tools/gpu_check.sh build   (here, where Bazel is) builds every test tagged `gpu` and every
+#                              binary tagged `gpu_benchmark` with static project libraries and C++
+#                              runtime, and copies them into .gpu-bundle/ with this script. The
+#                              binaries need nothing on the GPU machine but the NVIDIA driver.
+#   tools/gpu_check.sh run     (on the GPU machine, from the repository root or the bundle) runs
+#                              them all and prints a summary table last. Full logs go to
+#                              $OUT (if set) or .gpu-bundle/logs/.
+set -uo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bundle="$root/.gpu-bundle"
+
+build() {
+  set -e
+  "$root/tools/bootstrap.sh"
+  cd "$root"
+  mapfile -t tests < <(bazel query 'attr(tags, "\bgpu\b", tests(//...))' 2>/dev/null)
+  mapfile -t benchmarks < <(bazel query 'attr(tags, "\bgpu_benchmark\b", kind(cc_binary, //...))' 2>/dev/null)
+  if [ ${#tests[@]} -eq 0 ]; then
+    echo "gpu_check: no tests tagged gpu were found" >&2
+    exit 1
+  fi
+  bazel build --config=bundle "${tests[@]}" "${benchmarks[@]}"
+  rm -rf "$bundle"
+  mkdir -p "$bundle/tests" "$bundle/benchmarks"
+  for label in "${tests[@]}"; do
+    cp "bazel-bin/$(label_path "$label")" "$bundle/tests/"
+  done
+  for label in "${benchmarks[@]}"; do
+    cp "bazel-bin/$(label_path "$label")" "$bundle/benchmarks/"
+  done
+  cp "$root/tools/gpu_check.sh" "$bundle/gpu_check.sh"
+  git -C "$root" describe --always --dirty > "$bundle/COMMIT" 2>/dev/null || echo unknown > "$bundle/COMMIT"
+  echo "gpu_check: bundle ready in $bundle ($(du -sh "$bundle" | cut -f1)):"
+  find "$bundle" -type f -perm -u+x | sed "s|$bundle/|  |"
+  # Anything beyond the C library and the driver (loaded at run time) would be missing there.
+  for binary in "$bundle"/tests/* "$bundle"/benchmarks/*; do
+    [ -f "$binary" ] || continue
+    extra=$(ldd "$binary" | grep -vE 'linux-vdso|ld-linux|lib(c|m|dl|rt|pthread)\.so' || true)
+    if [ -n "$extra" ]; then
+      echo "gpu_check: $(basename "$binary") needs shared libraries the GPU machine may lack:" >&2
+      echo "$extra" >&2
+      exit 1
+    fi
+  done
+}
+
+# //tests/kernels:formats_gpu_test -> tests/kernels/formats_gpu_test
+label_path() {
+  local label="${1#//}"
+  echo "${label/://}"
+}
+
+run() {
+  local here
+  if [ -d "$bundle/tests" ]; then here="$bundle"; else here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"; fi
+  if [ ! -d "$here/tests" ]; then
+    echo "gpu_check: no bundle found; run 'tools/gpu_check.sh build' first" >&2
+    exit 2
+  fi
+  local logs="${OUT:-$here/logs}"
+  mkdir -p "$logs"
+  echo "bundle built from commit $(cat "$here/COMMIT" 2>/dev/null || echo unknown)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1 || true
+  local rows=() failed=0
+  for binary in "$here"/tests/*; do
+    local name start end status result
+    name="$(basename "$binary")"
+    start=$(date +%s%N)
+    "$binary" --gtest_color=no > "$logs/$name.log" 2>&1
+    status=$?
+    end=$(date +%s%N)
+    if [ "$status" -ne 0 ]; then
+      result="FAILED"; failed=$((failed + 1))
+    elif grep -q "SKIPPED" "$logs/$name.log"; then
+      result="SKIPPED"; failed=$((failed + 1))
+    else
+      result="PASSED"
+    fi
+    tail -n 30 "$logs/$name.log"
+    rows+=("$(printf '%-40s %-8s %8.1fs' "$name" "$result" "$(awk -v ns=$((end - start)) 'BEGIN { print ns / 1e9 }')")")
+  done
+  for binary in "$here"/benchmarks/*; do
+    [ -f "$binary" ] || continue
+    local name
+    name="$(basename "$binary")"
+    if "$binary" > "$logs/$name.txt" 2>&1; then
+      rows+=("$(printf '%-40s %-8s (table below)' "$name" "RAN")")
+    else
+      rows+=("$(printf '%-40s %-8s' "$name" "FAILED")"); failed=$((failed + 1))
+    fi
+  done
+  for table in "$logs"/*.txt; do
+    [ -f "$table" ] || continue
+    echo; echo "== $(basename "$table" .txt)"; cat "$table"
+  done
+  echo
+  echo "== GPU check summary"
+  printf '%-40s %-8s %9s\n' "binary" "result" "time"
+  printf '%s\n' "${rows[@]}"
+  echo "$failed failed or skipped"
+  [ "$failed" -eq 0 ]
+}
+
+case "${1:-}" in
+  build) build ;;
+  run) run ;;
+  *)
+    echo "usage: tools/gpu_check.sh build|run (see the comment at the top of this script)" >&2
+    exit 2
+    ;;
+esac
