@@ -76,7 +76,8 @@ class [[nodiscard]] Result {
     KVSIM_CHECK(ok()) << status_.ToString();
     return *value_;
   }
-  T&& value() && {
+  // By value, not T&&: `for (x : MakeResult().value())` must not dangle.
+  T value() && {
     KVSIM_CHECK(ok()) << status_.ToString();
     return std::move(*value_);
   }

@@ -3,11 +3,12 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "base/seed.h"
 #include "base/status.h"
+#include "cli/command.h"
 #include "cli/demo.h"
 
 namespace kvsim::cli {
@@ -15,20 +16,29 @@ namespace {
 
 constexpr const char* kVersion = "0.1.0";
 
-// A subcommand the project defines but this build does not provide yet.
-struct PlannedCommand {
-  const char* name;
-  const char* summary;
-};
-
-constexpr PlannedCommand kPlannedCommands[] = {
-    {"plan", "Capacity planning: tokens, concurrency, tokens/s and cost for a model on a GPU "
-             "deployment, BF16 or FP8 KV, FP8 or INT4 weights"},
-    {"run", "Run one seeded simulation scenario through the real kernels and the integrity check"},
-    {"campaign", "Fault-injection campaign: many seeded scenarios with injected bookkeeping bugs"},
-    {"replay", "Replay one failure from its reproduction line"},
-    {"accuracy", "Numeric accuracy studies: FP8 KV cache and INT4 weights against BF16"},
-};
+std::vector<std::unique_ptr<Command>> AllCommands() {
+  std::vector<std::unique_ptr<Command>> commands;
+  commands.push_back(MakeDemoCommand());
+  commands.push_back(MakePlannedCommand(
+      "plan", "Capacity planning: tokens, concurrency, tokens/s and cost for a model on a GPU "
+              "deployment, BF16 or FP8 KV, FP8 or INT4 weights"));
+  commands.push_back(MakePlannedCommand(
+      "run", "Run one seeded simulation scenario through the real kernels and the integrity check"));
+  commands.push_back(MakePlannedCommand(
+      "campaign", "Fault-injection campaign: many seeded scenarios with injected bookkeeping bugs"));
+  commands.push_back(
+      MakePlannedCommand("replay", "Replay one failure from its reproduction line"));
+  std::vector<std::unique_ptr<Command>> accuracy;
+  accuracy.push_back(MakePlannedCommand(
+      "kv", "FP8 KV cache (e4m3, e5m2; per-tensor and per-token scales) against BF16"));
+  accuracy.push_back(MakePlannedCommand(
+      "weights", "INT4 weights (group sizes, symmetric and asymmetric) and FP8 block weights "
+                 "against BF16"));
+  commands.push_back(MakeCommandGroup(
+      "accuracy", "Numeric accuracy studies: FP8 KV cache and INT4 weights against BF16",
+      std::move(accuracy)));
+  return commands;
+}
 
 int UsageError(const std::string& message) {
   std::cerr << "kvsim: " << message << "\nRun 'kvsim --help' for usage.\n";
@@ -46,22 +56,14 @@ int Main(int argc, char** argv) {
       "Exit codes: 0 ok; 1 a check failed or the request cannot be met; 2 bad usage or input.\n"
       "Run 'kvsim SUBCOMMAND --help' for a subcommand's options.");
 
-  DemoOptions demo_options;
-  std::string demo_seed = FormatSeed(demo_options.seed);
-  CLI::App* demo = app.add_subcommand(
-      "demo", "Run the main job on built-in defaults: the FP8 e4m3 and INT4 code tables and the "
-              "round-trip error of each format on seeded samples");
-  demo->add_option("--seed", demo_seed, "Seed of the samples, decimal or 0x-hex")
-      ->capture_default_str();
-  demo->add_option("--samples", demo_options.samples, "Samples per distribution, 1 to 16777216")
-      ->capture_default_str();
-
-  std::vector<CLI::App*> planned;
-  for (const PlannedCommand& command : kPlannedCommands) {
-    CLI::App* sub = app.add_subcommand(command.name, std::string(command.summary) +
-                                                         " [not in this version yet]");
-    sub->allow_extras();
-    planned.push_back(sub);
+  std::vector<std::unique_ptr<Command>> commands = AllCommands();
+  std::vector<CLI::App*> subcommands;
+  std::string names;
+  for (const auto& command : commands) {
+    CLI::App* sub = app.add_subcommand(command->name(), command->summary());
+    command->Configure(*sub);
+    subcommands.push_back(sub);
+    names += (names.empty() ? "" : ", ") + command->name();
   }
 
   try {
@@ -73,28 +75,19 @@ int Main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ExtrasError& e) {
-    return UsageError(std::string(e.what()) +
-                      " (subcommands: demo, plan, run, campaign, replay, accuracy)");
+    return UsageError(std::string(e.what()) + " (subcommands: " + names + ")");
   } catch (const CLI::ParseError& e) {
     return UsageError(e.what());
   }
 
-  for (CLI::App* sub : planned) {
-    if (sub->parsed()) {
-      return UsageError("'" + sub->get_name() +
-                        "' is not in this version of kvsim yet; available now: demo");
-    }
-  }
-  if (demo->parsed()) {
-    const Result<uint64_t> seed = ParseSeed(demo_seed);
-    if (!seed.ok()) return UsageError("--seed: " + seed.status().message());
-    demo_options.seed = *seed;
-    const Status status = RunDemo(demo_options, std::cout);
-    if (!status.ok()) {
-      std::cerr << "kvsim demo: " << status.message() << "\n";
-      return ExitCodeFor(status);
-    }
-    return 0;
+  for (size_t i = 0; i < commands.size(); ++i) {
+    if (!subcommands[i]->parsed()) continue;
+    const Status status = commands[i]->Run(std::cout);
+    std::cout.flush();
+    if (status.ok()) return 0;
+    std::cerr << "kvsim " << commands[i]->name() << ": " << status.message() << "\n";
+    if (ExitCodeFor(status) == 2) std::cerr << "Run 'kvsim --help' for usage.\n";
+    return ExitCodeFor(status);
   }
   std::cerr << app.help();
   return UsageError("no subcommand given");

@@ -40,6 +40,9 @@ def kvsim_cc_test(name, copts = [], deps = [], **kwargs):
         name = name,
         srcs = srcs,
         size = size,
+        # Linked like the binaries: the CUDA runtime is a static archive, which a test linked
+        # against the project's shared libraries would not pull in.
+        linkstatic = True,
         copts = KVSIM_WARNINGS + copts,
         deps = deps + ["@system//:gtest_main"],
         **kwargs
@@ -68,6 +71,7 @@ def kvsim_fuzz_target(name, srcs, corpus, deps = []):
     native.cc_test(
         name = name + "_regression_test",
         size = "small",
+        linkstatic = True,
         srcs = srcs,
         copts = KVSIM_WARNINGS,
         args = ["$(location %s)" % c for c in corpus],

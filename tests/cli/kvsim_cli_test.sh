@@ -30,8 +30,8 @@ expect_exit 2 "^kvsim: .*not expected: --bogus" --bogus
 expect_exit 2 "^Run 'kvsim --help' for usage" --bogus
 expect_exit 2 "kvsim: .*bogus.*subcommands: demo" bogus
 expect_exit 2 "no subcommand given"
-expect_exit 2 "'plan' is not in this version of kvsim yet; available now: demo" plan --model x
-expect_exit 2 "seed 'zz' has an invalid character 'z'" demo --seed zz
+expect_exit 2 "^kvsim plan: 'plan' is not in this version of kvsim yet" plan --model x
+expect_exit 2 "^kvsim demo: seed 'zz' has an invalid character 'z'" demo --seed zz
 expect_exit 2 "--samples 0 is out of range; allowed: 1 to 16777216" demo --samples 0
 expect_exit 2 "samples" demo --samples many
 expect_exit 0 "Reproduce: kvsim demo --seed 0x2a --samples 1000" demo --seed 42 --samples 1000
