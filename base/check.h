@@ -42,15 +42,15 @@ std::string FormatCheckOp(const A& a, const B& b, const char* expression) {
       ::kvsim::internal::CheckFailure(__FILE__, __LINE__, #condition).stream()
 
 // Binary checks evaluate each operand once and print both values on failure.
-#define KVSIM_CHECK_OP_(op, a, b)                                                          \
-  switch (0)                                                                               \
-  case 0:                                                                                  \
-  default:                                                                                 \
-    if (const auto& kvsim_check_a = (a); false) {                                          \
-    } else if (const auto& kvsim_check_b = (b); kvsim_check_a op kvsim_check_b) {          \
-    } else                                                                                 \
-      ::kvsim::internal::CheckFailure(                                                     \
-          __FILE__, __LINE__,                                                              \
+#define KVSIM_CHECK_OP_(op, a, b)                                                            \
+  switch (0)                                                                                 \
+  case 0:                                                                                    \
+  default:                                                                                   \
+    if (const auto& kvsim_check_a = (a); false) {                                            \
+    } else if (const auto& kvsim_check_b = (b); kvsim_check_a op kvsim_check_b) {            \
+    } else                                                                                   \
+      ::kvsim::internal::CheckFailure(                                                       \
+          __FILE__, __LINE__,                                                                \
           ::kvsim::internal::FormatCheckOp(kvsim_check_a, kvsim_check_b, #a " " #op " " #b)) \
           .stream()
 

@@ -12,12 +12,12 @@ namespace kvsim {
 // What kind of error occurred; decides the process exit code (see ExitCodeFor).
 enum class StatusCode {
   kOk,
-  kInvalidArgument,   // bad flag, bad config value, malformed input file: exit code 2
-  kNotFound,          // a named model, GPU, file or scenario does not exist: exit code 2
-  kOutOfRange,        // a value outside what is supported: exit code 2
+  kInvalidArgument,     // bad flag, bad config value, malformed input file: exit code 2
+  kNotFound,            // a named model, GPU, file or scenario does not exist: exit code 2
+  kOutOfRange,          // a value outside what is supported: exit code 2
   kFailedPrecondition,  // the input is valid but the request cannot be met (does not fit): 1
-  kUnavailable,       // a resource is missing, e.g. no usable GPU: exit code 1
-  kInternal,          // a bug in kvsim: exit code 1
+  kUnavailable,         // a resource is missing, e.g. no usable GPU: exit code 1
+  kInternal,            // a bug in kvsim: exit code 1
 };
 
 // Returns a short lower-case name of `code`, as printed in messages ("invalid argument").
@@ -60,7 +60,7 @@ int ExitCodeFor(const Status& status);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit, as with absl::StatusOr
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit, as with absl::StatusOr
   Result(Status status) : status_(std::move(status)) {  // NOLINT
     KVSIM_CHECK(!status_.ok()) << "a Result made from a status must hold an error";
   }
@@ -97,15 +97,16 @@ class [[nodiscard]] Result {
 #define KVSIM_STATUS_CONCAT_(a, b) KVSIM_STATUS_CONCAT_INNER_(a, b)
 
 // Returns the status from the enclosing function if `expression` is not ok.
-#define KVSIM_RETURN_IF_ERROR(expression)                  \
-  do {                                                     \
-    ::kvsim::Status kvsim_status_ = (expression);          \
-    if (!kvsim_status_.ok()) return kvsim_status_;         \
+#define KVSIM_RETURN_IF_ERROR(expression)          \
+  do {                                             \
+    ::kvsim::Status kvsim_status_ = (expression);  \
+    if (!kvsim_status_.ok()) return kvsim_status_; \
   } while (false)
 
 // `KVSIM_ASSIGN_OR_RETURN(auto x, MakeX())`: binds the value or returns the error.
-#define KVSIM_ASSIGN_OR_RETURN(declaration, expression) \
-  KVSIM_ASSIGN_OR_RETURN_IMPL_(KVSIM_STATUS_CONCAT_(kvsim_result_, __LINE__), declaration, expression)
+#define KVSIM_ASSIGN_OR_RETURN(declaration, expression)                                    \
+  KVSIM_ASSIGN_OR_RETURN_IMPL_(KVSIM_STATUS_CONCAT_(kvsim_result_, __LINE__), declaration, \
+                               expression)
 #define KVSIM_ASSIGN_OR_RETURN_IMPL_(result, declaration, expression) \
   auto result = (expression);                                         \
   if (!result.ok()) return result.status();                           \

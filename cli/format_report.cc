@@ -48,17 +48,18 @@ void PrintInt4Table(std::ostream& out) {
 }
 
 void PrintFormatRoundTrips(std::ostream& out, uint64_t seed, int samples) {
-  out << fmt::format("Round trip (value -> format -> value) on {} seeded samples per distribution, "
-                     "seed {}.\n",
-                     samples, FormatSeed(seed))
+  out << fmt::format(
+             "Round trip (value -> format -> value) on {} seeded samples per distribution, "
+             "seed {}.\n",
+             samples, FormatSeed(seed))
       << "rel rms = ||error|| / ||value||; cosine between values and round trip; flushed = "
          "nonzero values that came back 0;\nsaturated = values beyond the format's largest finite "
          "value. 'absmax scale': one per-tensor scale absmax/448; 'g32': one per 32 values.\n\n";
-  TextTable table({"distribution", "format", "rel rms", "max rel err", "cosine", "flushed",
-                   "saturated"},
-                  {TextTable::Align::kLeft, TextTable::Align::kLeft, TextTable::Align::kRight,
-                   TextTable::Align::kRight, TextTable::Align::kRight, TextTable::Align::kRight,
-                   TextTable::Align::kRight});
+  TextTable table(
+      {"distribution", "format", "rel rms", "max rel err", "cosine", "flushed", "saturated"},
+      {TextTable::Align::kLeft, TextTable::Align::kLeft, TextTable::Align::kRight,
+       TextTable::Align::kRight, TextTable::Align::kRight, TextTable::Align::kRight,
+       TextTable::Align::kRight});
   for (const FormatRoundTrip& row : MeasureFormatRoundTrips(seed, samples)) {
     table.AddRow({row.distribution, row.format, fmt::format("{:.3e}", row.error.relative_rms()),
                   fmt::format("{:.3e}", row.error.max_relative_error()),

@@ -20,20 +20,23 @@ std::vector<std::unique_ptr<Command>> AllCommands() {
   std::vector<std::unique_ptr<Command>> commands;
   commands.push_back(MakeDemoCommand());
   commands.push_back(MakePlannedCommand(
-      "plan", "Capacity planning: tokens, concurrency, tokens/s and cost for a model on a GPU "
-              "deployment, BF16 or FP8 KV, FP8 or INT4 weights"));
+      "plan",
+      "Capacity planning: tokens, concurrency, tokens/s and cost for a model on a GPU "
+      "deployment, BF16 or FP8 KV, FP8 or INT4 weights"));
   commands.push_back(MakePlannedCommand(
-      "run", "Run one seeded simulation scenario through the real kernels and the integrity check"));
+      "run",
+      "Run one seeded simulation scenario through the real kernels and the integrity check"));
   commands.push_back(MakePlannedCommand(
-      "campaign", "Fault-injection campaign: many seeded scenarios with injected bookkeeping bugs"));
-  commands.push_back(
-      MakePlannedCommand("replay", "Replay one failure from its reproduction line"));
+      "campaign",
+      "Fault-injection campaign: many seeded scenarios with injected bookkeeping bugs"));
+  commands.push_back(MakePlannedCommand("replay", "Replay one failure from its reproduction line"));
   std::vector<std::unique_ptr<Command>> accuracy;
   accuracy.push_back(MakePlannedCommand(
       "kv", "FP8 KV cache (e4m3, e5m2; per-tensor and per-token scales) against BF16"));
   accuracy.push_back(MakePlannedCommand(
-      "weights", "INT4 weights (group sizes, symmetric and asymmetric) and FP8 block weights "
-                 "against BF16"));
+      "weights",
+      "INT4 weights (group sizes, symmetric and asymmetric) and FP8 block weights "
+      "against BF16"));
   commands.push_back(MakeCommandGroup(
       "accuracy", "Numeric accuracy studies: FP8 KV cache and INT4 weights against BF16",
       std::move(accuracy)));

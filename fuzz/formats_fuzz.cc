@@ -18,7 +18,8 @@ void Require(bool condition) {
 
 template <typename Format>
 void CheckFormat(float x) {
-  for (kvsim::Fp8Overflow overflow : {kvsim::Fp8Overflow::kSaturate, kvsim::Fp8Overflow::kNonFinite}) {
+  for (kvsim::Fp8Overflow overflow :
+       {kvsim::Fp8Overflow::kSaturate, kvsim::Fp8Overflow::kNonFinite}) {
     const uint8_t code = kvsim::EncodeFp8<Format>(x, overflow);
     Require(code == kvsim::testing::NvEncodeFp8<Format>(x, overflow));
     const float decoded = kvsim::DecodeFp8<Format>(code);

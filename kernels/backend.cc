@@ -6,9 +6,7 @@
 
 namespace kvsim {
 
-const char* BackendKindName(BackendKind kind) {
-  return kind == BackendKind::kCpu ? "cpu" : "cuda";
-}
+const char* BackendKindName(BackendKind kind) { return kind == BackendKind::kCpu ? "cpu" : "cuda"; }
 
 Result<BackendChoice> ParseBackendChoice(std::string_view text) {
   if (text == "auto") return BackendChoice::kAuto;
@@ -76,8 +74,7 @@ class CpuBackend : public Backend {
     return Status::Ok();
   }
 
-  Status CopyToHost(void* host, const DeviceBuffer& buffer, size_t offset,
-                    size_t bytes) override {
+  Status CopyToHost(void* host, const DeviceBuffer& buffer, size_t offset, size_t bytes) override {
     KVSIM_RETURN_IF_ERROR(CheckBufferRange(*this, buffer, offset, bytes));
     if (bytes > 0) std::memcpy(host, buffer.as<uint8_t>() + offset, bytes);
     return Status::Ok();

@@ -77,9 +77,10 @@ std::vector<FormatRoundTrip> MeasureFormatRoundTrips(uint64_t seed, int samples)
     add_row("e4m3 scale 1",
             RoundTrip(values, [](float x) { return DecodeFp8E4M3(EncodeFp8E4M3(x)); }),
             Fp8E4M3::kMaxFinite);
-    add_row("e4m3 absmax scale", RoundTrip(values, [&](float x) {
-              return DecodeFp8E4M3(EncodeFp8E4M3(x / e4m3_scale)) * e4m3_scale;
-            }),
+    add_row("e4m3 absmax scale",
+            RoundTrip(
+                values,
+                [&](float x) { return DecodeFp8E4M3(EncodeFp8E4M3(x / e4m3_scale)) * e4m3_scale; }),
             INFINITY);
     add_row("e5m2 scale 1",
             RoundTrip(values, [](float x) { return DecodeFp8E5M2(EncodeFp8E5M2(x)); }),

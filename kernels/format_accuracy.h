@@ -13,7 +13,7 @@ namespace kvsim {
 // One (distribution, format) cell of the round-trip study.
 struct FormatRoundTrip {
   std::string distribution;  // "gaussian", "student-t3 x50"
-  std::string format;        // "bf16", "e4m3 scale 1", "e4m3 absmax scale", "e5m2 scale 1", "int4 g32"
+  std::string format;  // "bf16", "e4m3 scale 1", "e4m3 absmax scale", "e5m2 scale 1", "int4 g32"
   ErrorStats error;
   int64_t flushed_to_zero = 0;  // nonzero inputs that came back as zero
   int64_t saturated = 0;        // inputs beyond the format's largest finite value (after scaling)

@@ -177,7 +177,9 @@ KVSIM_HD_INLINE uint16_t EncodeBf16(float x) {
   return static_cast<uint16_t>((bits + rounding) >> 16);
 }
 
-KVSIM_HD_INLINE float DecodeBf16(uint16_t code) { return BitsToFloat(static_cast<uint32_t>(code) << 16); }
+KVSIM_HD_INLINE float DecodeBf16(uint16_t code) {
+  return BitsToFloat(static_cast<uint32_t>(code) << 16);
+}
 
 // ---------------------------------------------------------------------------------------------
 // INT4: eight 4-bit values to a 32-bit word.

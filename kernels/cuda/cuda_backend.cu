@@ -37,8 +37,7 @@ class CudaBackend : public Backend {
     return Status::Ok();
   }
 
-  Status CopyToHost(void* host, const DeviceBuffer& buffer, size_t offset,
-                    size_t bytes) override {
+  Status CopyToHost(void* host, const DeviceBuffer& buffer, size_t offset, size_t bytes) override {
     KVSIM_RETURN_IF_ERROR(CheckBufferRange(*this, buffer, offset, bytes));
     if (bytes == 0) return Status::Ok();
     KVSIM_CUDA_RETURN_IF_ERROR(

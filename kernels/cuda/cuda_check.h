@@ -24,8 +24,8 @@ inline Status CudaStatus(cudaError_t error, const char* call, const char* file, 
 
 // After a kernel launch: reports launch errors (bad configuration) and, after synchronising,
 // errors raised while the kernel ran.
-#define KVSIM_CUDA_RETURN_IF_LAUNCH_ERROR()                 \
-  do {                                                      \
-    KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());         \
-    KVSIM_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());    \
+#define KVSIM_CUDA_RETURN_IF_LAUNCH_ERROR()              \
+  do {                                                   \
+    KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());      \
+    KVSIM_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize()); \
   } while (false)

@@ -30,7 +30,8 @@ class DeviceArray {
   static Result<DeviceArray> Allocate(size_t size) {
     DeviceArray array;
     if (size > 0) {
-      KVSIM_CUDA_RETURN_IF_ERROR(cudaMalloc(reinterpret_cast<void**>(&array.data_), size * sizeof(T)));
+      KVSIM_CUDA_RETURN_IF_ERROR(
+          cudaMalloc(reinterpret_cast<void**>(&array.data_), size * sizeof(T)));
     }
     array.size_ = size;
     return Result<DeviceArray>(std::move(array));  // moved: copying is deleted

@@ -67,9 +67,9 @@ Result<DeviceCodecResults> RunCodecsOnDevice(const std::vector<uint16_t>& bf16_i
   KVSIM_ASSIGN_OR_RETURN(auto e4m3_decoded, DeviceArray<uint32_t>::Allocate(n));
   KVSIM_ASSIGN_OR_RETURN(auto e5m2_decoded, DeviceArray<uint32_t>::Allocate(n));
   KVSIM_ASSIGN_OR_RETURN(auto bf16_reencoded, DeviceArray<uint16_t>::Allocate(n));
-  const CodecOutputs outputs{e4m3_saturate.data(), e4m3_nonfinite.data(), e5m2_saturate.data(),
+  const CodecOutputs outputs{e4m3_saturate.data(),  e4m3_nonfinite.data(), e5m2_saturate.data(),
                              e5m2_nonfinite.data(), e4m3_hardware.data(),  e5m2_hardware.data(),
-                             e4m3_decoded.data(),  e5m2_decoded.data(),   bf16_reencoded.data()};
+                             e4m3_decoded.data(),   e5m2_decoded.data(),   bf16_reencoded.data()};
   constexpr int kThreads = 256;
   const int count = static_cast<int>(n);
   const int blocks = (count + kThreads - 1) / kThreads;

@@ -74,9 +74,13 @@ void CheckNearest(float x) {
   }
 }
 
-RC_GTEST_PROP(FormatsProperties, E4M3EncodingIsNearest, ()) { CheckNearest<Fp8E4M3>(*NearRangeFloat<Fp8E4M3>()); }
+RC_GTEST_PROP(FormatsProperties, E4M3EncodingIsNearest, ()) {
+  CheckNearest<Fp8E4M3>(*NearRangeFloat<Fp8E4M3>());
+}
 
-RC_GTEST_PROP(FormatsProperties, E5M2EncodingIsNearest, ()) { CheckNearest<Fp8E5M2>(*NearRangeFloat<Fp8E5M2>()); }
+RC_GTEST_PROP(FormatsProperties, E5M2EncodingIsNearest, ()) {
+  CheckNearest<Fp8E5M2>(*NearRangeFloat<Fp8E5M2>());
+}
 
 // A normal-range value round-trips with relative error at most the unit roundoff 2^-p, where p is
 // the significand precision (mantissa bits + 1): 2^-4 for e4m3, 2^-3 for e5m2.
@@ -93,8 +97,8 @@ void CheckUnitRoundoff(float x) {
 // Normal binades only; in the top binade the values beyond the largest finite one are discarded.
 template <typename Format>
 rc::Gen<float> NormalRangeFloat() {
-  constexpr int kMaxExponent = (1 << Format::kExponentBits) - 1 - Format::kBias -
-                               (Format::kHasInfinity ? 1 : 0);
+  constexpr int kMaxExponent =
+      (1 << Format::kExponentBits) - 1 - Format::kBias - (Format::kHasInfinity ? 1 : 0);
   return FloatWithExponentIn(Format::kMinNormalExponent, kMaxExponent);
 }
 
@@ -109,7 +113,8 @@ RC_GTEST_PROP(FormatsProperties, E5M2NormalRangeWithinUnitRoundoff, ()) {
 RC_GTEST_PROP(FormatsProperties, Bf16WithinUnitRoundoff, ()) {
   // Normal floats below the top binade, whose largest values round up to infinity.
   const float x = *FloatWithExponentIn(-126, 126);
-  const double relative = std::fabs(static_cast<double>(DecodeBf16(EncodeBf16(x))) - x) / std::fabs(x);
+  const double relative =
+      std::fabs(static_cast<double>(DecodeBf16(EncodeBf16(x))) - x) / std::fabs(x);
   RC_ASSERT(relative <= std::ldexp(1.0, -8));
 }
 

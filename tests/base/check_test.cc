@@ -29,7 +29,8 @@ TEST(CheckTest, DanglingElseBindsToTheOuterIf) {
 
 TEST(CheckDeathTest, FailureNamesConditionAndMessage) {
   const int pages = 3;
-  EXPECT_DEATH(KVSIM_CHECK(pages > 4) << "pool too small", "check_test.cc:[0-9]+: check failed: pages > 4: pool too small");
+  EXPECT_DEATH(KVSIM_CHECK(pages > 4) << "pool too small",
+               "check_test.cc:[0-9]+: check failed: pages > 4: pool too small");
   EXPECT_DEATH(KVSIM_CHECK_EQ(pages, 4) << "for request 7",
                "check failed: pages == 4 \\(3 vs 4\\): for request 7");
 }

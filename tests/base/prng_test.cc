@@ -34,7 +34,10 @@ TEST(PrngTest, FirstOutputsArePinned) {
   // written. Changing them changes every reproduction line ever printed.
   Prng prng(42);
   const std::array<uint64_t, 4> expected = {
-      1546998764402558742u, 6990951692964543102u, 12544586762248559009u, 17057574109182124193u,
+      1546998764402558742u,
+      6990951692964543102u,
+      12544586762248559009u,
+      17057574109182124193u,
   };
   std::array<uint64_t, 4> actual;
   for (uint64_t& value : actual) value = prng.next_u64();

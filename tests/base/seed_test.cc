@@ -16,8 +16,8 @@ TEST(SeedTest, ParsesDecimalAndHex) {
 }
 
 TEST(SeedTest, RejectsBadTextWithAnExplanation) {
-  for (const char* bad : {"", "0x", "-1", "12a", "0xg", " 1", "18446744073709551616",
-                          "0x10000000000000000"}) {
+  for (const char* bad :
+       {"", "0x", "-1", "12a", "0xg", " 1", "18446744073709551616", "0x10000000000000000"}) {
     const Result<uint64_t> result = ParseSeed(bad);
     ASSERT_FALSE(result.ok()) << bad;
     EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);

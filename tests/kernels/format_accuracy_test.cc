@@ -11,8 +11,8 @@
 namespace kvsim {
 namespace {
 
-const FormatRoundTrip& Find(const std::vector<FormatRoundTrip>& rows, const std::string& distribution,
-                            const std::string& format) {
+const FormatRoundTrip& Find(const std::vector<FormatRoundTrip>& rows,
+                            const std::string& distribution, const std::string& format) {
   for (const FormatRoundTrip& row : rows) {
     if (row.distribution == distribution && row.format == format) return row;
   }

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <string>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "kernels/formats.h"
@@ -115,17 +115,36 @@ TYPED_TEST(Fp8ParityTest, SpecialValuesLikeNvidia) {
   const float max_ulp = max - DecodeFp8<TypeParam>(TypeParam::kMaxFiniteCode - 1);
   const float threshold = max + max_ulp / 2;
   const float min_subnormal = DecodeFp8<TypeParam>(1);
-  const std::vector<float> specials = {
-      0.0f, -0.0f, inf, -inf, nan, -nan,
-      std::numeric_limits<float>::denorm_min(), -std::numeric_limits<float>::denorm_min(),
-      std::numeric_limits<float>::min(), std::numeric_limits<float>::max(),
-      -std::numeric_limits<float>::max(), max, -max, std::nextafter(max, inf),
-      std::nextafter(threshold, 0.0f), threshold, std::nextafter(threshold, inf), -threshold,
-      min_subnormal, min_subnormal / 2, std::nextafter(min_subnormal / 2, 0.0f),
-      std::nextafter(min_subnormal / 2, 1.0f), -min_subnormal / 2, min_subnormal * 1.5f,
-      1e30f, -1e30f, 1e-30f};
+  const std::vector<float> specials = {0.0f,
+                                       -0.0f,
+                                       inf,
+                                       -inf,
+                                       nan,
+                                       -nan,
+                                       std::numeric_limits<float>::denorm_min(),
+                                       -std::numeric_limits<float>::denorm_min(),
+                                       std::numeric_limits<float>::min(),
+                                       std::numeric_limits<float>::max(),
+                                       -std::numeric_limits<float>::max(),
+                                       max,
+                                       -max,
+                                       std::nextafter(max, inf),
+                                       std::nextafter(threshold, 0.0f),
+                                       threshold,
+                                       std::nextafter(threshold, inf),
+                                       -threshold,
+                                       min_subnormal,
+                                       min_subnormal / 2,
+                                       std::nextafter(min_subnormal / 2, 0.0f),
+                                       std::nextafter(min_subnormal / 2, 1.0f),
+                                       -min_subnormal / 2,
+                                       min_subnormal * 1.5f,
+                                       1e30f,
+                                       -1e30f,
+                                       1e-30f};
   for (float x : specials) {
-    for (Fp8Overflow overflow : kOverflowModes) EXPECT_TRUE(EncodesLikeNvidia<TypeParam>(x, overflow));
+    for (Fp8Overflow overflow : kOverflowModes)
+      EXPECT_TRUE(EncodesLikeNvidia<TypeParam>(x, overflow));
   }
   // The policies, stated: NaN is the positive canonical NaN; overflow saturates or goes
   // non-finite; zeros keep their sign; half the smallest subnormal is a tie that rounds to zero.
