@@ -23,9 +23,11 @@ Status CheckRange(const char* field, int64_t value, int64_t lo, int64_t hi) {
   return Status::Ok();
 }
 
-// The buffer exists, belongs to `backend`, and holds at least `bytes_needed` bytes.
+// The buffer exists, belongs to `backend`, and holds at least `bytes_needed` bytes. `shape` makes
+// the text that names the expected shape, called only on failure: checks run every step.
+template <typename ShapeText>
 Status CheckBuffer(const Backend& backend, const DeviceBuffer* buffer, const char* field,
-                   size_t bytes_needed, const std::string& shape) {
+                   size_t bytes_needed, ShapeText shape) {
   if (buffer == nullptr) return InvalidArgumentError(FieldError(field, "is missing"));
   if (buffer->kind() != backend.kind()) {
     return InvalidArgumentError(
@@ -34,7 +36,7 @@ Status CheckBuffer(const Backend& backend, const DeviceBuffer* buffer, const cha
   }
   if (buffer->bytes() < bytes_needed) {
     return OutOfRangeError(FieldError(field, "holds " + std::to_string(buffer->bytes()) +
-                                                 " bytes; " + shape + " needs " +
+                                                 " bytes; " + shape() + " needs " +
                                                  std::to_string(bytes_needed)));
   }
   return Status::Ok();
@@ -50,22 +52,29 @@ Result<TagCheckView> MakeView(const Backend& backend, const TagCheckArgs& args) 
   KVSIM_RETURN_IF_ERROR(CheckRange("page_size", args.page_size, 1, kTagCheckMaxPageSize));
   KVSIM_RETURN_IF_ERROR(CheckRange("num_pages", args.num_pages, 0, kTagCheckMaxPages));
   const size_t batch = static_cast<size_t>(args.batch);
-  const std::string batch_shape = "[batch=" + std::to_string(batch) + "]";
+  const auto batch_shape = [batch](const char* type) {
+    return std::string(type) + " [batch=" + std::to_string(batch) + "]";
+  };
   KVSIM_RETURN_IF_ERROR(
       CheckBuffer(backend, args.block_table, "block_table",
-                  batch * static_cast<size_t>(args.block_table_row_stride) * sizeof(int32_t),
-                  "int32 [batch=" + std::to_string(batch) +
-                      ", row_stride=" + std::to_string(args.block_table_row_stride) + "]"));
+                  batch * static_cast<size_t>(args.block_table_row_stride) * sizeof(int32_t), [&] {
+                    return "int32 [batch=" + std::to_string(batch) +
+                           ", row_stride=" + std::to_string(args.block_table_row_stride) + "]";
+                  }));
   KVSIM_RETURN_IF_ERROR(CheckBuffer(backend, args.seq_lens, "seq_lens", batch * sizeof(int32_t),
-                                    "int32 " + batch_shape));
+                                    [&] { return batch_shape("int32"); }));
   if (args.first_tokens != nullptr) {
     KVSIM_RETURN_IF_ERROR(CheckBuffer(backend, args.first_tokens, "first_tokens",
-                                      batch * sizeof(int32_t), "int32 " + batch_shape));
+                                      batch * sizeof(int32_t),
+                                      [&] { return batch_shape("int32"); }));
   }
   KVSIM_RETURN_IF_ERROR(CheckBuffer(backend, args.recorded_offsets, "recorded_offsets",
-                                    (batch + 1) * sizeof(int32_t), "int32 [batch + 1]"));
-  KVSIM_RETURN_IF_ERROR(CheckBuffer(backend, args.recorded_pages, "recorded_pages", 0, ""));
-  KVSIM_RETURN_IF_ERROR(CheckBuffer(backend, args.recorded_tags, "recorded_tags", 0, ""));
+                                    (batch + 1) * sizeof(int32_t),
+                                    [] { return std::string("int32 [batch + 1]"); }));
+  KVSIM_RETURN_IF_ERROR(
+      CheckBuffer(backend, args.recorded_pages, "recorded_pages", 0, [] { return std::string(); }));
+  KVSIM_RETURN_IF_ERROR(
+      CheckBuffer(backend, args.recorded_tags, "recorded_tags", 0, [] { return std::string(); }));
   const size_t recorded_total = args.recorded_pages->bytes() / sizeof(int32_t);
   if (args.recorded_pages->bytes() % sizeof(int32_t) != 0 ||
       args.recorded_tags->bytes() != recorded_total * sizeof(uint64_t)) {
@@ -76,12 +85,12 @@ Result<TagCheckView> MakeView(const Backend& backend, const TagCheckArgs& args) 
   }
   KVSIM_RETURN_IF_ERROR(
       CheckRange("recorded page count", static_cast<int64_t>(recorded_total), 0, INT32_MAX));
-  KVSIM_RETURN_IF_ERROR(CheckBuffer(backend, args.page_tags, "page_tags",
-                                    static_cast<size_t>(args.num_pages) * sizeof(uint64_t),
-                                    "uint64 [num_pages=" + std::to_string(args.num_pages) + "]"));
+  KVSIM_RETURN_IF_ERROR(CheckBuffer(
+      backend, args.page_tags, "page_tags", static_cast<size_t>(args.num_pages) * sizeof(uint64_t),
+      [&] { return "uint64 [num_pages=" + std::to_string(args.num_pages) + "]"; }));
   KVSIM_RETURN_IF_ERROR(CheckBuffer(backend, args.results, "results",
                                     batch * sizeof(TagCheckResult),
-                                    "TagCheckResult " + batch_shape));
+                                    [&] { return batch_shape("TagCheckResult"); }));
   return TagCheckView{args.batch,
                       args.max_pages_per_request,
                       args.block_table_row_stride,
@@ -148,9 +157,9 @@ Status ScatterPageTags(Backend& backend, const std::vector<PageTagUpdate>& updat
   KVSIM_RETURN_IF_ERROR(CheckRange("num_pages", num_pages, 0, kTagCheckMaxPages));
   KVSIM_RETURN_IF_ERROR(
       CheckRange("update count", static_cast<int64_t>(updates.size()), 0, num_pages));
-  KVSIM_RETURN_IF_ERROR(CheckBuffer(backend, &page_tags, "page_tags",
-                                    static_cast<size_t>(num_pages) * sizeof(uint64_t),
-                                    "uint64 [num_pages=" + std::to_string(num_pages) + "]"));
+  KVSIM_RETURN_IF_ERROR(CheckBuffer(
+      backend, &page_tags, "page_tags", static_cast<size_t>(num_pages) * sizeof(uint64_t),
+      [&] { return "uint64 [num_pages=" + std::to_string(num_pages) + "]"; }));
   std::vector<int32_t> pages;
   pages.reserve(updates.size());
   for (const PageTagUpdate& update : updates) {
@@ -171,8 +180,8 @@ Status ScatterPageTags(Backend& backend, const std::vector<PageTagUpdate>& updat
     return Status::Ok();
   }
   const size_t bytes = updates.size() * sizeof(PageTagUpdate);
-  KVSIM_RETURN_IF_ERROR(
-      CheckBuffer(backend, staging, "staging", bytes, std::to_string(updates.size()) + " updates"));
+  KVSIM_RETURN_IF_ERROR(CheckBuffer(backend, staging, "staging", bytes,
+                                    [&] { return std::to_string(updates.size()) + " updates"; }));
   KVSIM_RETURN_IF_ERROR(backend.CopyToDevice(*staging, 0, updates.data(), bytes));
   return cuda::LaunchScatterPageTags(
       staging->as<PageTagUpdate>(), static_cast<int32_t>(updates.size()), page_tags.as<uint64_t>());
