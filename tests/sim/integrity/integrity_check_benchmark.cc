@@ -140,6 +140,9 @@ void BaselineKvReadOneLayer(benchmark::State& state) {
 // Console output as usual, plus each run's real and CPU seconds per iteration, for the ratios.
 class RecordingReporter : public benchmark::ConsoleReporter {
  public:
+  // Plain text: the table goes to logs and docs.
+  RecordingReporter() : ConsoleReporter(OO_Tabular) {}
+
   struct Timing {
     std::string name;
     double real_seconds;
