@@ -106,6 +106,9 @@ class TagTracker final : public IntegrityTracker {
   Result<TagTracker> Clone(Backend& backend) const;
 
   const char* name() const override { return "tag"; }
+  // Syncs the device tags with `pool` (which must be the pool, or a copy of the pool, this
+  // tracker was made for), uploads the batch's recorded tables, runs one TagCheck and reads back
+  // the verdicts. A write is not checked when options.check_writes is off.
   Result<std::vector<RequestAbort>> BeforeAccess(Backend& backend, PagePool& pool,
                                                  const KvAccessBatch& batch,
                                                  KvAccess access) override;

@@ -60,17 +60,22 @@ class PagePool {
   // until it is allocated again). FailedPrecondition for a free page: a double free.
   Status Release(int32_t page);
 
+  // Physical pages, the dummy page included: valid page ids are [0, num_pages).
   int32_t num_pages() const { return static_cast<int32_t>(tags_.size()); }
   // Pages that can be granted: num_pages, less the dummy page if reserved.
   int32_t capacity() const { return num_pages() - first_page_; }
+  // Pages on the free list; pages_free + pages_owned = capacity.
   int32_t pages_free() const { return static_cast<int32_t>(free_.size()); }
+  // Pages with at least one holder.
   int32_t pages_owned() const { return capacity() - pages_free(); }
   // The dummy page (0) when reserved, else -1.
   int32_t dummy_page() const { return first_page_ == 1 ? 0 : -1; }
 
-  // Holders of `page` (0 when free). `page` must be in [0, num_pages) (checked).
+  // Holders of `page` (0 when free). `page` must be in [0, num_pages) here and below (checked).
   int32_t refcount(int32_t page) const;
+  // Whether `page` is on the free list (never true of the dummy page).
   bool is_free(int32_t page) const;
+  // The current tag of `page`.
   uint64_t tag(int32_t page) const;
   // The grant a new holder of `page` records now: the page and its current tag.
   PageGrant CurrentGrant(int32_t page) const { return PageGrant{page, tag(page)}; }
@@ -85,6 +90,7 @@ class PagePool {
   // The free pages in the order they will be handed out.
   std::vector<int32_t> FreePagesInOrder() const;
 
+  // The configuration the pool was made with.
   const PagePoolConfig& config() const { return config_; }
 
   // Checks (KVSIM_CHECK) that the free list, reference counts and tags agree: every page is free

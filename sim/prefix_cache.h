@@ -74,6 +74,7 @@ class PrefixCache {
   // evictable). A page returns to the pool's free list once its last holder lets go.
   Result<int32_t> Evict(int32_t pages_wanted, PagePool& pool);
 
+  // Pages the cache holds a pool reference to.
   int32_t pages_held() const { return pages_held_; }
   // Pages in nodes no request has locked: what Evict can release.
   int32_t evictable_pages() const { return pages_held_ - pages_locked_; }
