@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/status.h"
 #include "kernels/backend.h"
+#include "kernels/tag_check/tag_check.h"
 #include "sim/integrity_tracker.h"
 #include "sim/page_pool.h"
 
@@ -31,6 +33,21 @@ struct DecodeBatch {
   DeviceBuffer block_table;
   DeviceBuffer seq_lens;
   KvAccessBatch access;  // a read of every request's whole sequence
+};
+
+// The batch's recorded tables packed as TagCheck takes them, with the pool's tags and a results
+// buffer, for timing the kernel alone. `batch` must outlive it and stay where it is.
+struct KernelInputs {
+  static Result<KernelInputs> Pack(Backend& backend, DecodeBatch& batch);
+  // The check's arguments, pointing into this object and the batch.
+  TagCheckArgs args();
+
+  DecodeBatch* batch = nullptr;
+  DeviceBuffer recorded_offsets;
+  DeviceBuffer recorded_pages;
+  DeviceBuffer recorded_tags;
+  DeviceBuffer page_tags;
+  DeviceBuffer results;
 };
 
 }  // namespace kvsim::testing

@@ -65,35 +65,8 @@ void CheckTagTrackerStep(benchmark::State& state) {
 void CheckTagCheckKernel(benchmark::State& state) {
   std::unique_ptr<Backend> backend = CreateCpuBackend();
   DecodeBatch batch(*backend, kProductionRequests, kProductionTokens);
-  std::vector<int32_t> offsets = {0};
-  std::vector<int32_t> pages;
-  std::vector<uint64_t> tags;
-  for (const std::vector<PageGrant>& grants : batch.recorded) {
-    for (const PageGrant& grant : grants) {
-      pages.push_back(grant.page);
-      tags.push_back(grant.tag);
-    }
-    offsets.push_back(static_cast<int32_t>(pages.size()));
-  }
-  DeviceBuffer recorded_offsets = Upload(*backend, offsets).value();
-  DeviceBuffer recorded_pages = Upload(*backend, pages).value();
-  DeviceBuffer recorded_tags = Upload(*backend, tags).value();
-  DeviceBuffer page_tags = Upload(*backend, batch.pool.tags()).value();
-  DeviceBuffer results =
-      backend->Allocate(static_cast<size_t>(kProductionRequests) * sizeof(TagCheckResult)).value();
-  TagCheckArgs args;
-  args.batch = kProductionRequests;
-  args.max_pages_per_request = batch.access.max_pages_per_request;
-  args.block_table_row_stride = batch.access.block_table_row_stride;
-  args.page_size = testing::kBenchmarkPageSize;
-  args.num_pages = batch.pool.num_pages();
-  args.block_table = &batch.block_table;
-  args.seq_lens = &batch.seq_lens;
-  args.recorded_offsets = &recorded_offsets;
-  args.recorded_pages = &recorded_pages;
-  args.recorded_tags = &recorded_tags;
-  args.page_tags = &page_tags;
-  args.results = &results;
+  testing::KernelInputs inputs = testing::KernelInputs::Pack(*backend, batch).value();
+  const TagCheckArgs args = inputs.args();
   for (auto _ : state) {
     benchmark::DoNotOptimize(TagCheck(*backend, args));
     benchmark::ClobberMemory();

@@ -66,35 +66,9 @@ Status Run() {
   if (!aborts.empty()) return InternalError("the benchmark batch failed its own check");
 
   // The kernel alone, on buffers in place.
-  std::vector<int32_t> offsets = {0};
-  std::vector<int32_t> pages;
-  std::vector<uint64_t> tags;
-  for (const std::vector<PageGrant>& grants : batch.recorded) {
-    for (const PageGrant& grant : grants) {
-      pages.push_back(grant.page);
-      tags.push_back(grant.tag);
-    }
-    offsets.push_back(static_cast<int32_t>(pages.size()));
-  }
-  KVSIM_ASSIGN_OR_RETURN(DeviceBuffer recorded_offsets, Upload(*backend, offsets));
-  KVSIM_ASSIGN_OR_RETURN(DeviceBuffer recorded_pages, Upload(*backend, pages));
-  KVSIM_ASSIGN_OR_RETURN(DeviceBuffer recorded_tags, Upload(*backend, tags));
-  KVSIM_ASSIGN_OR_RETURN(DeviceBuffer page_tags, Upload(*backend, batch.pool.tags()));
-  KVSIM_ASSIGN_OR_RETURN(DeviceBuffer results,
-                         backend->Allocate(kProductionRequests * sizeof(TagCheckResult)));
-  TagCheckArgs args;
-  args.batch = kProductionRequests;
-  args.max_pages_per_request = batch.access.max_pages_per_request;
-  args.block_table_row_stride = batch.access.block_table_row_stride;
-  args.page_size = testing::kBenchmarkPageSize;
-  args.num_pages = batch.pool.num_pages();
-  args.block_table = &batch.block_table;
-  args.seq_lens = &batch.seq_lens;
-  args.recorded_offsets = &recorded_offsets;
-  args.recorded_pages = &recorded_pages;
-  args.recorded_tags = &recorded_tags;
-  args.page_tags = &page_tags;
-  args.results = &results;
+  KVSIM_ASSIGN_OR_RETURN(testing::KernelInputs inputs,
+                         testing::KernelInputs::Pack(*backend, batch));
+  const TagCheckArgs args = inputs.args();
   KVSIM_ASSIGN_OR_RETURN(const double kernel_us, TimeOnDevice(kLaunchesPerTiming, [&] {
                            return TagCheck(*backend, args);
                          }));
