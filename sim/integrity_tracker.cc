@@ -95,7 +95,8 @@ Result<TagTracker> TagTracker::Clone(Backend& backend) const {
 
 Status TagTracker::Reserve(Backend& backend, size_t batch, size_t entries) {
   const size_t rows_now = results_.bytes() / sizeof(TagCheckResult);
-  if (rows_now < batch || results_.kind() != backend.kind()) {
+  // Never zero rows: the offsets hold batch + 1 entries even for an empty batch.
+  if (rows_now < batch || rows_now == 0 || results_.kind() != backend.kind()) {
     const size_t rows = std::max({batch, 2 * rows_now, kInitialCapacity});
     KVSIM_RETURN_IF_ERROR(Grow(backend, results_, rows * sizeof(TagCheckResult)));
     KVSIM_RETURN_IF_ERROR(Grow(backend, recorded_offsets_, (rows + 1) * sizeof(int32_t)));

@@ -169,6 +169,13 @@ TEST_F(IntegrityTrackerTest, ACloneFollowsACopyOfThePool) {
   EXPECT_EQ(Check(twin, batch, KvAccess::kRead).value().size(), 1u);
 }
 
+TEST_F(IntegrityTrackerTest, AnEmptyBatchIsChecked) {
+  TagTracker tracker = TagTracker::Create(*backend_, pool_).value();
+  const Result<std::vector<RequestAbort>> aborts = Check(tracker, HostBatch(), KvAccess::kRead);
+  ASSERT_TRUE(aborts.ok()) << aborts.status().ToString();
+  EXPECT_TRUE(aborts->empty());
+}
+
 TEST_F(IntegrityTrackerTest, TheNoopTrackerLetsEverythingThrough) {
   NoopTracker tracker;
   HostBatch batch;
