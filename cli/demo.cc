@@ -5,6 +5,7 @@
 
 #include "base/seed.h"
 #include "cli/format_report.h"
+#include "cli/integrity_report.h"
 
 namespace kvsim::cli {
 namespace {
@@ -13,8 +14,9 @@ class DemoCommand : public Command {
  public:
   std::string name() const override { return "demo"; }
   std::string summary() const override {
-    return "Run the main job on built-in defaults: the FP8 e4m3 and INT4 code tables and the "
-           "round-trip error of each format on seeded samples";
+    return "Run the main job on built-in defaults: the FP8 e4m3 and INT4 code tables, the "
+           "round-trip error of each format on seeded samples, and the KV-cache integrity check "
+           "on one divergence per row";
   }
 
   void Configure(CLI::App& app) override {
@@ -30,12 +32,15 @@ class DemoCommand : public Command {
       return OutOfRangeError(
           fmt::format("--samples {} is out of range; allowed: 1 to 16777216", samples_));
     }
-    out << "kvsim demo: the numeric formats of an FP8 KV cache and INT4 weights\n\n";
+    out << "kvsim demo: the numeric formats of an FP8 KV cache and INT4 weights, and the KV-cache "
+           "integrity check\n\n";
     PrintFp8E4M3Table(out);
     out << "\n";
     PrintInt4Table(out);
     out << "\n";
     PrintFormatRoundTrips(out, seed, samples_);
+    out << "\n";
+    KVSIM_RETURN_IF_ERROR(PrintIntegrityScenarios(out));
     out << fmt::format("\nReproduce: kvsim demo --seed {} --samples {}\n", FormatSeed(seed),
                        samples_);
     return Status::Ok();

@@ -35,6 +35,7 @@ expect_exit 2 "^kvsim demo: seed 'zz' has an invalid character 'z'" demo --seed 
 expect_exit 2 "--samples 0 is out of range; allowed: 1 to 16777216" demo --samples 0
 expect_exit 2 "samples" demo --samples many
 expect_exit 0 "Reproduce: kvsim demo --seed 0x2a --samples 1000" demo --seed 42 --samples 1000
+expect_exit 0 "B aborted: stale tag at logical page 1; A, C proceed" demo --samples 100
 
 first=$("$kvsim" demo --seed 0x2a --samples 4096)
 second=$("$kvsim" demo --seed 42 --samples 4096)

@@ -1,0 +1,112 @@
+// The tag check on the GPU gives bit-identical verdicts to the CPU backend, on random faulty
+// batches at awkward sizes and at the production shape (64 requests x 21K tokens, page size 64).
+// Skips (with the reason) where no GPU is usable.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "base/prng.h"
+#include "kernels/backend.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/device.h"
+#include "kernels/tag_check/tag_check.h"
+#include "tests/kernels/tag_check/tag_check_batch.h"
+
+namespace kvsim {
+namespace {
+
+class TagCheckGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const Status device = cuda::DeviceAvailable();
+    if (!device.ok()) GTEST_SKIP() << device.message();
+    Result<std::unique_ptr<Backend>> backend = cuda::CreateCudaBackend();
+    ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+    cuda_ = std::move(backend).value();
+  }
+
+  // Verdicts of `requests` on both backends, compared bit for bit; returns how many failed.
+  int CompareBackends(const std::vector<reference::TagCheckRequest>& requests, int32_t page_size,
+                      const std::vector<uint64_t>& tags, bool with_first_tokens) {
+    std::vector<std::vector<TagCheckResult>> verdicts;
+    for (Backend* backend : {cpu_.get(), cuda_.get()}) {
+      Result<testing::TagCheckBatch> batch =
+          testing::UploadTagCheckBatch(*backend, requests, page_size, 5, tags, with_first_tokens);
+      KVSIM_CHECK(batch.ok()) << batch.status().ToString();
+      Result<std::vector<TagCheckResult>> results = testing::RunTagCheck(*backend, *batch);
+      KVSIM_CHECK(results.ok()) << results.status().ToString();
+      verdicts.push_back(*results);
+    }
+    EXPECT_EQ(verdicts[0].size(), verdicts[1].size());
+    int failing = 0;
+    for (size_t b = 0; b < verdicts[0].size(); ++b) {
+      EXPECT_EQ(std::memcmp(&verdicts[0][b], &verdicts[1][b], sizeof(TagCheckResult)), 0)
+          << "request " << b << ": cpu " << verdicts[0][b].code << "@"
+          << verdicts[0][b].logical_page << ", cuda " << verdicts[1][b].code << "@"
+          << verdicts[1][b].logical_page;
+      failing += verdicts[0][b].code != 0;
+    }
+    return failing;
+  }
+
+  std::unique_ptr<Backend> cpu_ = CreateCpuBackend();
+  std::unique_ptr<Backend> cuda_;
+};
+
+TEST_F(TagCheckGpuTest, VerdictsEqualTheCpuBackendAtAwkwardSizes) {
+  Prng prng(0x6b7c);
+  for (int32_t page_size : {1, 3, 16, 64}) {
+    for (int32_t batch_size : {1, 7, 33, 130}) {
+      testing::RandomBatchShape shape;
+      shape.batch = batch_size;
+      // Up to 700 pages: several strides of the kernel's 128 threads per request.
+      shape.max_pages_per_request = 1 + static_cast<int32_t>(prng.below(700));
+      shape.page_size = page_size;
+      shape.num_pages = 1 + static_cast<int32_t>(prng.below(5000));
+      shape.tag_bits = 16;
+      shape.fault_per_mille = 400;
+      const std::vector<uint64_t> tags = testing::RandomPageTags(shape.num_pages, 16, prng);
+      const auto requests = testing::RandomTagCheckRequests(shape, tags, prng);
+      const int failing = CompareBackends(requests, page_size, tags, prng.chance(1, 2));
+      EXPECT_GT(failing, 0) << "page size " << page_size << ", batch " << batch_size;
+    }
+  }
+}
+
+TEST_F(TagCheckGpuTest, VerdictsEqualTheCpuBackendAtTheProductionShape) {
+  Prng prng(0x21000);
+  testing::RandomBatchShape shape;
+  shape.batch = 64;
+  shape.max_pages_per_request = 329;  // 21,000 tokens at 64 per page
+  shape.page_size = 64;
+  shape.num_pages = 64 * 329;
+  shape.fault_per_mille = 100;
+  const std::vector<uint64_t> tags = testing::RandomPageTags(shape.num_pages, 64, prng);
+  CompareBackends(testing::RandomTagCheckRequests(shape, tags, prng), 64, tags, false);
+}
+
+TEST_F(TagCheckGpuTest, ScatterWritesTheSameTagsAsTheCpu) {
+  Prng prng(0x5ca7);
+  const int32_t num_pages = 3000;
+  const std::vector<uint64_t> start = testing::RandomPageTags(num_pages, 64, prng);
+  std::vector<int32_t> pages(num_pages);
+  for (int32_t page = 0; page < num_pages; ++page) pages[page] = page;
+  prng.shuffle(pages);
+  std::vector<PageTagUpdate> updates;
+  for (int32_t i = 0; i < 1000; ++i) updates.push_back({pages[i], 0, prng.next_u64()});
+  std::vector<std::vector<uint64_t>> after;
+  for (Backend* backend : {cpu_.get(), cuda_.get()}) {
+    DeviceBuffer tags = Upload(*backend, start).value();
+    DeviceBuffer staging = backend->Allocate(updates.size() * sizeof(PageTagUpdate)).value();
+    ASSERT_TRUE(ScatterPageTags(*backend, updates, num_pages, tags, &staging).ok());
+    after.push_back(Download<uint64_t>(*backend, tags).value());
+  }
+  EXPECT_EQ(after[0], after[1]);
+  EXPECT_NE(after[0], start);
+}
+
+}  // namespace
+}  // namespace kvsim
