@@ -98,11 +98,7 @@ Result<CalibrationSpec> LoadCalibrationSpec(const std::string& path) {
   spec.name = std::filesystem::path(path).stem().string();
   KVSIM_ASSIGN_OR_RETURN(spec.source, map.String("source"));
   KVSIM_ASSIGN_OR_RETURN(const YamlMap deployment, map.Map("deployment"));
-  for (const std::string& key : deployment.Keys()) {
-    KVSIM_ASSIGN_OR_RETURN(const std::string value, deployment.String(key));
-    const Status status = SetPlanField(spec.settings, key, value);
-    if (!status.ok()) return deployment.Error(key, status.message());
-  }
+  KVSIM_RETURN_IF_ERROR(ApplyPlanFields(spec.settings, deployment));
   KVSIM_ASSIGN_OR_RETURN(const std::vector<YamlMap> points, map.MapList("points", kMaxPoints));
   int fitted_bf16 = 0;
   int fitted_other = 0;

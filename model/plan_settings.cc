@@ -155,7 +155,17 @@ std::string GetPlanField(const PlanSettings& s, const std::string& raw_field) {
 
 Status ApplyPlanYaml(PlanSettings& settings, const std::string& path) {
   KVSIM_ASSIGN_OR_RETURN(const YamlMap map, YamlMap::LoadFile(path));
+  return ApplyPlanFields(settings, map);
+}
+
+Status ApplyPlanFields(PlanSettings& settings, const YamlMap& map) {
+  const std::vector<std::string>& names = PlanFieldNames();
   for (const std::string& key : map.Keys()) {
+    if (std::find(names.begin(), names.end(), Canonical(key)) == names.end()) {
+      std::string allowed;
+      for (const auto& name : names) allowed += (allowed.empty() ? "" : ", ") + name;
+      return map.KeyError(key, "unknown field; allowed: " + allowed);
+    }
     KVSIM_ASSIGN_OR_RETURN(const std::string value, map.String(key));
     const Status status = SetPlanField(settings, key, value);
     if (!status.ok()) return map.Error(key, status.message());

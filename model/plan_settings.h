@@ -7,6 +7,7 @@
 
 #include "base/status.h"
 #include "model/deployment.h"
+#include "model/yaml_reader.h"
 
 namespace kvsim::model {
 
@@ -29,5 +30,7 @@ std::string GetPlanField(const PlanSettings& settings, const std::string& field)
 
 // Applies every field of the YAML file `path` (a mapping of field: value) to `settings`.
 Status ApplyPlanYaml(PlanSettings& settings, const std::string& path);
+// Applies every field of `map`; errors are located in its file.
+Status ApplyPlanFields(PlanSettings& settings, const YamlMap& map);
 
 }  // namespace kvsim::model

@@ -73,6 +73,15 @@ Status YamlMap::Error(const std::string& key, const std::string& message) const 
       fmt::format("{}: field '{}': {}", Location(*path_, mark), FieldName(key), message));
 }
 
+Status YamlMap::KeyError(const std::string& key, const std::string& message) const {
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    if (it->first.Scalar() != key) continue;
+    return InvalidArgumentError(fmt::format(
+        "{}: field '{}': {}", Location(*path_, it->first.Mark()), FieldName(key), message));
+  }
+  return Error(key, message);
+}
+
 Result<std::string> YamlMap::Scalar(const std::string& key, const char* expected) const {
   if (!Has(key)) return Error(key, fmt::format("missing; expected {}", expected));
   const YAML::Node& node = node_;
@@ -179,11 +188,7 @@ Status YamlMap::CheckKnownKeys(const std::vector<std::string>& known) const {
     const std::string key = it->first.Scalar();
     bool found = false;
     for (const auto& name : known) found = found || name == key;
-    if (!found) {
-      return InvalidArgumentError(fmt::format("{}: field '{}': unknown field; allowed here: {}",
-                                              Location(*path_, it->first.Mark()), FieldName(key),
-                                              JoinQuoted(known)));
-    }
+    if (!found) return KeyError(key, "unknown field; allowed here: " + JoinQuoted(known));
   }
   return Status::Ok();
 }

@@ -40,8 +40,11 @@ class YamlMap {
   // An error for the first key not in `known` (a typo would otherwise be ignored silently).
   Status CheckKnownKeys(const std::vector<std::string>& known) const;
 
-  // An InvalidArgument error located at `key` (or at this mapping when the key is absent).
+  // An InvalidArgument error located at the value of `key` (or at this mapping when the key is
+  // absent).
   Status Error(const std::string& key, const std::string& message) const;
+  // The same, located at the key itself (an unknown or misspelt field name).
+  Status KeyError(const std::string& key, const std::string& message) const;
 
   const std::string& path() const { return *path_; }
   // The dotted name of `key` inside this mapping ("attention.kv_lora_rank").
