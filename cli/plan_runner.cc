@@ -3,9 +3,9 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <utility>
 
+#include "model/number_text.h"
 #include "model/plan.h"
 
 namespace kvsim::cli {
@@ -57,16 +57,14 @@ Result<std::vector<LabeledSettings>> ExpandCompare(const model::PlanSettings& ba
 Result<std::vector<int64_t>> ParseConcurrencyList(const std::string& text) {
   std::vector<int64_t> values;
   for (const std::string& part : Split(text, ',')) {
-    int64_t value = 0;
-    const char* end = part.data() + part.size();
-    const auto [ptr, ec] = std::from_chars(part.data(), end, value);
-    if (part.empty() || ec != std::errc() || ptr != end || value < 1 || value > (1 << 20)) {
+    const std::optional<int64_t> value = model::ParseInteger(part);
+    if (!value || *value < 1 || *value > (1 << 20)) {
       return InvalidArgumentError(fmt::format(
           "--concurrency '{}': '{}' is not allowed; give integers from 1 to 1048576 separated "
           "by commas (e.g. 1,8,16,32,64)",
           text, part));
     }
-    values.push_back(value);
+    values.push_back(*value);
   }
   if (values.size() > model::kMaxConcurrencyPoints) {
     return OutOfRangeError(fmt::format("--concurrency has {} values; at most {} allowed",

@@ -4,12 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <charconv>
 #include <cmath>
-#include <cstdlib>
 
 #include "base/units.h"
+#include "model/number_text.h"
 #include "model/yaml_reader.h"
 
 namespace kvsim::model {
@@ -22,13 +20,12 @@ std::string Canonical(std::string field) {
 
 Result<int64_t> ParseInt(const std::string& field, const std::string& text, int64_t min,
                          int64_t max) {
-  int64_t value = 0;
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr != end || text.empty()) {
+  const std::optional<int64_t> parsed = ParseInteger(text);
+  if (!parsed) {
     return InvalidArgumentError(
         fmt::format("{} '{}' is not an integer; allowed: {} to {}", field, text, min, max));
   }
+  const int64_t value = *parsed;
   if (value < min || value > max) {
     return OutOfRangeError(
         fmt::format("{} {} is out of range; allowed: {} to {}", field, value, min, max));
@@ -38,13 +35,12 @@ Result<int64_t> ParseInt(const std::string& field, const std::string& text, int6
 
 Result<double> ParseNumber(const std::string& field, const std::string& text, double min,
                            double max) {
-  errno = 0;
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || errno != 0 || !std::isfinite(value)) {
+  const std::optional<double> parsed = ParseFinite(text);
+  if (!parsed) {
     return InvalidArgumentError(
         fmt::format("{} '{}' is not a number; allowed: {} to {}", field, text, min, max));
   }
+  const double value = *parsed;
   if (value < min || value > max) {
     return OutOfRangeError(
         fmt::format("{} {} is out of range; allowed: {} to {}", field, text, min, max));
@@ -59,6 +55,13 @@ Result<bool> ParseOnOff(const std::string& field, const std::string& text) {
 }
 
 std::string FormatNumber(double value) { return fmt::format("{}", value); }
+
+// "model, gpu, gpus, ...": for messages about unknown fields.
+std::string FieldNameList() {
+  std::string names;
+  for (const auto& name : PlanFieldNames()) names += (names.empty() ? "" : ", ") + name;
+  return names;
+}
 
 }  // namespace
 
@@ -162,9 +165,7 @@ Status ApplyPlanFields(PlanSettings& settings, const YamlMap& map) {
   const std::vector<std::string>& names = PlanFieldNames();
   for (const std::string& key : map.Keys()) {
     if (std::find(names.begin(), names.end(), Canonical(key)) == names.end()) {
-      std::string allowed;
-      for (const auto& name : names) allowed += (allowed.empty() ? "" : ", ") + name;
-      return map.KeyError(key, "unknown field; allowed: " + allowed);
+      return map.KeyError(key, "unknown field; allowed: " + FieldNameList());
     }
     KVSIM_ASSIGN_OR_RETURN(const std::string value, map.String(key));
     const Status status = SetPlanField(settings, key, value);

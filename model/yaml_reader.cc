@@ -1,15 +1,13 @@
 // Field-by-field YAML reading with located errors.
 #include "model/yaml_reader.h"
 
-#include <cerrno>
-#include <charconv>
-#include <cmath>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "model/number_text.h"
 
 namespace kvsim::model {
 namespace {
@@ -94,12 +92,9 @@ Result<std::string> YamlMap::Scalar(const std::string& key, const char* expected
 Result<int64_t> YamlMap::Int(const std::string& key, int64_t min, int64_t max) const {
   const std::string expected = fmt::format("an integer from {} to {}", min, max);
   KVSIM_ASSIGN_OR_RETURN(const std::string text, Scalar(key, expected.c_str()));
-  int64_t value = 0;
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr != end) {
-    return Error(key, fmt::format("expected {}, got '{}'", expected, text));
-  }
+  const std::optional<int64_t> parsed = ParseInteger(text);
+  if (!parsed) return Error(key, fmt::format("expected {}, got '{}'", expected, text));
+  const int64_t value = *parsed;
   if (value < min || value > max) {
     return Error(key, fmt::format("{} is out of range; allowed: {} to {}", value, min, max));
   }
@@ -115,12 +110,9 @@ Result<int64_t> YamlMap::IntOr(const std::string& key, int64_t fallback, int64_t
 Result<double> YamlMap::Double(const std::string& key, double min, double max) const {
   const std::string expected = fmt::format("a number from {} to {}", min, max);
   KVSIM_ASSIGN_OR_RETURN(const std::string text, Scalar(key, expected.c_str()));
-  errno = 0;
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || errno != 0 || !std::isfinite(value)) {
-    return Error(key, fmt::format("expected {}, got '{}'", expected, text));
-  }
+  const std::optional<double> parsed = ParseFinite(text);
+  if (!parsed) return Error(key, fmt::format("expected {}, got '{}'", expected, text));
+  const double value = *parsed;
   if (value < min || value > max) {
     return Error(key, fmt::format("{} is out of range; allowed: {} to {}", text, min, max));
   }

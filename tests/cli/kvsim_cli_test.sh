@@ -7,22 +7,8 @@ failures=0
 # The demo writes its plot here, not into the runfiles.
 out="${TEST_TMPDIR:-$(mktemp -d)}"
 
-# expect_exit CODE PATTERN ARGS...: runs kvsim ARGS, checks the exit code and that the combined
-# output matches the extended regular expression PATTERN.
-expect_exit() {
-  local want="$1" pattern="$2"
-  shift 2
-  local output code
-  output=$("$kvsim" "$@" 2>&1)
-  code=$?
-  if [ "$code" -ne "$want" ]; then
-    echo "FAIL: kvsim $* exited $code, expected $want; output:"; echo "$output"
-    failures=$((failures + 1))
-  elif ! grep -qE -- "$pattern" <<<"$output"; then
-    echo "FAIL: kvsim $* output does not match /$pattern/; output:"; echo "$output"
-    failures=$((failures + 1))
-  fi
-}
+# expect_exit and expect_no_match.
+source tests/cli/cli_expect.sh
 
 expect_exit 0 "Subcommands:" --help
 expect_exit 0 "run .*not in this version yet" --help
