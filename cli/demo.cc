@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 
 #include "base/seed.h"
+#include "cli/configs_root.h"
 #include "cli/format_report.h"
 #include "cli/integrity_report.h"
+#include "cli/plan_demo.h"
 
 namespace kvsim::cli {
 namespace {
@@ -14,9 +16,9 @@ class DemoCommand : public Command {
  public:
   std::string name() const override { return "demo"; }
   std::string summary() const override {
-    return "Run the main job on built-in defaults: the FP8 e4m3 and INT4 code tables, the "
-           "round-trip error of each format on seeded samples, and the KV-cache integrity check "
-           "on one divergence per row";
+    return "Run the main jobs on built-in defaults: capacity plans for Kimi K2.6 and GLM 5.2 on "
+           "8xH200, the FP8 e4m3 and INT4 code tables, the round-trip error of each format on "
+           "seeded samples, and the KV-cache integrity check on one divergence per request";
   }
 
   void Configure(CLI::App& app) override {
@@ -24,6 +26,8 @@ class DemoCommand : public Command {
         ->capture_default_str();
     app.add_option("--samples", samples_, "Samples per distribution, 1 to 16777216")
         ->capture_default_str();
+    app.add_option("--configs", configs_, "Folder with models/, gpus/, calibration/");
+    app.add_option("--out", output_dir_, "Folder the plot is written to (default kvsim-out/)");
   }
 
   Status Run(std::ostream& out) override {
@@ -32,14 +36,17 @@ class DemoCommand : public Command {
       return OutOfRangeError(
           fmt::format("--samples {} is out of range; allowed: 1 to 16777216", samples_));
     }
-    out << "kvsim demo: the numeric formats of an FP8 KV cache and INT4 weights, and the KV-cache "
-           "integrity check\n\n";
+    out << "kvsim demo: capacity plans, the numeric formats of an FP8 KV cache and INT4 weights, "
+           "and the KV-cache integrity check\n\n";
+    KVSIM_RETURN_IF_ERROR(PrintPlanDemo(out, ConfigsRoot(configs_),
+                                        output_dir_.empty() ? DefaultOutputDir() : output_dir_));
+    out << "\n3. The numeric formats\n\n";
     PrintFp8E4M3Table(out);
     out << "\n";
     PrintInt4Table(out);
     out << "\n";
     PrintFormatRoundTrips(out, seed, samples_);
-    out << "\n";
+    out << "\n4. The KV-cache integrity check\n\n";
     KVSIM_RETURN_IF_ERROR(PrintIntegrityScenarios(out));
     out << fmt::format("\nReproduce: kvsim demo --seed {} --samples {}\n", FormatSeed(seed),
                        samples_);
@@ -49,6 +56,8 @@ class DemoCommand : public Command {
  private:
   std::string seed_text_ = FormatSeed(0x5eed);
   int samples_ = 65536;
+  std::string configs_;
+  std::string output_dir_;
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "base/status.h"
 #include "cli/command.h"
 #include "cli/demo.h"
+#include "cli/plan.h"
 
 namespace kvsim::cli {
 namespace {
@@ -19,10 +20,7 @@ constexpr const char* kVersion = "0.1.0";
 std::vector<std::unique_ptr<Command>> AllCommands() {
   std::vector<std::unique_ptr<Command>> commands;
   commands.push_back(MakeDemoCommand());
-  commands.push_back(MakePlannedCommand(
-      "plan",
-      "Capacity planning: tokens, concurrency, tokens/s and cost for a model on a GPU "
-      "deployment, BF16 or FP8 KV, FP8 or INT4 weights"));
+  commands.push_back(MakePlanCommand());
   commands.push_back(MakePlannedCommand(
       "run",
       "Run one seeded simulation scenario through the real kernels and the integrity check"));

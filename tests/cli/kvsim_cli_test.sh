@@ -4,42 +4,34 @@
 set -uo pipefail
 kvsim="$1"
 failures=0
+# The demo writes its plot here, not into the runfiles.
+out="${TEST_TMPDIR:-$(mktemp -d)}"
 
-# expect_exit CODE PATTERN ARGS...: runs kvsim ARGS, checks the exit code and that the combined
-# output matches the extended regular expression PATTERN.
-expect_exit() {
-  local want="$1" pattern="$2"
-  shift 2
-  local output code
-  output=$("$kvsim" "$@" 2>&1)
-  code=$?
-  if [ "$code" -ne "$want" ]; then
-    echo "FAIL: kvsim $* exited $code, expected $want; output:"; echo "$output"
-    failures=$((failures + 1))
-  elif ! grep -qE -- "$pattern" <<<"$output"; then
-    echo "FAIL: kvsim $* output does not match /$pattern/; output:"; echo "$output"
-    failures=$((failures + 1))
-  fi
-}
+# expect_exit and expect_no_match.
+source tests/cli/cli_expect.sh
 
 expect_exit 0 "Subcommands:" --help
-expect_exit 0 "plan .*not in this version yet" --help
+expect_exit 0 "run .*not in this version yet" --help
 expect_exit 0 "^kvsim [0-9]+\.[0-9]+\.[0-9]+" --version
 expect_exit 0 "--seed" demo --help
 expect_exit 2 "^kvsim: .*not expected: --bogus" --bogus
 expect_exit 2 "^Run 'kvsim --help' for usage" --bogus
 expect_exit 2 "kvsim: .*bogus.*subcommands: demo" bogus
 expect_exit 2 "no subcommand given"
-expect_exit 2 "^kvsim plan: 'plan' is not in this version of kvsim yet" plan --model x
+expect_exit 2 "^kvsim run: 'run' is not in this version of kvsim yet" run --scenario x
 expect_exit 2 "^kvsim demo: seed 'zz' has an invalid character 'z'" demo --seed zz
 expect_exit 2 "--samples 0 is out of range; allowed: 1 to 16777216" demo --samples 0
 expect_exit 2 "samples" demo --samples many
-expect_exit 0 "Reproduce: kvsim demo --seed 0x2a --samples 1000" demo --seed 42 --samples 1000
-expect_exit 0 "B aborted: stale tag at logical page 1; A, C proceed" demo --samples 100
+expect_exit 0 "Reproduce: kvsim demo --seed 0x2a --samples 1000" demo --seed 42 --samples 1000 \
+  --out "$out"
+expect_exit 0 "B aborted: stale tag at logical page 1; A, C proceed" demo --samples 100 --out "$out"
+expect_exit 0 "Plot of decode tokens/s against concurrency: .*plan-demo.svg" demo --samples 16 \
+  --out "$out"
+[ -s "$out/plan-demo.svg" ] || { echo "FAIL: the demo wrote no plot"; failures=$((failures + 1)); }
 
-first=$("$kvsim" demo --seed 0x2a --samples 4096)
-second=$("$kvsim" demo --seed 42 --samples 4096)
-other=$("$kvsim" demo --seed 43 --samples 4096)
+first=$("$kvsim" demo --seed 0x2a --samples 4096 --out "$out")
+second=$("$kvsim" demo --seed 42 --samples 4096 --out "$out")
+other=$("$kvsim" demo --seed 43 --samples 4096 --out "$out")
 if [ "$first" != "$second" ]; then
   echo "FAIL: the same seed gave different demo output"; failures=$((failures + 1))
 fi

@@ -1,0 +1,150 @@
+// `kvsim plan`: weights, KV capacity, concurrency, tokens/s and cost per configuration.
+#include "cli/plan.h"
+
+#include <fmt/format.h>
+
+#include <utility>
+#include <vector>
+
+#include "cli/configs_root.h"
+#include "cli/plan_plot.h"
+#include "cli/plan_report.h"
+#include "cli/plan_runner.h"
+#include "model/catalog.h"
+#include "model/plan_settings.h"
+
+namespace kvsim::cli {
+namespace {
+
+struct FieldHelp {
+  const char* field;
+  const char* help;
+};
+
+// One flag per plan field; the same names work in --compare and in --deployment YAML.
+constexpr FieldHelp kFieldHelp[] = {
+    {"model", "Model name (configs/models/NAME.yaml) or a YAML path (default kimi-k2.6)"},
+    {"gpu", "GPU name (configs/gpus/NAME.yaml) or a YAML path (default h200-sxm)"},
+    {"gpus", "GPUs in the deployment (default 8)"},
+    {"tp", "Tensor-parallel size; gpus / tp replicas (default 8)"},
+    {"pools", "Independent KV pools (data-parallel attention); default gpus / tp"},
+    {"mem-fraction", "Share of GPU memory for weights + KV cache (default 0.83)"},
+    {"reserved-gib", "GiB per GPU taken before the fraction applies (default 0)"},
+    {"kv-dtype", "KV cache dtype: bf16, fp8_e4m3, fp8_mla_tiles (default bf16)"},
+    {"page-size", "Tokens per KV page (default 64)"},
+    {"weights", "Weight variant of the model (default: as published; see the model YAML)"},
+    {"latent-projections", "MLA down-projections and DSA indexer: replicated (default) or sharded"},
+    {"mtp", "Load the multi-token-prediction layers: on or off (default off)"},
+    {"context", "Tokens each request holds, prompt plus output (default 21000)"},
+    {"usd-per-gpu-hour", "Price per GPU-hour for cost figures (default: the GPU YAML's)"},
+};
+
+class PlanCommand : public Command {
+ public:
+  std::string name() const override { return "plan"; }
+  std::string summary() const override {
+    return "Capacity planning: tokens, concurrency, tokens/s and cost for a model on a GPU "
+           "deployment, BF16 or FP8 KV, FP8 or INT4 weights";
+  }
+
+  void Configure(CLI::App& app) override {
+    app.add_option("--configs", configs_, "Folder with models/, gpus/, calibration/");
+    app.add_option_function<std::string>(
+        "--deployment", [this](const std::string& path) { deployment_yaml_ = path; },
+        "YAML file of field: value pairs (the flag names below, '-' or '_'), applied before flags");
+    for (const FieldHelp& entry : kFieldHelp) {
+      const std::string field = entry.field;
+      app.add_option_function<std::string>(
+          "--" + field,
+          [this, field](const std::string& value) {
+            fields_.push_back({field, value});
+          },
+          entry.help);
+    }
+    app.add_option("--concurrency", concurrency_text_,
+                   "Concurrent requests to estimate decode at, comma-separated")
+        ->capture_default_str();
+    app.add_option("--compare", compares_,
+                   "FIELD=V1,V2,...: configurations side by side (repeatable; cross product, at "
+                   "most 16)");
+    app.add_option("--calibration", calibration_,
+                   "Calibration of the step-time model (configs/calibration/NAME.yaml or a path)")
+        ->capture_default_str();
+    app.add_flag("--calibration-report", calibration_report_,
+                 "Print the calibration: fitted coefficients, and each published point with the "
+                 "model's prediction and its error");
+    app.add_flag("--explain", explain_, "Print every term of every number with its formula");
+    app.add_flag("--json", json_, "Print JSON instead of tables");
+    app.add_flag("--csv", csv_, "Print CSV (one row per configuration and concurrency)");
+    app.add_option("--plot", plot_, "Draw tokens/s against concurrency into FILE.png or FILE.svg");
+  }
+
+  Status Run(std::ostream& out) override {
+    if (json_ && csv_) return InvalidArgumentError("give --json or --csv, not both");
+    if (!plot_.empty()) KVSIM_RETURN_IF_ERROR(CheckPlotPath(plot_));
+    KVSIM_ASSIGN_OR_RETURN(const model::Catalog catalog,
+                           model::Catalog::Open(ConfigsRoot(configs_)));
+    KVSIM_ASSIGN_OR_RETURN(const model::Calibration calibration,
+                           LoadCalibration(catalog, calibration_));
+    if (calibration_report_) {
+      PrintCalibrationReport(out, calibration);
+      return Status::Ok();
+    }
+    model::PlanSettings base;
+    if (!deployment_yaml_.empty()) {
+      KVSIM_RETURN_IF_ERROR(model::ApplyPlanYaml(base, deployment_yaml_));
+    }
+    for (const auto& [field, value] : fields_) {
+      KVSIM_RETURN_IF_ERROR(model::SetPlanField(base, field, value).WithContext("--" + field));
+    }
+    KVSIM_ASSIGN_OR_RETURN(const std::vector<int64_t> concurrencies,
+                           ParseConcurrencyList(concurrency_text_));
+    KVSIM_ASSIGN_OR_RETURN(const std::vector<LabeledSettings> configurations,
+                           ExpandCompare(base, compares_));
+    std::vector<model::Trace> traces;
+    KVSIM_ASSIGN_OR_RETURN(const std::vector<LabeledPlan> plans,
+                           RunPlans(catalog, calibration.params, configurations, concurrencies,
+                                    explain_ ? &traces : nullptr));
+    if (json_) {
+      PrintPlanJson(out, plans);
+    } else if (csv_) {
+      PrintPlanCsv(out, plans);
+    } else {
+      PrintPlanText(out, plans);
+      if (explain_) {
+        for (size_t i = 0; i < plans.size(); ++i) {
+          out << "\n";
+          PrintExplanation(out, plans[i].label, traces[i]);
+        }
+      }
+    }
+    if (!plot_.empty()) {
+      const model::PlanResult& first = plans.front().result;
+      KVSIM_RETURN_IF_ERROR(
+          WritePlanPlot(plans, plot_,
+                        fmt::format("{} on {} x {}: decode tokens/s", first.model.name,
+                                    first.settings.deployment.gpus, first.gpu.name)));
+      if (!json_ && !csv_) out << "\nplot written to " << plot_ << "\n";
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::string configs_;
+  std::string deployment_yaml_;
+  std::vector<std::pair<std::string, std::string>> fields_;
+  std::string concurrency_text_ = "1,8,16,32,64";
+  std::vector<std::string> compares_;
+  std::string calibration_ = "kimi-k2.6-8xh200";
+  bool calibration_report_ = false;
+  bool explain_ = false;
+  bool json_ = false;
+  bool csv_ = false;
+  std::string plot_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> MakePlanCommand() { return std::make_unique<PlanCommand>(); }
+
+}  // namespace kvsim::cli

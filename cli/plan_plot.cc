@@ -1,0 +1,90 @@
+// gnuplot output for plans.
+#include "cli/plan_plot.h"
+
+#include <fmt/format.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+
+namespace kvsim::cli {
+namespace {
+
+bool EndsWith(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// gnuplot single-quoted strings cannot hold a quote; labels lose theirs, paths are refused.
+std::string Unquoted(std::string text) {
+  for (char& c : text) {
+    if (c == '\'' || c == '\n') c = ' ';
+  }
+  return text;
+}
+
+}  // namespace
+
+Status CheckPlotPath(const std::string& path) {
+  if (!EndsWith(path, ".svg") && !EndsWith(path, ".png")) {
+    return InvalidArgumentError(fmt::format("plot file '{}' must end in .png or .svg", path));
+  }
+  if (path.find('\'') != std::string::npos || path.find('\n') != std::string::npos) {
+    return InvalidArgumentError(
+        fmt::format("plot file '{}' must not contain a quote or a newline", path));
+  }
+  return Status::Ok();
+}
+
+Result<std::string> PlanPlotScript(const std::vector<LabeledPlan>& plans, const std::string& path,
+                                   const std::string& title) {
+  KVSIM_RETURN_IF_ERROR(CheckPlotPath(path));
+  const std::string terminal = EndsWith(path, ".svg")
+                                   ? "svg size 900,560 dynamic noenhanced font 'sans,12'"
+                                   : "pngcairo size 900,560 noenhanced font 'sans,11'";
+  std::string script = fmt::format(
+      "set terminal {}\nset output '{}'\nset title '{}'\nset xlabel 'concurrent requests'\n"
+      "set ylabel 'decode tokens/s (all GPUs)'\nset key top left\nset grid\n"
+      "set logscale x 2\nset yrange [0:*]\n",
+      terminal, path, Unquoted(title));
+  std::string plot = "plot ";
+  bool oom_titled = false;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    script += fmt::format("$d{} << EOD\n", i);
+    bool any_oom = false;
+    for (const auto& e : plans[i].result.decode) {
+      // Column 2: tokens/s where the batch fits; column 3: where it would run out of memory.
+      const std::string value = fmt::format("{:.2f}", e.tokens_per_s);
+      script +=
+          fmt::format("{} {} {}\n", e.concurrency, e.fits ? value : "NaN", e.fits ? "NaN" : value);
+      any_oom = any_oom || !e.fits;
+    }
+    script += "EOD\n";
+    const std::string label = plans[i].label.empty() ? plans[i].result.model.name : plans[i].label;
+    plot += fmt::format("{}$d{} using 1:2 with linespoints lw 2 pt 7 lc {} title '{}'",
+                        i == 0 ? "" : ", ", i, i + 1, Unquoted(label));
+    if (any_oom) {
+      plot += fmt::format(", $d{} using 1:3 with points pt 2 ps 2.5 lw 2 lc rgb 'red' {}", i,
+                          oom_titled ? "notitle" : "title 'out of memory'");
+      oom_titled = true;
+    }
+  }
+  return script + plot + "\n";
+}
+
+Status WritePlanPlot(const std::vector<LabeledPlan>& plans, const std::string& path,
+                     const std::string& title) {
+  KVSIM_ASSIGN_OR_RETURN(const std::string script, PlanPlotScript(plans, path, title));
+  FILE* pipe = popen("gnuplot", "w");
+  if (pipe == nullptr) return UnavailableError("cannot start gnuplot");
+  const size_t written = std::fwrite(script.data(), 1, script.size(), pipe);
+  const int status = pclose(pipe);
+  if (written != script.size() || status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return UnavailableError(fmt::format(
+        "gnuplot failed to write '{}' (exit status {}); is gnuplot installed (tools/bootstrap.sh "
+        "installs gnuplot-nox) and is the folder writable?",
+        path, WIFEXITED(status) ? WEXITSTATUS(status) : -1));
+  }
+  return Status::Ok();
+}
+
+}  // namespace kvsim::cli

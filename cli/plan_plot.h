@@ -1,0 +1,25 @@
+// Drawing plans with gnuplot: decode tokens/s against concurrency, one line per configuration,
+// out-of-memory points marked.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "cli/plan_report.h"
+
+namespace kvsim::cli {
+
+// Ok when `path` ends in .png or .svg and gnuplot can quote it.
+Status CheckPlotPath(const std::string& path);
+
+// The gnuplot script that draws `plans` into `path` (.png or .svg). Errors: another extension,
+// or a path gnuplot cannot quote.
+Result<std::string> PlanPlotScript(const std::vector<LabeledPlan>& plans, const std::string& path,
+                                   const std::string& title);
+
+// Runs the script through gnuplot. Unavailable when gnuplot is missing or fails.
+Status WritePlanPlot(const std::vector<LabeledPlan>& plans, const std::string& path,
+                     const std::string& title);
+
+}  // namespace kvsim::cli

@@ -1,0 +1,311 @@
+// Plan printers.
+#include "cli/plan_report.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "base/units.h"
+#include "cli/text_table.h"
+
+namespace kvsim::cli {
+namespace {
+
+using model::Component;
+using model::PlanResult;
+
+// 1379584 -> "1,379,584".
+std::string Grouped(int64_t value) {
+  std::string digits = std::to_string(value < 0 ? -value : value);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return value < 0 ? "-" + out : out;
+}
+
+std::string Gib(uint64_t bytes) { return fmt::format("{:.2f}", BytesToGiB(bytes)); }
+
+std::vector<std::string> Headers(const std::string& first, const std::vector<LabeledPlan>& plans) {
+  std::vector<std::string> headers = {first};
+  for (const auto& plan : plans) headers.push_back(plan.label.empty() ? "value" : plan.label);
+  return headers;
+}
+
+// A row with one cell per plan, made by `cell`.
+template <typename Cell>
+void AddRow(TextTable& table, const std::string& name, const std::vector<LabeledPlan>& plans,
+            Cell cell) {
+  std::vector<std::string> cells = {name};
+  for (const auto& plan : plans) cells.push_back(cell(plan.result));
+  table.AddRow(std::move(cells));
+}
+
+void PrintSetup(std::ostream& out, const std::vector<LabeledPlan>& plans) {
+  TextTable table(Headers("configuration", plans));
+  AddRow(table, "model", plans, [](const PlanResult& r) { return r.model.name; });
+  AddRow(table, "GPU", plans, [](const PlanResult& r) {
+    return fmt::format("{} x {}", r.settings.deployment.gpus, r.gpu.name);
+  });
+  AddRow(table, "tensor parallel / KV pools", plans, [](const PlanResult& r) {
+    return fmt::format("{} / {}", r.settings.deployment.tp, r.settings.deployment.pool_count());
+  });
+  AddRow(table, "weights", plans, [](const PlanResult& r) { return r.weight_variant; });
+  AddRow(table, "KV cache dtype", plans,
+         [](const PlanResult& r) { return model::KvDtypeName(r.settings.deployment.kv_dtype); });
+  AddRow(table, "tokens per request", plans,
+         [](const PlanResult& r) { return Grouped(r.settings.deployment.context_tokens); });
+  table.Print(out);
+}
+
+void PrintMemory(std::ostream& out, const std::vector<LabeledPlan>& plans) {
+  TextTable table(Headers("memory per GPU (GiB)", plans));
+  AddRow(table, "GPU memory", plans,
+         [](const PlanResult& r) { return Gib(r.capacity.memory_bytes); });
+  AddRow(table, "budget: memory x fraction - reserved", plans, [](const PlanResult& r) {
+    return fmt::format("{} (x {})", Gib(r.capacity.budget_bytes),
+                       r.settings.deployment.memory_fraction);
+  });
+  AddRow(table, "weights", plans, [](const PlanResult& r) { return Gib(r.capacity.weight_bytes); });
+  for (int c = 0; c < model::kComponentCount; ++c) {
+    const auto component = static_cast<Component>(c);
+    bool any = false;
+    for (const auto& plan : plans) any = any || plan.result.weights.component(component).params > 0;
+    if (!any) continue;
+    AddRow(table, std::string("  ") + model::ComponentName(component), plans,
+           [component](const PlanResult& r) {
+             return Gib(r.weights.component(component).per_gpu_bytes);
+           });
+  }
+  AddRow(table, "KV cache", plans,
+         [](const PlanResult& r) { return Gib(r.capacity.kv_budget_bytes); });
+  AddRow(table, "checkpoint (all GPUs, GiB)", plans,
+         [](const PlanResult& r) { return Gib(r.weights.checkpoint_bytes()); });
+  table.Print(out);
+}
+
+void PrintCapacity(std::ostream& out, const std::vector<LabeledPlan>& plans) {
+  TextTable table(Headers("KV cache", plans));
+  AddRow(table, "bytes per token per GPU", plans,
+         [](const PlanResult& r) { return Grouped(static_cast<int64_t>(r.kv.total())); });
+  const std::vector<std::pair<const char*, uint64_t model::KvBreakdown::*>> parts = {
+      {"  keys", &model::KvBreakdown::keys},
+      {"  values", &model::KvBreakdown::values},
+      {"  MLA latent", &model::KvBreakdown::latent},
+      {"  MLA rotary key", &model::KvBreakdown::rope},
+      {"  scales", &model::KvBreakdown::scales},
+      {"  indexer keys", &model::KvBreakdown::indexer_keys},
+      {"  indexer scales", &model::KvBreakdown::indexer_scales}};
+  for (const auto& [name, member] : parts) {
+    bool any = false;
+    for (const auto& plan : plans) any = any || plan.result.kv.*member > 0;
+    if (!any) continue;
+    AddRow(table, name, plans, [member = member](const PlanResult& r) {
+      return Grouped(static_cast<int64_t>(r.kv.*member));
+    });
+  }
+  AddRow(table, "tokens per pool", plans,
+         [](const PlanResult& r) { return Grouped(r.capacity.tokens_per_pool); });
+  AddRow(table, "tokens in all pools", plans,
+         [](const PlanResult& r) { return Grouped(r.capacity.tokens_total); });
+  AddRow(table, "requests that fit at once", plans,
+         [](const PlanResult& r) { return Grouped(r.capacity.max_requests_total); });
+  AddRow(table, "first request that does not fit", plans,
+         [](const PlanResult& r) { return "#" + Grouped(r.capacity.max_requests_total + 1); });
+  table.Print(out);
+  out << "\n";
+  TextTable prefill(Headers("prefill (compute-bound)", plans));
+  AddRow(prefill, "tokens/s, prompts of the request length", plans, [](const PlanResult& r) {
+    return Grouped(static_cast<int64_t>(std::llround(r.prefill.tokens_per_s)));
+  });
+  AddRow(prefill, "USD per million prompt tokens", plans, [](const PlanResult& r) {
+    return fmt::format("{:.2f}", r.prefill.usd_per_million_tokens);
+  });
+  prefill.Print(out);
+}
+
+void PrintDecode(std::ostream& out, const std::vector<LabeledPlan>& plans) {
+  if (plans.empty() || plans.front().result.decode.empty()) return;
+  std::vector<std::string> headers = {"concurrency"};
+  for (const auto& plan : plans) {
+    const std::string prefix = plan.label.empty() ? "" : plan.label + " ";
+    headers.push_back(prefix + "tok/s");
+    headers.push_back("ms/tok");
+    headers.push_back("USD/Mtok");
+  }
+  TextTable table(std::move(headers));
+  const size_t points = plans.front().result.decode.size();
+  for (size_t i = 0; i < points; ++i) {
+    std::vector<std::string> cells = {std::to_string(plans.front().result.decode[i].concurrency)};
+    for (const auto& plan : plans) {
+      const model::DecodeEstimate& e = plan.result.decode[i];
+      if (!e.fits) {
+        cells.insert(cells.end(), {"out of memory", "-", "-"});
+        continue;
+      }
+      cells.push_back(fmt::format("{:.0f}", e.tokens_per_s));
+      cells.push_back(fmt::format("{:.1f}", e.ms_per_token));
+      cells.push_back(fmt::format("{:.2f}", e.usd_per_million_tokens));
+    }
+    table.AddRow(std::move(cells));
+  }
+  out << "decode (all replicas; ms/tok is one request's time between tokens):\n";
+  table.Print(out);
+}
+
+nlohmann::json DecodeJson(const model::DecodeEstimate& e) {
+  nlohmann::json j = {{"concurrency", e.concurrency},
+                      {"fits", e.fits},
+                      {"requests_per_pool", e.requests_per_pool},
+                      {"experts_touched_per_layer", e.experts_touched},
+                      {"weight_read_bytes_per_gpu", e.weight_read_bytes},
+                      {"kv_read_bytes_per_gpu", e.kv_read_bytes},
+                      {"step_ms", e.step_s * 1e3}};
+  if (e.fits) {
+    j["tokens_per_s"] = e.tokens_per_s;
+    j["ms_per_token"] = e.ms_per_token;
+    j["usd_per_million_tokens"] = e.usd_per_million_tokens;
+  }
+  return j;
+}
+
+nlohmann::json PlanJson(const LabeledPlan& plan) {
+  const PlanResult& r = plan.result;
+  const model::Deployment& d = r.settings.deployment;
+  nlohmann::json weights = nlohmann::json::object();
+  for (int c = 0; c < model::kComponentCount; ++c) {
+    const auto& w = r.weights.components[c];
+    if (w.params == 0) continue;
+    weights[model::ComponentName(static_cast<Component>(c))] = {
+        {"params", w.params},
+        {"checkpoint_bytes", w.checkpoint_bytes},
+        {"per_gpu_bytes", w.per_gpu_bytes}};
+  }
+  nlohmann::json decode = nlohmann::json::array();
+  for (const auto& e : r.decode) decode.push_back(DecodeJson(e));
+  return {
+      {"label", plan.label},
+      {"model", r.model.name},
+      {"gpu", r.gpu.name},
+      {"gpus", d.gpus},
+      {"tp", d.tp},
+      {"pools", d.pool_count()},
+      {"memory_fraction", d.memory_fraction},
+      {"reserved_bytes", d.reserved_bytes},
+      {"kv_dtype", model::KvDtypeName(d.kv_dtype)},
+      {"page_size", d.page_size},
+      {"weights", r.weight_variant},
+      {"context_tokens", d.context_tokens},
+      {"weight_bytes_per_gpu", r.capacity.weight_bytes},
+      {"checkpoint_bytes", r.weights.checkpoint_bytes()},
+      {"weight_components", weights},
+      {"kv_budget_bytes_per_gpu", r.capacity.kv_budget_bytes},
+      {"kv_bytes_per_token_per_gpu", r.kv.total()},
+      {"tokens_per_pool", r.capacity.tokens_per_pool},
+      {"tokens_total", r.capacity.tokens_total},
+      {"max_requests", r.capacity.max_requests_total},
+      {"prefill_tokens_per_s", r.prefill.tokens_per_s},
+      {"decode", decode},
+  };
+}
+
+}  // namespace
+
+void PrintPlanText(std::ostream& out, const std::vector<LabeledPlan>& plans) {
+  PrintSetup(out, plans);
+  out << "\n";
+  PrintMemory(out, plans);
+  out << "\n";
+  PrintCapacity(out, plans);
+  out << "\n";
+  PrintDecode(out, plans);
+}
+
+void PrintPlanJson(std::ostream& out, const std::vector<LabeledPlan>& plans) {
+  nlohmann::json configurations = nlohmann::json::array();
+  for (const auto& plan : plans) configurations.push_back(PlanJson(plan));
+  out << nlohmann::json{{"configurations", configurations}}.dump(2) << "\n";
+}
+
+void PrintPlanCsv(std::ostream& out, const std::vector<LabeledPlan>& plans) {
+  out << "label,model,gpu,gpus,tp,pools,kv_dtype,weights,context_tokens,memory_fraction,"
+         "weight_bytes_per_gpu,kv_bytes_per_token_per_gpu,tokens_total,max_requests,"
+         "prefill_tokens_per_s,concurrency,fits,tokens_per_s,ms_per_token,"
+         "usd_per_million_tokens\n";
+  for (const auto& plan : plans) {
+    const PlanResult& r = plan.result;
+    const model::Deployment& d = r.settings.deployment;
+    for (const auto& e : r.decode) {
+      out << fmt::format("\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1f},{},{},", plan.label,
+                         r.model.name, r.gpu.name, d.gpus, d.tp, d.pool_count(),
+                         model::KvDtypeName(d.kv_dtype), r.weight_variant, d.context_tokens,
+                         d.memory_fraction, r.capacity.weight_bytes, r.kv.total(),
+                         r.capacity.tokens_total, r.capacity.max_requests_total,
+                         r.prefill.tokens_per_s, e.concurrency, e.fits ? "true" : "false");
+      if (e.fits) {
+        out << fmt::format("{:.1f},{:.3f},{:.4f}\n", e.tokens_per_s, e.ms_per_token,
+                           e.usd_per_million_tokens);
+      } else {
+        out << ",,\n";
+      }
+    }
+  }
+}
+
+void PrintExplanation(std::ostream& out, const std::string& label, const model::Trace& trace) {
+  out << "explain" << (label.empty() ? "" : " " + label) << ":\n";
+  for (const auto& group : trace.groups()) {
+    out << "  " << group.title << "\n";
+    for (const auto& term : group.terms) {
+      out << "    " << term.quantity << " = " << term.formula << "\n";
+      out << "      = " << term.value << "\n";
+    }
+  }
+}
+
+void PrintCalibrationReport(std::ostream& out, const model::Calibration& c) {
+  const model::StepTimeParams& p = c.params;
+  out << "calibration: " << c.spec.name << "\n  source: " << c.spec.source << "\n";
+  out << fmt::format("  deployment: {} on {} x {}, tp {}, {} tokens per request\n",
+                     c.spec.settings.model, c.spec.settings.deployment.gpus, c.spec.settings.gpu,
+                     c.spec.settings.deployment.tp,
+                     Grouped(c.spec.settings.deployment.context_tokens));
+  out << "fitted coefficients:\n";
+  out << fmt::format("  per-step overhead            {:.3f} ms\n", p.step_overhead_s * 1e3);
+  out << fmt::format("  bandwidth fraction           {:.3f} of peak\n", p.bandwidth_fraction);
+  out << fmt::format("  FP8 cache per-step overhead  {:.3f} ms\n", p.fp8_kv_overhead_s * 1e3);
+  out << fmt::format("  FP8 conversion               {:.4f} ms per GB read\n",
+                     p.fp8_kv_convert_s_per_byte * 1e9 * 1e3);
+  out << "assumed (no published point constrains them):\n";
+  out << fmt::format("  compute efficiency           {:.2f}\n", p.compute_efficiency);
+  out << fmt::format("  INT4 dequant efficiency      {:.2f}\n", p.int4_dequant_efficiency);
+  if (p.bandwidth_fraction > 1) {
+    out << "  note: a bandwidth fraction above 1 means the modelled steps read more bytes than "
+           "the\n  published ones can have at peak bandwidth; it is a fitted constant, not a "
+           "bandwidth\n  (docs/capacity-validation.md).\n";
+  }
+  TextTable table({"KV dtype", "concurrency", "role", "published tok/s", "model tok/s", "error"});
+  double worst = 0;
+  for (const auto& row : c.rows) {
+    const auto& point = row.point;
+    const std::string published =
+        point.out_of_memory ? "out of memory" : fmt::format("{:.0f}", point.tokens_per_s);
+    const std::string modelled =
+        row.model_out_of_memory ? "out of memory" : fmt::format("{:.0f}", row.model_tokens_per_s);
+    std::string error = "-";
+    if (point.out_of_memory || row.model_out_of_memory) {
+      error = point.out_of_memory == row.model_out_of_memory ? "agrees" : "DISAGREES";
+    } else {
+      error = fmt::format("{:+.1f}%", row.relative_error * 100);
+      if (!point.fit) worst = std::fmax(worst, std::fabs(row.relative_error));
+    }
+    table.AddRow({model::KvDtypeName(point.kv_dtype), std::to_string(point.concurrency),
+                  point.fit ? "fitted" : "predicted", published, modelled, error});
+  }
+  table.Print(out);
+  out << fmt::format("largest prediction error: {:.1f}%\n", worst * 100);
+}
+
+}  // namespace kvsim::cli

@@ -1,0 +1,38 @@
+// Printing plans: a side-by-side text table, JSON, CSV, the --explain terms and the calibration
+// report.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "model/calibration.h"
+#include "model/plan.h"
+#include "model/trace.h"
+
+namespace kvsim::cli {
+
+// One configuration of a plan run: its label ("kv-dtype=bf16"; empty when there is one) and
+// result.
+struct LabeledPlan {
+  std::string label;
+  model::PlanResult result;
+};
+
+// The memory, capacity and prefill tables with one column per configuration, then decode
+// tokens/s, latency and cost by concurrency, "out of memory" where the cache cannot hold the batch.
+void PrintPlanText(std::ostream& out, const std::vector<LabeledPlan>& plans);
+
+// One JSON document: {"configurations": [...]} with every figure of every configuration.
+void PrintPlanJson(std::ostream& out, const std::vector<LabeledPlan>& plans);
+
+// CSV with a header: one row per configuration and concurrency.
+void PrintPlanCsv(std::ostream& out, const std::vector<LabeledPlan>& plans);
+
+// The terms of each configuration, formula and value, under the configuration's label.
+void PrintExplanation(std::ostream& out, const std::string& label, const model::Trace& trace);
+
+// The fitted coefficients and, for every published point, the model's answer and its error.
+void PrintCalibrationReport(std::ostream& out, const model::Calibration& calibration);
+
+}  // namespace kvsim::cli

@@ -1,0 +1,89 @@
+// Deployment validation.
+#include "model/deployment.h"
+
+#include <fmt/format.h>
+
+#include "base/check.h"
+
+namespace kvsim::model {
+
+const char* KvDtypeName(KvDtype dtype) {
+  switch (dtype) {
+    case KvDtype::kBf16:
+      return "bf16";
+    case KvDtype::kFp8E4m3:
+      return "fp8_e4m3";
+    case KvDtype::kFp8MlaTiles:
+      return "fp8_mla_tiles";
+  }
+  return "?";
+}
+
+Result<KvDtype> ParseKvDtype(const std::string& text) {
+  for (KvDtype dtype : {KvDtype::kBf16, KvDtype::kFp8E4m3, KvDtype::kFp8MlaTiles}) {
+    if (text == KvDtypeName(dtype)) return dtype;
+  }
+  return InvalidArgumentError(
+      fmt::format("KV dtype '{}' is not known; allowed: bf16, fp8_e4m3, fp8_mla_tiles", text));
+}
+
+Status ValidateDeployment(const Deployment& d, const ModelSpec& model) {
+  if (d.gpus < 1 || d.gpus > 4096) {
+    return OutOfRangeError(fmt::format("gpus {} is out of range; allowed: 1 to 4096", d.gpus));
+  }
+  if (d.tp < 1 || d.tp > d.gpus || d.gpus % d.tp != 0) {
+    return InvalidArgumentError(
+        fmt::format("tp {} must divide the GPU count {} (gpus / tp replicas)", d.tp, d.gpus));
+  }
+  const int pools = d.pool_count();
+  if (pools < 1 || pools > d.gpus || d.gpus % pools != 0 || pools % d.replicas() != 0) {
+    return InvalidArgumentError(fmt::format(
+        "pools {} must divide the GPU count {} and be a multiple of the replica count {} "
+        "(gpus / tp)",
+        pools, d.gpus, d.replicas()));
+  }
+  if (!(d.memory_fraction > 0 && d.memory_fraction <= 1)) {
+    return OutOfRangeError(fmt::format(
+        "memory fraction {} is out of range; allowed: above 0, at most 1", d.memory_fraction));
+  }
+  if (d.page_size < 1 || d.page_size > 4096) {
+    return OutOfRangeError(
+        fmt::format("page size {} is out of range; allowed: 1 to 4096 tokens", d.page_size));
+  }
+  if (d.context_tokens < 1 || d.context_tokens > (int64_t{1} << 24)) {
+    return OutOfRangeError(
+        fmt::format("context {} is out of range; allowed: 1 to 16777216 tokens", d.context_tokens));
+  }
+  if (d.kv_dtype == KvDtype::kFp8MlaTiles && model.attention_kind != AttentionKind::kMla) {
+    return InvalidArgumentError(fmt::format(
+        "KV dtype fp8_mla_tiles needs MLA attention; {} uses GQA (allowed: bf16, fp8_e4m3)",
+        model.name));
+  }
+  if (d.kv_dtype == KvDtype::kFp8MlaTiles && model.mla.kv_lora_rank % 128 != 0) {
+    return InvalidArgumentError(fmt::format(
+        "KV dtype fp8_mla_tiles needs kv_lora_rank divisible by 128 (tiles of 128); {} has {}",
+        model.name, model.mla.kv_lora_rank));
+  }
+  if (!d.weight_variant.empty() && model.FindVariant(d.weight_variant) == nullptr) {
+    return NotFoundError(fmt::format("{} has no weight variant '{}'; available: {}", model.name,
+                                     d.weight_variant, model.VariantNames()));
+  }
+  if (d.load_mtp && model.mtp_layers == 0) {
+    return InvalidArgumentError(fmt::format("{} has no MTP layers to load", model.name));
+  }
+  if (d.usd_per_gpu_hour > 1000) {
+    return OutOfRangeError(fmt::format(
+        "price {} USD per GPU-hour is out of range; allowed: 0 to 1000", d.usd_per_gpu_hour));
+  }
+  return Status::Ok();
+}
+
+const WeightVariant& SelectedVariant(const Deployment& deployment, const ModelSpec& model) {
+  KVSIM_CHECK(!model.variants.empty());
+  if (deployment.weight_variant.empty()) return model.variants.front();
+  const WeightVariant* variant = model.FindVariant(deployment.weight_variant);
+  KVSIM_CHECK(variant != nullptr) << deployment.weight_variant;
+  return *variant;
+}
+
+}  // namespace kvsim::model

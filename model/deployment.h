@@ -1,0 +1,64 @@
+// Deployment: how a model is served: which GPUs, how many, how the weights are split, how much
+// memory the engine may use, and how the KV cache is stored.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+#include "model/gpu_spec.h"
+#include "model/model_spec.h"
+
+namespace kvsim::model {
+
+enum class KvDtype {
+  kBf16,         // 2 bytes per cached value
+  kFp8E4m3,      // 1 byte per cached value, one scale per tensor (nothing per token)
+  kFp8MlaTiles,  // MLA only: FP8 latent in 128-value tiles with an fp32 scale each, rotary part
+                 // kept in BF16 (FlashMLA's layout: 512 + 4 x 4 + 64 x 2 = 656 bytes per token
+                 // and layer for DeepSeek-V3's dimensions)
+};
+
+// "bf16", "fp8_e4m3", "fp8_mla_tiles".
+const char* KvDtypeName(KvDtype dtype);
+// Parses a name above; the error lists the allowed names.
+Result<KvDtype> ParseKvDtype(const std::string& text);
+
+struct Deployment {
+  int gpus = 8;
+  // Tensor-parallel size of the model's MLP and expert weights; gpus / tp replicas of the model.
+  int tp = 8;
+  // Independent KV-cache pools across all GPUs: gpus / tp (one per replica) unless attention runs
+  // data-parallel inside a replica (SGLang's DP attention), where each attention rank has its own
+  // pool. 0 means gpus / tp.
+  int pools = 0;
+  // The share of GPU memory the engine gives to weights plus KV cache (SGLang's
+  // --mem-fraction-static, vLLM's --gpu-memory-utilization); the rest holds activations, CUDA
+  // graphs and the communication buffers.
+  double memory_fraction = 0.83;
+  // Memory taken before the fraction applies (CUDA context, other processes), per GPU.
+  uint64_t reserved_bytes = 0;
+  KvDtype kv_dtype = KvDtype::kBf16;
+  int page_size = 64;          // tokens per KV page; a request holds whole pages
+  std::string weight_variant;  // empty: the model's first (published) variant
+  // SGLang and vLLM keep MLA's down-projections (q_a, kv_a) and the DSA indexer whole on every
+  // attention rank; false shards them like the other projections (checkpoint / tp).
+  bool replicate_latent_projections = true;
+  bool load_mtp = false;           // load the multi-token-prediction layers (speculative decoding)
+  int64_t context_tokens = 21000;  // tokens a request holds (prompt plus output)
+  double usd_per_gpu_hour = -1;    // negative: the GPU's default price
+
+  int replicas() const { return gpus / tp; }
+  int pool_count() const { return pools == 0 ? replicas() : pools; }
+  // GPUs that share one KV pool and split its attention work.
+  int attention_tp() const { return gpus / pool_count(); }
+};
+
+// Checks the deployment against the model and GPU: sizes that divide, a KV dtype the attention
+// supports, a weight variant the model has. Errors say what is allowed.
+Status ValidateDeployment(const Deployment& deployment, const ModelSpec& model);
+
+// The weight variant the deployment uses.
+const WeightVariant& SelectedVariant(const Deployment& deployment, const ModelSpec& model);
+
+}  // namespace kvsim::model

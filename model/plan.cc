@@ -1,0 +1,47 @@
+// One configuration's plan.
+#include "model/plan.h"
+
+#include <fmt/format.h>
+
+namespace kvsim::model {
+
+Result<PlanResult> PlanLoaded(const PlanSettings& settings, const ModelSpec& model,
+                              const GpuSpec& gpu, const StepTimeParams& params,
+                              const std::vector<int64_t>& concurrencies, Trace* trace) {
+  if (concurrencies.size() > kMaxConcurrencyPoints) {
+    return OutOfRangeError(fmt::format("{} concurrency points; at most {} allowed",
+                                       concurrencies.size(), kMaxConcurrencyPoints));
+  }
+  for (int64_t c : concurrencies) {
+    if (c < 1 || c > (1 << 20)) {
+      return OutOfRangeError(
+          fmt::format("concurrency {} is out of range; allowed: 1 to 1048576", c));
+    }
+  }
+  KVSIM_RETURN_IF_ERROR(ValidateDeployment(settings.deployment, model));
+  PlanResult r;
+  r.settings = settings;
+  r.model = model;
+  r.gpu = gpu;
+  const Deployment& d = settings.deployment;
+  r.weight_variant = SelectedVariant(d, model).name;
+  r.weights = ComputeWeights(model, d, trace);
+  r.kv = ComputeKvBytes(model, d, trace);
+  KVSIM_ASSIGN_OR_RETURN(r.capacity, ComputeCapacity(gpu, d, r.weights, r.kv, trace));
+  r.prefill = EstimatePrefill(model, gpu, d, r.weights, params, trace);
+  for (int64_t c : concurrencies) {
+    r.decode.push_back(
+        EstimateDecode(model, gpu, d, r.weights, r.kv, r.capacity, params, c, trace));
+  }
+  return r;
+}
+
+Result<PlanResult> Plan(const PlanSettings& settings, const Catalog& catalog,
+                        const StepTimeParams& params, const std::vector<int64_t>& concurrencies,
+                        Trace* trace) {
+  KVSIM_ASSIGN_OR_RETURN(const ModelSpec model, catalog.LoadModel(settings.model));
+  KVSIM_ASSIGN_OR_RETURN(const GpuSpec gpu, catalog.LoadGpu(settings.gpu));
+  return PlanLoaded(settings, model, gpu, params, concurrencies, trace);
+}
+
+}  // namespace kvsim::model

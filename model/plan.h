@@ -1,0 +1,49 @@
+// Plan: everything `kvsim plan` reports for one configuration: weights, KV bytes, capacity,
+// prefill, and decode at each concurrency.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "model/capacity.h"
+#include "model/catalog.h"
+#include "model/gpu_spec.h"
+#include "model/kv_bytes.h"
+#include "model/model_spec.h"
+#include "model/plan_settings.h"
+#include "model/step_time.h"
+#include "model/trace.h"
+#include "model/weights.h"
+
+namespace kvsim::model {
+
+struct PlanResult {
+  PlanSettings settings;
+  ModelSpec model;
+  GpuSpec gpu;
+  std::string weight_variant;  // resolved name
+  WeightBreakdown weights;
+  KvBreakdown kv;
+  Capacity capacity;
+  PrefillEstimate prefill;
+  std::vector<DecodeEstimate> decode;  // one per requested concurrency, in order
+};
+
+// At most this many concurrency points per plan.
+inline constexpr size_t kMaxConcurrencyPoints = 64;
+
+// Plans `settings` with `params` for each of `concurrencies` (each 1 to 1,048,576). Loads the
+// model and GPU through `catalog`. Errors: unknown names (NotFound, listing what exists), a bad
+// deployment (InvalidArgument), weights that do not fit (FailedPrecondition, with the numbers).
+Result<PlanResult> Plan(const PlanSettings& settings, const Catalog& catalog,
+                        const StepTimeParams& params, const std::vector<int64_t>& concurrencies,
+                        Trace* trace);
+
+// The same, with the model and GPU already loaded (sweeps).
+Result<PlanResult> PlanLoaded(const PlanSettings& settings, const ModelSpec& model,
+                              const GpuSpec& gpu, const StepTimeParams& params,
+                              const std::vector<int64_t>& concurrencies, Trace* trace);
+
+}  // namespace kvsim::model

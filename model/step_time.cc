@@ -1,0 +1,211 @@
+// Decode step time and prefill throughput.
+#include "model/step_time.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/check.h"
+#include "base/units.h"
+
+namespace kvsim::model {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Tokens attention reads per cached token position: all of them, or DSA's top-k.
+int64_t AttendedTokens(const ModelSpec& m, int64_t context) {
+  return m.indexer ? std::min<int64_t>(context, m.indexer->topk) : context;
+}
+
+// Attention FLOPs per attended token, per query head and layer. MLA decode runs absorbed (scores
+// over latent + rope, values over the latent); MLA prefill runs expanded (qk and v head dims).
+double AttentionFlopPerTokenHead(const ModelSpec& m, bool decode) {
+  if (m.attention_kind == AttentionKind::kGqa) return 2.0 * 2.0 * m.gqa.head_dim;
+  if (decode) return 2.0 * (2.0 * m.mla.kv_lora_rank + m.mla.qk_rope_head_dim);
+  return 2.0 * (m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim + m.mla.v_head_dim);
+}
+
+int QueryHeads(const ModelSpec& m) {
+  return m.attention_kind == AttentionKind::kGqa ? m.gqa.heads : m.mla.heads;
+}
+
+// The mean over a prompt of `context` positions of min(position, limit).
+double MeanAttended(int64_t context, int64_t limit) {
+  const double c = static_cast<double>(context);
+  if (context <= limit) return (c + 1) / 2;
+  const double k = static_cast<double>(limit);
+  return (k * (k + 1) / 2 + (c - k) * k) / c;
+}
+
+// Seconds one GPU spends on the linear layers for `tokens` tokens, at `efficiency` of peak.
+double LinearSeconds(const WeightBreakdown& w, const GpuSpec& gpu, const StepTimeParams& p,
+                     double tokens) {
+  const double bf16_rate = gpu.bf16_flop_per_s * p.compute_efficiency;
+  const double fp8_rate = gpu.fp8_flop_per_s * p.compute_efficiency;
+  double expert_rate = w.experts_on_fp8_cores ? fp8_rate : bf16_rate;
+  if (w.experts_int4) expert_rate *= p.int4_dequant_efficiency;
+  const double expert_params = static_cast<double>(w.experts_per_token) * w.moe_layers *
+                               static_cast<double>(w.expert_params_per_gpu);
+  return 2 * tokens *
+         (static_cast<double>(w.step_params_bf16_per_gpu) / bf16_rate +
+          static_cast<double>(w.step_params_fp8_per_gpu) / fp8_rate + expert_params / expert_rate);
+}
+
+}  // namespace
+
+double ExpectedExpertsTouched(int experts, int k, int64_t tokens) {
+  KVSIM_CHECK_GT(experts, 0);
+  KVSIM_CHECK_LE(k, experts);
+  const double miss = 1.0 - static_cast<double>(k) / experts;
+  return experts * (1.0 - std::pow(miss, static_cast<double>(tokens)));
+}
+
+double DeploymentUsdPerHour(const GpuSpec& gpu, const Deployment& d) {
+  const double price = d.usd_per_gpu_hour >= 0 ? d.usd_per_gpu_hour : gpu.usd_per_gpu_hour;
+  return price * d.gpus;
+}
+
+DecodeEstimate EstimateDecode(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d,
+                              const WeightBreakdown& w, const KvBreakdown& kv,
+                              const Capacity& capacity, const StepTimeParams& p,
+                              int64_t concurrency, Trace* trace) {
+  KVSIM_CHECK_GT(concurrency, 0);
+  DecodeEstimate e;
+  e.concurrency = concurrency;
+  e.requests_per_pool = CeilDiv(concurrency, d.pool_count());
+  e.tokens_per_replica = CeilDiv(concurrency, d.replicas());
+  e.fits = e.requests_per_pool <= capacity.max_requests_per_pool;
+
+  if (w.moe_layers > 0) {
+    e.experts_touched =
+        ExpectedExpertsTouched(w.routed_experts, w.experts_per_token, e.tokens_per_replica);
+  }
+  const double expert_bytes = static_cast<double>(w.moe_layers) * e.experts_touched *
+                              static_cast<double>(w.expert_bytes_per_gpu);
+  e.weight_read_bytes =
+      w.step_read_bytes_per_gpu + static_cast<uint64_t>(std::llround(expert_bytes));
+  const int64_t context = d.context_tokens;
+  const int64_t attended = AttendedTokens(m, context);
+  const uint64_t requests = static_cast<uint64_t>(e.requests_per_pool);
+  e.kv_read_bytes = requests * (static_cast<uint64_t>(attended) * kv.attention_bytes() +
+                                static_cast<uint64_t>(context) * kv.indexer_bytes());
+  e.fp8_read_bytes = requests * static_cast<uint64_t>(attended) * kv.fp8_bytes;
+
+  const double bandwidth = gpu.memory_bytes_per_s * p.bandwidth_fraction;
+  e.memory_s = static_cast<double>(e.weight_read_bytes + e.kv_read_bytes) / bandwidth;
+  const int heads_per_rank = (QueryHeads(m) + d.attention_tp() - 1) / d.attention_tp();
+  const double attention_flop = static_cast<double>(requests) * static_cast<double>(attended) *
+                                heads_per_rank * AttentionFlopPerTokenHead(m, true) * m.layers;
+  e.compute_s = LinearSeconds(w, gpu, p, static_cast<double>(e.tokens_per_replica)) +
+                attention_flop / (gpu.bf16_flop_per_s * p.compute_efficiency);
+  if (e.fp8_read_bytes > 0) {
+    const double rate_ratio = p.calibration_bf16_flop_per_s / gpu.bf16_flop_per_s;
+    e.fp8_s = p.fp8_kv_overhead_s +
+              static_cast<double>(e.fp8_read_bytes) * p.fp8_kv_convert_s_per_byte * rate_ratio;
+  }
+  e.step_s = p.step_overhead_s + std::max(e.memory_s, e.compute_s) + e.fp8_s;
+  e.tokens_per_s = static_cast<double>(concurrency) / e.step_s;
+  e.ms_per_token = e.step_s * 1e3;
+  e.usd_per_million_tokens = DeploymentUsdPerHour(gpu, d) / 3600.0 / e.tokens_per_s * 1e6;
+
+  if (trace != nullptr) {
+    trace->Section(fmt::format("decode at concurrency {}", concurrency));
+    trace->Add("requests per pool", fmt::format("ceil({} / pools {})", concurrency, d.pool_count()),
+               fmt::format("{}{}", e.requests_per_pool,
+                           e.fits ? ""
+                                  : fmt::format(" > {} that fit: out of memory",
+                                                capacity.max_requests_per_pool)));
+    if (w.moe_layers > 0) {
+      trace->Add("experts touched per MoE layer",
+                 fmt::format("{0} x (1 - (1 - {1}/{0})^{2} tokens)", w.routed_experts,
+                             w.experts_per_token, e.tokens_per_replica),
+                 fmt::format("{:.1f}", e.experts_touched));
+    }
+    trace->Add("weight bytes read per GPU",
+               fmt::format("fixed {} B + MoE layers {} x experts {:.1f} x {} B per expert",
+                           w.step_read_bytes_per_gpu, w.moe_layers, e.experts_touched,
+                           w.expert_bytes_per_gpu),
+               FormatBytes(e.weight_read_bytes));
+    trace->Add("KV bytes read per GPU",
+               fmt::format("requests {} x (attended {} x {} B + context {} x indexer {} B)",
+                           requests, attended, kv.attention_bytes(), context, kv.indexer_bytes()),
+               FormatBytes(e.kv_read_bytes));
+    trace->Add(
+        "memory time",
+        fmt::format("({} + {}) B / ({:.2f} TB/s x bandwidth fraction {:.3f})", e.weight_read_bytes,
+                    e.kv_read_bytes, gpu.memory_bytes_per_s / 1e12, p.bandwidth_fraction),
+        fmt::format("{:.3f} ms", e.memory_s * 1e3));
+    trace->Add("compute time",
+               fmt::format("2 x {} tokens x parameters per GPU / (tensor-core rate x {:.2f}) + "
+                           "attention {:.3g} FLOP",
+                           e.tokens_per_replica, p.compute_efficiency, attention_flop),
+               fmt::format("{:.3f} ms", e.compute_s * 1e3));
+    if (e.fp8_read_bytes > 0) {
+      trace->Add(
+          "FP8 conversion",
+          fmt::format("{:.3f} ms + {} FP8 B x {:.3g} s/B x BF16 rate ratio {:.3f}",
+                      p.fp8_kv_overhead_s * 1e3, e.fp8_read_bytes, p.fp8_kv_convert_s_per_byte,
+                      p.calibration_bf16_flop_per_s / gpu.bf16_flop_per_s),
+          fmt::format("{:.3f} ms", e.fp8_s * 1e3));
+    }
+    trace->Add("step time",
+               fmt::format("overhead {:.3f} ms + max(memory, compute) + FP8 conversion",
+                           p.step_overhead_s * 1e3),
+               fmt::format("{:.3f} ms", e.step_s * 1e3));
+    trace->Add("tokens/s",
+               fmt::format("concurrency {} / step {:.3f} ms", concurrency, e.step_s * 1e3),
+               fmt::format("{:.0f}", e.tokens_per_s));
+    trace->Add("USD per million tokens",
+               fmt::format("{:.2f} USD/h / 3600 / {:.0f} tokens/s x 1e6",
+                           DeploymentUsdPerHour(gpu, d), e.tokens_per_s),
+               fmt::format("{:.3f}", e.usd_per_million_tokens));
+  }
+  return e;
+}
+
+PrefillEstimate EstimatePrefill(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d,
+                                const WeightBreakdown& w, const StepTimeParams& p, Trace* trace) {
+  PrefillEstimate e;
+  const int64_t context = d.context_tokens;
+  const double attended = MeanAttended(context, m.indexer ? m.indexer->topk : context);
+  // Attention work of one token over all heads, shared by the replica's tp GPUs.
+  double attention_flop = attended * QueryHeads(m) * AttentionFlopPerTokenHead(m, false) * m.layers;
+  double indexer_flop = 0;
+  if (m.indexer) {
+    indexer_flop = MeanAttended(context, context) * m.indexer->heads * 2.0 * m.indexer->head_dim *
+                   m.indexer->layers;
+  }
+  attention_flop /= d.tp;
+  indexer_flop /= d.tp;
+  const double linear_s = LinearSeconds(w, gpu, p, 1.0);
+  const double attention_s = attention_flop / (gpu.bf16_flop_per_s * p.compute_efficiency) +
+                             indexer_flop / (gpu.fp8_flop_per_s * p.compute_efficiency);
+  const double expert_params = static_cast<double>(w.experts_per_token) * w.moe_layers *
+                               static_cast<double>(w.expert_params_per_gpu);
+  e.flop_per_token_per_gpu =
+      2 * (static_cast<double>(w.step_params_bf16_per_gpu + w.step_params_fp8_per_gpu) +
+           expert_params) +
+      attention_flop + indexer_flop;
+  e.tokens_per_s = d.replicas() / (linear_s + attention_s);
+  e.usd_per_million_tokens = DeploymentUsdPerHour(gpu, d) / 3600.0 / e.tokens_per_s * 1e6;
+  if (trace != nullptr) {
+    trace->Section("prefill (compute-bound)");
+    trace->Add("FLOP per token per GPU",
+               fmt::format("2 x parameters per GPU + attention over {:.0f} positions on average",
+                           attended),
+               fmt::format("{:.4g}", e.flop_per_token_per_gpu));
+    trace->Add("time per token",
+               fmt::format("linear {:.4g} s (INT4 experts at {:.2f} of BF16 rate) + attention "
+                           "{:.4g} s, at {:.2f} of tensor-core peak",
+                           linear_s, w.experts_int4 ? p.int4_dequant_efficiency : 1.0, attention_s,
+                           p.compute_efficiency),
+               fmt::format("{:.4g} s", linear_s + attention_s));
+    trace->Add("prefill tokens/s", fmt::format("replicas {} / time per token", d.replicas()),
+               fmt::format("{:.0f}", e.tokens_per_s));
+  }
+  return e;
+}
+
+}  // namespace kvsim::model

@@ -1,0 +1,188 @@
+// Field-by-field YAML reading with located errors.
+#include "model/yaml_reader.h"
+
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "model/number_text.h"
+
+namespace kvsim::model {
+namespace {
+
+std::string Location(const std::string& path, const YAML::Mark& mark) {
+  if (mark.is_null()) return path;
+  return fmt::format("{}:{}:{}", path, mark.line + 1, mark.column + 1);
+}
+
+std::string JoinQuoted(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+}  // namespace
+
+YamlMap::YamlMap(std::shared_ptr<const std::string> path, YAML::Node node, std::string prefix)
+    : path_(std::move(path)), node_(std::move(node)), prefix_(std::move(prefix)) {}
+
+Result<YamlMap> YamlMap::LoadString(const std::string& text, const std::string& name) {
+  auto path = std::make_shared<const std::string>(name);
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return InvalidArgumentError(
+        fmt::format("{}: YAML syntax error: {}", Location(name, e.mark), e.msg));
+  }
+  if (!root.IsMap()) {
+    return InvalidArgumentError(
+        fmt::format("{}: the file must be a YAML mapping of fields (name: value)", name));
+  }
+  return YamlMap(path, root, "");
+}
+
+Result<YamlMap> YamlMap::LoadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFoundError(fmt::format("{}: cannot open the file", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  // One MiB is far beyond any config; a bigger file is a mistake (a wrong path), not a config.
+  if (text.str().size() > (1u << 20)) {
+    return InvalidArgumentError(fmt::format("{}: larger than 1 MiB; not a config file", path));
+  }
+  return LoadString(text.str(), path);
+}
+
+std::string YamlMap::FieldName(const std::string& key) const { return prefix_ + key; }
+
+bool YamlMap::Has(const std::string& key) const {
+  const YAML::Node& node = node_;
+  return node[key].IsDefined() && !node[key].IsNull();
+}
+
+Status YamlMap::Error(const std::string& key, const std::string& message) const {
+  const YAML::Node& node = node_;
+  const YAML::Node child = node[key];
+  const YAML::Mark mark = child.IsDefined() ? child.Mark() : node.Mark();
+  return InvalidArgumentError(
+      fmt::format("{}: field '{}': {}", Location(*path_, mark), FieldName(key), message));
+}
+
+Status YamlMap::KeyError(const std::string& key, const std::string& message) const {
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    if (it->first.Scalar() != key) continue;
+    return InvalidArgumentError(fmt::format(
+        "{}: field '{}': {}", Location(*path_, it->first.Mark()), FieldName(key), message));
+  }
+  return Error(key, message);
+}
+
+Result<std::string> YamlMap::Scalar(const std::string& key, const char* expected) const {
+  if (!Has(key)) return Error(key, fmt::format("missing; expected {}", expected));
+  const YAML::Node& node = node_;
+  const YAML::Node child = node[key];
+  if (!child.IsScalar())
+    return Error(key, fmt::format("expected {}, got a list or mapping", expected));
+  return child.Scalar();
+}
+
+Result<int64_t> YamlMap::Int(const std::string& key, int64_t min, int64_t max) const {
+  const std::string expected = fmt::format("an integer from {} to {}", min, max);
+  KVSIM_ASSIGN_OR_RETURN(const std::string text, Scalar(key, expected.c_str()));
+  const std::optional<int64_t> parsed = ParseInteger(text);
+  if (!parsed) return Error(key, fmt::format("expected {}, got '{}'", expected, text));
+  const int64_t value = *parsed;
+  if (value < min || value > max) {
+    return Error(key, fmt::format("{} is out of range; allowed: {} to {}", value, min, max));
+  }
+  return value;
+}
+
+Result<int64_t> YamlMap::IntOr(const std::string& key, int64_t fallback, int64_t min,
+                               int64_t max) const {
+  if (!Has(key)) return fallback;
+  return Int(key, min, max);
+}
+
+Result<double> YamlMap::Double(const std::string& key, double min, double max) const {
+  const std::string expected = fmt::format("a number from {} to {}", min, max);
+  KVSIM_ASSIGN_OR_RETURN(const std::string text, Scalar(key, expected.c_str()));
+  const std::optional<double> parsed = ParseFinite(text);
+  if (!parsed) return Error(key, fmt::format("expected {}, got '{}'", expected, text));
+  const double value = *parsed;
+  if (value < min || value > max) {
+    return Error(key, fmt::format("{} is out of range; allowed: {} to {}", text, min, max));
+  }
+  return value;
+}
+
+Result<bool> YamlMap::BoolOr(const std::string& key, bool fallback) const {
+  if (!Has(key)) return fallback;
+  KVSIM_ASSIGN_OR_RETURN(const std::string text, Scalar(key, "true or false"));
+  if (text == "true") return true;
+  if (text == "false") return false;
+  return Error(key, fmt::format("expected true or false, got '{}'", text));
+}
+
+Result<std::string> YamlMap::String(const std::string& key) const {
+  return Scalar(key, "a string");
+}
+
+Result<std::string> YamlMap::Enum(const std::string& key,
+                                  const std::vector<std::string>& allowed) const {
+  const std::string expected = "one of: " + JoinQuoted(allowed);
+  KVSIM_ASSIGN_OR_RETURN(const std::string text, Scalar(key, expected.c_str()));
+  for (const auto& option : allowed) {
+    if (text == option) return text;
+  }
+  return Error(key, fmt::format("'{}' is not allowed; {}", text, expected));
+}
+
+Result<YamlMap> YamlMap::Map(const std::string& key) const {
+  if (!Has(key)) return Error(key, "missing; expected a mapping of fields");
+  const YAML::Node& node = node_;
+  const YAML::Node child = node[key];
+  if (!child.IsMap()) return Error(key, "expected a mapping of fields (name: value)");
+  return YamlMap(path_, child, FieldName(key) + ".");
+}
+
+Result<std::vector<YamlMap>> YamlMap::MapList(const std::string& key, size_t max_items) const {
+  if (!Has(key)) return Error(key, "missing; expected a list of mappings");
+  const YAML::Node& node = node_;
+  const YAML::Node child = node[key];
+  if (!child.IsSequence()) return Error(key, "expected a list of mappings ('- name: value')");
+  if (child.size() > max_items) {
+    return Error(key, fmt::format("{} items; at most {} allowed", child.size(), max_items));
+  }
+  std::vector<YamlMap> items;
+  for (size_t i = 0; i < child.size(); ++i) {
+    const YAML::Node item = child[i];
+    if (!item.IsMap()) {
+      return InvalidArgumentError(fmt::format("{}: field '{}[{}]': expected a mapping of fields",
+                                              Location(*path_, item.Mark()), FieldName(key), i));
+    }
+    items.push_back(YamlMap(path_, item, fmt::format("{}[{}].", FieldName(key), i)));
+  }
+  return items;
+}
+
+std::vector<std::string> YamlMap::Keys() const {
+  std::vector<std::string> keys;
+  for (auto it = node_.begin(); it != node_.end(); ++it) keys.push_back(it->first.Scalar());
+  return keys;
+}
+
+Status YamlMap::CheckKnownKeys(const std::vector<std::string>& known) const {
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    const std::string key = it->first.Scalar();
+    bool found = false;
+    for (const auto& name : known) found = found || name == key;
+    if (!found) return KeyError(key, "unknown field; allowed here: " + JoinQuoted(known));
+  }
+  return Status::Ok();
+}
+
+}  // namespace kvsim::model

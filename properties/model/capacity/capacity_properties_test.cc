@@ -1,0 +1,182 @@
+// RapidCheck properties of the capacity model over random deployments of every shipped model and
+// GPU: the capacity arithmetic holds exactly, admission is tight, and weights, capacity and step
+// time move the way their physics says when one input moves. Seeds print on failure; RC_PARAMS
+// pins the case count.
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <vector>
+
+#include "model/catalog.h"
+#include "model/plan.h"
+
+namespace kvsim::model {
+namespace {
+
+struct Specs {
+  std::vector<ModelSpec> models;
+  std::vector<GpuSpec> gpus;
+};
+
+const Specs& Shipped() {
+  static const Specs* specs = [] {
+    auto* s = new Specs;
+    Result<Catalog> catalog = Catalog::Open("configs");
+    KVSIM_CHECK(catalog.ok());
+    for (const auto& name : catalog->ModelNames()) s->models.push_back(*catalog->LoadModel(name));
+    for (const auto& name : catalog->GpuNames()) s->gpus.push_back(*catalog->LoadGpu(name));
+    return s;
+  }();
+  return *specs;
+}
+
+struct Case {
+  const ModelSpec* model;
+  const GpuSpec* gpu;
+  Deployment deployment;
+};
+
+// A valid deployment of a shipped model on a shipped GPU, with every field drawn.
+Case DrawCase() {
+  const Specs& s = Shipped();
+  Case c;
+  c.model = &s.models[*rc::gen::inRange<size_t>(0, s.models.size())];
+  c.gpu = &s.gpus[*rc::gen::inRange<size_t>(0, s.gpus.size())];
+  Deployment& d = c.deployment;
+  d.tp = 1 << *rc::gen::inRange(0, 5);
+  d.gpus = d.tp * (1 << *rc::gen::inRange(0, 3));
+  // Pools: a multiple of the replica count that divides the GPU count.
+  d.pools = d.replicas() << *rc::gen::inRange(0, 1 + __builtin_ctz(static_cast<unsigned>(d.tp)));
+  d.memory_fraction = *rc::gen::inRange(50, 96) / 100.0;
+  d.reserved_bytes = static_cast<uint64_t>(*rc::gen::inRange(0, 4)) << 30;
+  d.page_size = *rc::gen::element(1, 3, 16, 64, 128);
+  d.context_tokens = *rc::gen::inRange<int64_t>(1, 200'001);
+  const bool mla = c.model->attention_kind == AttentionKind::kMla;
+  d.kv_dtype = mla ? *rc::gen::element(KvDtype::kBf16, KvDtype::kFp8E4m3, KvDtype::kFp8MlaTiles)
+                   : *rc::gen::element(KvDtype::kBf16, KvDtype::kFp8E4m3);
+  d.weight_variant = c.model->variants[*rc::gen::inRange<size_t>(0, c.model->variants.size())].name;
+  d.replicate_latent_projections = *rc::gen::arbitrary<bool>();
+  d.load_mtp = c.model->mtp_layers > 0 && *rc::gen::arbitrary<bool>();
+  RC_ASSERT(ValidateDeployment(d, *c.model).ok());
+  return c;
+}
+
+Result<Capacity> CapacityOf(const Case& c) {
+  return ComputeCapacity(*c.gpu, c.deployment, ComputeWeights(*c.model, c.deployment, nullptr),
+                         ComputeKvBytes(*c.model, c.deployment, nullptr), nullptr);
+}
+
+// A drawn case whose weights fit: tensor parallelism (and the GPU count with it) doubles until
+// they do, up to tp 128, where every shipped model fits every shipped GPU.
+Case DrawFittingCase() {
+  Case c = DrawCase();
+  while (!CapacityOf(c).ok()) {
+    RC_ASSERT(c.deployment.tp < 128);
+    c.deployment.tp *= 2;
+    c.deployment.gpus *= 2;
+    c.deployment.pools *= 2;
+    RC_ASSERT(ValidateDeployment(c.deployment, *c.model).ok());
+  }
+  return c;
+}
+
+RC_GTEST_PROP(CapacityProperties, ArithmeticIsExactAndAdmissionIsTight, ()) {
+  const Case c = DrawCase();
+  const Result<Capacity> r = CapacityOf(c);
+  const uint64_t weights = ComputeWeights(*c.model, c.deployment, nullptr).per_gpu_bytes();
+  if (!r.ok()) {
+    // Refused exactly when the weights do not fit the budget.
+    RC_ASSERT(r.status().code() == StatusCode::kFailedPrecondition);
+    const double budget = static_cast<double>(c.gpu->memory_bytes) * c.deployment.memory_fraction -
+                          static_cast<double>(c.deployment.reserved_bytes);
+    RC_ASSERT(static_cast<double>(weights) >= budget - 1);
+    return;
+  }
+  const Capacity& k = *r;
+  const uint64_t page = static_cast<uint64_t>(c.deployment.page_size);
+  RC_ASSERT(k.weight_bytes == weights);
+  RC_ASSERT(k.kv_budget_bytes + k.weight_bytes == k.budget_bytes);
+  RC_ASSERT(k.tokens_per_pool == k.pages_per_pool * c.deployment.page_size);
+  RC_ASSERT(k.tokens_total == k.tokens_per_pool * c.deployment.pool_count());
+  // The pool is as full as whole pages allow: one more page would not fit.
+  RC_ASSERT(static_cast<uint64_t>(k.pages_per_pool) * page * k.kv_bytes_per_token <=
+            k.kv_budget_bytes);
+  RC_ASSERT(static_cast<uint64_t>(k.pages_per_pool + 1) * page * k.kv_bytes_per_token >
+            k.kv_budget_bytes);
+  // max_requests_per_pool requests fit in a pool and one more does not.
+  RC_ASSERT(k.pages_per_request * static_cast<int64_t>(page) >= c.deployment.context_tokens);
+  RC_ASSERT((k.pages_per_request - 1) * static_cast<int64_t>(page) < c.deployment.context_tokens);
+  RC_ASSERT(k.max_requests_per_pool * k.pages_per_request <= k.pages_per_pool);
+  RC_ASSERT((k.max_requests_per_pool + 1) * k.pages_per_request > k.pages_per_pool);
+  RC_ASSERT(k.max_requests_total == k.max_requests_per_pool * c.deployment.pool_count());
+}
+
+RC_GTEST_PROP(CapacityProperties, ShardingNeverLosesWeightsAndMoreRanksNeverAddThem, ()) {
+  Case c = DrawCase();
+  const WeightBreakdown w = ComputeWeights(*c.model, c.deployment, nullptr);
+  const uint64_t mtp = c.deployment.load_mtp ? 0 : w.component(Component::kMtp).checkpoint_bytes;
+  // The ranks of one replica hold at least the loaded checkpoint between them (replicated parts
+  // count on every rank), and no rank holds more than all of it.
+  RC_ASSERT(w.per_gpu_bytes() * static_cast<uint64_t>(c.deployment.tp) >=
+            w.checkpoint_bytes() - mtp);
+  RC_ASSERT(w.per_gpu_bytes() <= w.checkpoint_bytes() - mtp);
+  if (c.deployment.tp < c.deployment.gpus) {
+    Deployment wider = c.deployment;
+    wider.tp *= 2;
+    wider.pools = 0;
+    c.deployment.pools = 0;
+    RC_ASSERT(ComputeWeights(*c.model, wider, nullptr).per_gpu_bytes() <=
+              ComputeWeights(*c.model, c.deployment, nullptr).per_gpu_bytes());
+  }
+}
+
+RC_GTEST_PROP(CapacityProperties, MoreMemoryOrASmallerCacheNeverHoldsFewerTokens, ()) {
+  const Case c = DrawFittingCase();
+  const Result<Capacity> base = CapacityOf(c);
+  RC_ASSERT(base.ok());
+  Case more = c;
+  more.deployment.memory_fraction = std::min(1.0, c.deployment.memory_fraction + 0.04);
+  RC_ASSERT(CapacityOf(more)->tokens_total >= base->tokens_total);
+  if (c.deployment.kv_dtype == KvDtype::kBf16) {
+    Case fp8 = c;
+    fp8.deployment.kv_dtype = KvDtype::kFp8E4m3;
+    const Result<Capacity> small = CapacityOf(fp8);
+    // Half the cache bytes (indexer keys aside, which stay FP8): at least as many tokens, and
+    // twice as many when the cache has no indexer.
+    RC_ASSERT(small->tokens_total >= base->tokens_total);
+    if (!c.model->indexer) {
+      RC_ASSERT(small->kv_bytes_per_token * 2 == base->kv_bytes_per_token);
+      RC_ASSERT(small->pages_per_pool >= 2 * base->pages_per_pool);
+    }
+  }
+}
+
+RC_GTEST_PROP(CapacityProperties, DecodeStepGrowsWithConcurrencyAndFitIsAPrefix, ()) {
+  const Case c = DrawFittingCase();
+  StepTimeParams params;
+  params.step_overhead_s = *rc::gen::inRange(0, 20000) * 1e-6;
+  params.bandwidth_fraction = *rc::gen::inRange(30, 130) / 100.0;
+  params.fp8_kv_overhead_s = *rc::gen::inRange(0, 2000) * 1e-6;
+  params.fp8_kv_convert_s_per_byte = *rc::gen::inRange(0, 500) * 1e-15;
+  params.calibration_bf16_flop_per_s = 989e12;
+  std::vector<int64_t> concurrencies;
+  for (int64_t n = 1; n <= 4096; n = n * 2 + *rc::gen::inRange(0, 3)) concurrencies.push_back(n);
+  const Result<PlanResult> r = PlanLoaded(PlanSettings{c.model->name, c.gpu->name, c.deployment},
+                                          *c.model, *c.gpu, params, concurrencies, nullptr);
+  RC_PRE(r.ok());
+  bool fitted = true;
+  double previous = 0;
+  for (const DecodeEstimate& e : r->decode) {
+    RC_ASSERT(e.step_s >= previous);
+    RC_ASSERT(e.step_s >= params.step_overhead_s);
+    RC_ASSERT(e.experts_touched <= static_cast<double>(r->weights.routed_experts) + 1e-9);
+    // Once a batch does not fit, no larger one does.
+    RC_ASSERT(!e.fits || fitted);
+    fitted = e.fits;
+    previous = e.step_s;
+  }
+}
+
+}  // namespace
+}  // namespace kvsim::model

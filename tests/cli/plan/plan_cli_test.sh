@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# `kvsim plan` end to end: the published Kimi K2.6 figures in its tables, every output format,
+# and the exit code and message of every kind of bad input.
+set -uo pipefail
+kvsim="$1"
+failures=0
+tmp="${TEST_TMPDIR:-$(mktemp -d)}"
+
+# expect_exit and expect_no_match.
+source tests/cli/cli_expect.sh
+
+expect_exit 0 "--compare" plan --help
+expect_exit 0 "--calibration-report" plan --help
+
+# The published Kimi K2.6 figures on 8xH200 (docs/capacity-validation.md).
+expect_exit 0 "requests that fit at once +32 +65" plan --compare kv-dtype=bf16,fp8_e4m3
+expect_exit 0 "first request that does not fit +#33 +#66" plan --compare kv-dtype=bf16,fp8_e4m3
+expect_exit 0 "tokens in all pools +685,120 +1,370,240" plan --compare kv-dtype=bf16,fp8_e4m3
+expect_exit 0 "bytes per token per GPU +70,272 +35,136" plan --compare kv-dtype=bf16,fp8_e4m3
+expect_exit 0 "^  64 +out of memory +- +- +1962 " plan --compare kv-dtype=bf16,fp8_e4m3
+expect_exit 0 "largest prediction error: 10.5%" plan --calibration-report
+expect_exit 0 "bf16 +64 +predicted +out of memory +out of memory +agrees" plan --calibration-report
+expect_exit 0 "checkpoint \(all GPUs, GiB\) +703.64 +419.92" plan --model glm-5.2 \
+  --compare weights=fp8,int4
+
+# Formats.
+expect_exit 0 '"tokens_total": 685120' plan --json
+expect_exit 0 '"kv_bytes_per_token_per_gpu": 35136' plan --json --kv-dtype fp8_e4m3
+expect_exit 0 "^label,model,gpu,gpus,tp,pools,kv_dtype," plan --csv
+expect_exit 0 '^"",kimi-k2.6,h200-sxm,8,8,1,bf16,int4,21000,.*,64,false,,,$' plan --csv
+rows=$("$kvsim" plan --csv --compare kv-dtype=bf16,fp8_e4m3 | wc -l)
+[ "$rows" -eq 11 ] || { echo "FAIL: --csv gave $rows lines, expected 11"; failures=$((failures + 1)); }
+expect_exit 0 "kv_lora_rank 512 x layers 61 x 2 B" plan --explain
+expect_exit 0 "experts touched per MoE layer = 384 x \(1 - \(1 - 8/384\)\^32 tokens\)" plan --explain
+expect_exit 0 "requests per pool = ceil\(64 / pools 1\)" plan --explain
+expect_exit 0 "plot written to $tmp/plan.png" plan --plot "$tmp/plan.png" \
+  --compare kv-dtype=bf16,fp8_e4m3
+if ! head -c 8 "$tmp/plan.png" | grep -q PNG; then
+  echo "FAIL: --plot wrote no PNG"; failures=$((failures + 1))
+fi
+printf 'model: glm-5.2\nkv_dtype: fp8_e4m3\nweights: int4\n' >"$tmp/deployment.yaml"
+expect_exit 0 "KV cache dtype +fp8_e4m3" plan --deployment "$tmp/deployment.yaml"
+expect_exit 0 "weights +int4" plan --deployment "$tmp/deployment.yaml"
+
+# Bad input: exit 2 with what is allowed; a deployment that cannot be met: exit 1.
+expect_exit 2 "unknown model 'kimi'; available: deepseek-v3, glm-5.2, kimi-k2.6, llama-3.1-70b, qwen3-235b-a22b" \
+  plan --model kimi
+expect_exit 2 "unknown GPU 'a100'; available: b200, h100-sxm, h200-sxm" plan --gpu a100
+expect_exit 1 "weights need 79.3 GiB per GPU, 66.1 available after the memory fraction" \
+  plan --model deepseek-v3 --gpu h100-sxm
+printf 'name: broken\nlayers: 61\nhidden_size: [7168\n' >"$tmp/broken.yaml"
+expect_exit 2 "broken.yaml:4:1: YAML syntax error" plan --model "$tmp/broken.yaml"
+sed 's/qk_rope_head_dim: 64/qk_rope_head_dim: -64/' configs/models/kimi-k2.6.yaml >"$tmp/neg.yaml"
+expect_exit 2 "neg.yaml:[0-9]+:21: field 'attention.qk_rope_head_dim': -64 is out of range" \
+  plan --model "$tmp/neg.yaml"
+printf 'tp: 3\n' >"$tmp/tp3.yaml"
+expect_exit 2 "tp 3 must divide the GPU count 8" plan --deployment "$tmp/tp3.yaml"
+printf 'colour: red\n' >"$tmp/colour.yaml"
+expect_exit 2 "colour.yaml:1:1: field 'colour': unknown field; allowed: model, gpu" \
+  plan --deployment "$tmp/colour.yaml"
+expect_exit 2 "fp8_mla_tiles needs MLA attention" plan --model llama-3.1-70b \
+  --kv-dtype fp8_mla_tiles
+expect_exit 2 "kimi-k2.6 has no weight variant 'int8'; available: int4, fp8" plan --weights int8
+expect_exit 2 "give --json or --csv, not both" plan --json --csv
+expect_exit 2 "plot file 'x.pdf' must end in .png or .svg" plan --plot x.pdf
+expect_no_match "configuration" plan --plot x.pdf
+expect_exit 2 "configs folder 'nowhere' not found" plan --configs nowhere
+expect_exit 2 "--concurrency '1,0'" plan --concurrency 1,0
+expect_exit 2 "--mem-fraction: mem-fraction 0 is out of range" plan --mem-fraction 0
+
+first=$("$kvsim" plan --compare kv-dtype=bf16,fp8_e4m3 --json)
+second=$("$kvsim" plan --compare kv-dtype=bf16,fp8_e4m3 --json)
+[ "$first" = "$second" ] || { echo "FAIL: two identical plans differ"; failures=$((failures + 1)); }
+
+echo "$failures failure(s)"
+[ "$failures" -eq 0 ]

@@ -1,0 +1,130 @@
+// The plan command's building blocks: --compare expansion, the concurrency list, plan fields,
+// deployment YAML, and the gnuplot script.
+#include "cli/plan_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "cli/plan_plot.h"
+
+namespace kvsim::cli {
+namespace {
+
+TEST(ExpandCompareTest, CrossProductWithLabels) {
+  const Result<std::vector<LabeledSettings>> configs =
+      ExpandCompare(model::PlanSettings{}, {"kv-dtype=bf16,fp8_e4m3", "weights=int4,fp8"});
+  ASSERT_TRUE(configs.ok()) << configs.status().ToString();
+  ASSERT_EQ(configs->size(), 4u);
+  EXPECT_EQ((*configs)[0].label, "kv-dtype=bf16 weights=int4");
+  EXPECT_EQ((*configs)[3].label, "kv-dtype=fp8_e4m3 weights=fp8");
+  EXPECT_EQ((*configs)[3].settings.deployment.kv_dtype, model::KvDtype::kFp8E4m3);
+  EXPECT_EQ((*configs)[3].settings.deployment.weight_variant, "fp8");
+  // No --compare: one unlabelled configuration.
+  const auto single = ExpandCompare(model::PlanSettings{}, {});
+  ASSERT_TRUE(single.ok());
+  ASSERT_EQ(single->size(), 1u);
+  EXPECT_EQ((*single)[0].label, "");
+}
+
+TEST(ExpandCompareTest, ErrorsSayWhatIsAllowed) {
+  auto r = ExpandCompare(model::PlanSettings{}, {"kv-dtype"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "--compare 'kv-dtype' must be FIELD=VALUE1,VALUE2,... (e.g. kv-dtype=bf16,fp8_e4m3)");
+  r = ExpandCompare(model::PlanSettings{}, {"tp=1,two"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "--compare tp=1,two: tp 'two' is not an integer; allowed: 1 to 4096");
+  r = ExpandCompare(model::PlanSettings{}, {"gpus=1,2,3,4,5", "tp=1,2,4,8"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "--compare makes 20 configurations; at most 16 allowed");
+}
+
+TEST(ConcurrencyListTest, ParsesAndRefuses) {
+  const auto ok = ParseConcurrencyList("1,8,16");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(*ok, (std::vector<int64_t>{1, 8, 16}));
+  for (const char* bad : {"", "1,,2", "0", "-1", "1.5", "2000000", "8 16"}) {
+    const auto r = ParseConcurrencyList(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    if (!r.ok()) {
+      EXPECT_EQ(ExitCodeFor(r.status()), 2) << bad;
+    }
+  }
+}
+
+TEST(PlanFieldsTest, EveryFieldRoundTripsThroughItsText) {
+  model::PlanSettings s;
+  const std::vector<std::pair<std::string, std::string>> fields = {
+      {"model", "glm-5.2"},
+      {"gpu", "b200"},
+      {"gpus", "16"},
+      {"tp", "4"},
+      {"pools", "8"},
+      {"mem-fraction", "0.9"},
+      {"reserved-gib", "1.5"},
+      {"kv-dtype", "fp8_mla_tiles"},
+      {"page-size", "16"},
+      {"weights", "int4"},
+      {"latent-projections", "sharded"},
+      {"mtp", "on"},
+      {"context", "4096"},
+      {"usd-per-gpu-hour", "2.25"}};
+  ASSERT_EQ(fields.size(), model::PlanFieldNames().size());
+  for (const auto& [field, value] : fields) {
+    ASSERT_TRUE(model::SetPlanField(s, field, value).ok()) << field;
+    EXPECT_EQ(model::GetPlanField(s, field), value) << field;
+  }
+  // YAML spellings with '_' are the same fields.
+  ASSERT_TRUE(model::SetPlanField(s, "kv_dtype", "bf16").ok());
+  EXPECT_EQ(model::GetPlanField(s, "kv-dtype"), "bf16");
+  const Status unknown = model::SetPlanField(s, "colour", "red");
+  EXPECT_EQ(unknown.message().substr(0, 40), "unknown field 'colour'; allowed: model, ");
+  EXPECT_EQ(model::SetPlanField(s, "mem-fraction", "1.5").message(),
+            "mem-fraction 1.5 is out of range; allowed: 0.01 to 1");
+  EXPECT_EQ(model::SetPlanField(s, "mtp", "maybe").message(),
+            "mtp 'maybe' is not allowed; allowed: on, off");
+}
+
+TEST(PlanFieldsTest, DeploymentYamlErrorsNameTheLineAndField) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/deployment.yaml";
+  std::ofstream(path) << "model: glm-5.2\ngpus: 8\ntp: eight\n";
+  model::PlanSettings s;
+  const Status status = model::ApplyPlanYaml(s, path);
+  EXPECT_EQ(status.message(),
+            path + ":3:5: field 'tp': tp 'eight' is not an integer; allowed: 1 to 4096");
+  std::ofstream(path) << "model: glm-5.2\nkv_dtype: fp8_e4m3\npools: 2\n";
+  ASSERT_TRUE(model::ApplyPlanYaml(s, path).ok());
+  EXPECT_EQ(s.model, "glm-5.2");
+  EXPECT_EQ(s.deployment.kv_dtype, model::KvDtype::kFp8E4m3);
+  EXPECT_EQ(s.deployment.pools, 2);
+}
+
+TEST(PlotScriptTest, MarksOutOfMemoryPointsAndRefusesOtherFormats) {
+  LabeledPlan plan;
+  plan.label = "kv-dtype=bf16";
+  plan.result.model.name = "m";
+  for (int64_t c : {1, 64}) {
+    model::DecodeEstimate e;
+    e.concurrency = c;
+    e.fits = c == 1;
+    e.tokens_per_s = c == 1 ? 137 : 2000;
+    plan.result.decode.push_back(e);
+  }
+  const Result<std::string> script = PlanPlotScript({plan}, "out.svg", "title");
+  ASSERT_TRUE(script.ok());
+  EXPECT_NE(script->find("set terminal svg"), std::string::npos);
+  EXPECT_NE(script->find("1 137.00 NaN\n64 NaN 2000.00\n"), std::string::npos) << *script;
+  EXPECT_NE(script->find("title 'out of memory'"), std::string::npos);
+  EXPECT_NE(script->find("title 'kv-dtype=bf16'"), std::string::npos);
+  EXPECT_NE(PlanPlotScript({plan}, "out.png", "t")->find("pngcairo"), std::string::npos);
+  EXPECT_EQ(PlanPlotScript({plan}, "out.pdf", "t").status().message(),
+            "plot file 'out.pdf' must end in .png or .svg");
+  EXPECT_FALSE(PlanPlotScript({plan}, "it's.svg", "t").ok());
+}
+
+}  // namespace
+}  // namespace kvsim::cli

@@ -1,0 +1,134 @@
+// The step-time calibration against the published Kimi K2.6 decode table: fitted points are
+// reproduced, predicted ones land within 15%, and the fit follows the data it is given.
+#include "model/calibration.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+
+namespace kvsim::model {
+namespace {
+
+const Catalog& Configs() {
+  static const Catalog* catalog = [] {
+    Result<Catalog> opened = Catalog::Open("configs");
+    KVSIM_CHECK(opened.ok());
+    return new Catalog(std::move(opened).value());
+  }();
+  return *catalog;
+}
+
+Result<Calibration> FromText(const std::string& text) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/calibration.yaml";
+  std::ofstream(path) << text;
+  KVSIM_ASSIGN_OR_RETURN(const CalibrationSpec spec, LoadCalibrationSpec(path));
+  return Calibrate(spec, Configs());
+}
+
+std::string ShippedText() {
+  std::ifstream in("configs/calibration/kimi-k2.6-8xh200.yaml");
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::string Replace(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  KVSIM_CHECK(at != std::string::npos) << from;
+  return text.replace(at, from.size(), to);
+}
+
+TEST(CalibrationTest, FittedPointsAreExactAndPredictionsWithin15Percent) {
+  const Result<Calibration> c = FromText(ShippedText());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->rows.size(), 10u);
+  int fitted = 0;
+  int predicted = 0;
+  for (const CalibrationRow& row : c->rows) {
+    SCOPED_TRACE(::testing::Message()
+                 << KvDtypeName(row.point.kv_dtype) << " at " << row.point.concurrency);
+    EXPECT_EQ(row.model_out_of_memory, row.point.out_of_memory);
+    if (row.point.out_of_memory) continue;
+    if (row.point.fit) {
+      ++fitted;
+      EXPECT_LT(std::fabs(row.relative_error), 1e-9);
+    } else {
+      ++predicted;
+      EXPECT_LT(std::fabs(row.relative_error), 0.15);
+    }
+  }
+  EXPECT_EQ(fitted, 4);
+  EXPECT_EQ(predicted, 5);
+}
+
+TEST(CalibrationTest, CoefficientsArePinned) {
+  const Result<Calibration> c = FromText(ShippedText());
+  ASSERT_TRUE(c.ok());
+  // Regression pins (docs/capacity-validation.md quotes them).
+  EXPECT_NEAR(c->params.step_overhead_s * 1e3, 6.045, 0.001);
+  EXPECT_NEAR(c->params.bandwidth_fraction, 1.247, 0.001);
+  EXPECT_NEAR(c->params.fp8_kv_overhead_s * 1e3, 0.693, 0.001);
+  EXPECT_NEAR(c->params.fp8_kv_convert_s_per_byte * 1e12, 0.1781, 0.0001);
+  EXPECT_DOUBLE_EQ(c->params.compute_efficiency, 0.5);
+  EXPECT_DOUBLE_EQ(c->params.int4_dequant_efficiency, 0.8);
+  EXPECT_DOUBLE_EQ(c->params.calibration_bf16_flop_per_s, 989e12);
+}
+
+TEST(CalibrationTest, TheFitFollowsTheData) {
+  // Twice the throughput everywhere means half the step time: half the overhead, twice the
+  // bandwidth fraction, half the FP8 terms, and every prediction doubled.
+  const Result<Calibration> base = FromText(ShippedText());
+  std::string doubled = ShippedText();
+  for (const char* tps :
+       {"137,", "731,", "1106,", "1558,", "125,", "689,", "1028,", "1489,", "2192,"}) {
+    const std::string from = std::string("tokens_per_s: ") + tps;
+    const std::string value = std::string(tps).substr(0, std::string(tps).size() - 1);
+    doubled = Replace(doubled, from, "tokens_per_s: " + std::to_string(2 * std::stoi(value)) + ",");
+  }
+  const Result<Calibration> twice = FromText(doubled);
+  ASSERT_TRUE(base.ok() && twice.ok()) << twice.status().ToString();
+  EXPECT_NEAR(twice->params.step_overhead_s, base->params.step_overhead_s / 2, 1e-12);
+  EXPECT_NEAR(twice->params.bandwidth_fraction, base->params.bandwidth_fraction * 2, 1e-9);
+  EXPECT_NEAR(twice->params.fp8_kv_overhead_s, base->params.fp8_kv_overhead_s / 2, 1e-12);
+  for (size_t i = 0; i < base->rows.size(); ++i) {
+    if (base->rows[i].model_out_of_memory) continue;
+    EXPECT_NEAR(twice->rows[i].model_tokens_per_s, 2 * base->rows[i].model_tokens_per_s, 1e-6);
+  }
+}
+
+TEST(CalibrationTest, BadSpecsAreRefusedWithTheReason) {
+  const std::string three_fits =
+      Replace(ShippedText(), "tokens_per_s: 731, role: predict", "tokens_per_s: 731, role: fit");
+  Result<Calibration> c = FromText(three_fits);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("exactly two BF16 points must have role 'fit' (3 do)"),
+            std::string::npos)
+      << c.status().message();
+
+  c = FromText(Replace(ShippedText(), "tokens_per_s: out_of_memory, role: predict",
+                       "tokens_per_s: out_of_memory, role: fit"));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("an out-of-memory point cannot be fitted"),
+            std::string::npos);
+
+  // Faster at concurrency 32 than at 1 per request makes a negative overhead: refused.
+  c = FromText(
+      Replace(ShippedText(), "tokens_per_s: 137, role: fit", "tokens_per_s: 20, role: fit"));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("cannot be explained by this model"), std::string::npos)
+      << c.status().message();
+
+  c = FromText(Replace(ShippedText(), "model: kimi-k2.6", "model: kimi-k9"));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kNotFound);
+
+  c = FromText(Replace(ShippedText(), "compute_efficiency: 0.5", "compute_efficiency: 5"));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("field 'assumed.compute_efficiency': 5 is out of range"),
+            std::string::npos)
+      << c.status().message();
+}
+
+}  // namespace
+}  // namespace kvsim::model

@@ -1,0 +1,115 @@
+// KV capacity and admission: the published Kimi K2.6 figures on 8xH200, page rounding, and the
+// error when the weights do not fit.
+#include "model/capacity.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "model/catalog.h"
+#include "model/plan.h"
+
+namespace kvsim::model {
+namespace {
+
+struct Loaded {
+  ModelSpec model;
+  GpuSpec gpu;
+};
+
+Loaded Load(const std::string& model, const std::string& gpu) {
+  Result<Catalog> catalog = Catalog::Open("configs");
+  KVSIM_CHECK(catalog.ok());
+  Result<ModelSpec> m = catalog->LoadModel(model);
+  Result<GpuSpec> g = catalog->LoadGpu(gpu);
+  KVSIM_CHECK(m.ok() && g.ok());
+  return {std::move(m).value(), std::move(g).value()};
+}
+
+Result<Capacity> CapacityOf(const Loaded& l, const Deployment& d) {
+  KVSIM_RETURN_IF_ERROR(ValidateDeployment(d, l.model));
+  return ComputeCapacity(l.gpu, d, ComputeWeights(l.model, d, nullptr),
+                         ComputeKvBytes(l.model, d, nullptr), nullptr);
+}
+
+// The deployment every published Kimi K2.6 figure refers to: 8xH200, tp 8, one KV pool, memory
+// fraction 0.83, requests of 21,000 tokens (the defaults).
+TEST(CapacityTest, KimiOn8xH200HoldsThePublished686KBf16And1_37MFp8Tokens) {
+  const Loaded kimi = Load("kimi-k2.6", "h200-sxm");
+  Deployment d;
+  const Result<Capacity> bf16 = CapacityOf(kimi, d);
+  ASSERT_TRUE(bf16.ok()) << bf16.status().ToString();
+  d.kv_dtype = KvDtype::kFp8E4m3;
+  const Result<Capacity> fp8 = CapacityOf(kimi, d);
+  ASSERT_TRUE(fp8.ok());
+  EXPECT_LT(std::fabs(bf16->tokens_total / 686e3 - 1), 0.05);
+  EXPECT_LT(std::fabs(fp8->tokens_total / 1.37e6 - 1), 0.05);
+  // Pinned, so a formula change that moves them fails here first.
+  EXPECT_EQ(bf16->kv_bytes_per_token, 70'272u);
+  EXPECT_EQ(fp8->kv_bytes_per_token, 35'136u);
+  EXPECT_EQ(bf16->tokens_total, 685'120);
+  EXPECT_EQ(fp8->tokens_total, 1'370'240);
+}
+
+TEST(CapacityTest, KimiBf16Admits32RequestsOf21KTokensNotThe33rdAndFp8Admits64) {
+  const Loaded kimi = Load("kimi-k2.6", "h200-sxm");
+  Deployment d;
+  const Result<Capacity> bf16 = CapacityOf(kimi, d);
+  ASSERT_TRUE(bf16.ok());
+  EXPECT_EQ(bf16->pages_per_request, 329);  // ceil(21000 / 64)
+  EXPECT_EQ(bf16->max_requests_total, 32);
+  d.kv_dtype = KvDtype::kFp8E4m3;
+  const Result<Capacity> fp8 = CapacityOf(kimi, d);
+  ASSERT_TRUE(fp8.ok());
+  EXPECT_GE(fp8->max_requests_total, 64);
+  EXPECT_EQ(fp8->max_requests_total, 65);
+}
+
+TEST(CapacityTest, TokensAreWholePagesAndBudgetArithmeticHolds) {
+  const Loaded kimi = Load("kimi-k2.6", "h200-sxm");
+  for (int page : {1, 3, 16, 64}) {
+    Deployment d;
+    d.page_size = page;
+    const Result<Capacity> c = CapacityOf(kimi, d);
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(c->budget_bytes, static_cast<uint64_t>(std::floor(c->memory_bytes * 0.83)));
+    EXPECT_EQ(c->kv_budget_bytes, c->budget_bytes - c->weight_bytes);
+    EXPECT_EQ(c->tokens_per_pool % page, 0);
+    EXPECT_LE(static_cast<uint64_t>(c->tokens_per_pool) * c->kv_bytes_per_token,
+              c->kv_budget_bytes);
+    EXPECT_GT(static_cast<uint64_t>(c->tokens_per_pool + page) * c->kv_bytes_per_token,
+              c->kv_budget_bytes);
+  }
+}
+
+TEST(CapacityTest, PoolsMultiplyTokensWhenAttentionIsDataParallel) {
+  const Loaded llama = Load("llama-3.1-70b", "h200-sxm");
+  Deployment d;
+  d.pools = 2;  // two pools of four GPUs inside the one tp-8 replica
+  const Result<Capacity> c = CapacityOf(llama, d);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->pools, 2);
+  EXPECT_EQ(c->tokens_total, 2 * c->tokens_per_pool);
+  EXPECT_EQ(c->kv_bytes_per_token, 2u * 256 * 80 * 2);  // 8 KV heads over 4 ranks
+}
+
+TEST(CapacityTest, WeightsThatDoNotFitSaySoWithTheNumbers) {
+  const Loaded deepseek = Load("deepseek-v3", "h100-sxm");
+  const Result<Capacity> c = CapacityOf(deepseek, Deployment{});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ExitCodeFor(c.status()), 1);
+  const std::string expected_start =
+      "the weights do not fit: weights need 79.3 GiB per GPU, 66.1 available after the "
+      "memory fraction (0.83 of 79.6 GiB)";
+  EXPECT_EQ(c.status().message().substr(0, expected_start.size()), expected_start);
+  Deployment reserved;
+  reserved.reserved_bytes = 2ull << 30;
+  const Result<Capacity> r = CapacityOf(deepseek, reserved);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("64.1 available"), std::string::npos);
+  EXPECT_NE(r.status().message().find("minus 2.0 GiB reserved"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvsim::model

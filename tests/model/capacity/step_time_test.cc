@@ -1,0 +1,132 @@
+// Decode and prefill estimates: expected experts, monotonicity, the FP8 and INT4 costs, prices.
+#include "model/step_time.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "model/calibration.h"
+#include "model/plan.h"
+
+namespace kvsim::model {
+namespace {
+
+class StepTimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Result<Catalog> catalog = Catalog::Open("configs");
+    ASSERT_TRUE(catalog.ok());
+    catalog_.emplace(std::move(catalog).value());
+    Result<CalibrationSpec> spec =
+        LoadCalibrationSpec(catalog_->CalibrationPath("kimi-k2.6-8xh200"));
+    ASSERT_TRUE(spec.ok());
+    Result<Calibration> calibration = Calibrate(*spec, *catalog_);
+    ASSERT_TRUE(calibration.ok());
+    params_ = calibration->params;
+  }
+
+  PlanResult PlanOf(PlanSettings settings, const std::vector<int64_t>& concurrencies) {
+    Result<PlanResult> r = Plan(settings, *catalog_, params_, concurrencies, nullptr);
+    KVSIM_CHECK(r.ok()) << r.status().ToString();
+    return std::move(r).value();
+  }
+
+  std::optional<Catalog> catalog_;
+  StepTimeParams params_;
+};
+
+TEST(ExpectedExpertsTest, MatchesTheClosedFormAtItsEnds) {
+  EXPECT_NEAR(ExpectedExpertsTouched(384, 8, 1), 8, 1e-9);
+  EXPECT_NEAR(ExpectedExpertsTouched(384, 8, 2), 8 + 8 * (1 - 8.0 / 384), 1e-9);
+  EXPECT_NEAR(ExpectedExpertsTouched(384, 8, 100000), 384, 1e-6);
+  EXPECT_DOUBLE_EQ(ExpectedExpertsTouched(8, 8, 1), 8);
+  double previous = 0;
+  for (int tokens = 1; tokens <= 512; tokens *= 2) {
+    const double touched = ExpectedExpertsTouched(256, 8, tokens);
+    EXPECT_GT(touched, previous);
+    EXPECT_LE(touched, std::min(256.0, 8.0 * tokens));
+    previous = touched;
+  }
+}
+
+TEST_F(StepTimeTest, StepTimeGrowsWithConcurrencyAndOutOfMemoryIsMarked) {
+  PlanSettings s;
+  const PlanResult r = PlanOf(s, {1, 2, 8, 16, 32, 33, 64});
+  double previous = 0;
+  for (const DecodeEstimate& e : r.decode) {
+    EXPECT_GT(e.step_s, previous) << e.concurrency;
+    EXPECT_GT(e.tokens_per_s, 0);
+    EXPECT_DOUBLE_EQ(e.tokens_per_s, e.concurrency / e.step_s);
+    EXPECT_EQ(e.fits, e.concurrency <= 32) << e.concurrency;
+    previous = e.step_s;
+  }
+}
+
+TEST_F(StepTimeTest, Fp8CacheHalvesTheBytesReadButPaysForConversion) {
+  PlanSettings bf16;
+  PlanSettings fp8;
+  fp8.deployment.kv_dtype = KvDtype::kFp8E4m3;
+  const DecodeEstimate a = PlanOf(bf16, {32}).decode[0];
+  const DecodeEstimate b = PlanOf(fp8, {32}).decode[0];
+  EXPECT_EQ(b.kv_read_bytes * 2, a.kv_read_bytes);
+  EXPECT_EQ(b.fp8_read_bytes, b.kv_read_bytes);
+  EXPECT_EQ(a.fp8_s, 0);
+  EXPECT_GT(b.fp8_s, params_.fp8_kv_overhead_s);
+  EXPECT_LT(b.memory_s, a.memory_s);
+  // As published: FP8 is not faster per step; its gain is the batch it can hold.
+  EXPECT_GT(b.step_s, a.step_s);
+}
+
+TEST_F(StepTimeTest, Int4PrefillIsSlowerThanFp8AndDecodeReadsFewerExpertBytes) {
+  PlanSettings fp8;
+  fp8.model = "glm-5.2";
+  fp8.deployment.kv_dtype = KvDtype::kFp8E4m3;
+  fp8.deployment.weight_variant = "fp8";
+  PlanSettings int4 = fp8;
+  int4.deployment.weight_variant = "int4";
+  const PlanResult a = PlanOf(fp8, {1, 32});
+  const PlanResult b = PlanOf(int4, {1, 32});
+  // Prefill: FP8 weights multiply on FP8 tensor cores; INT4 is dequantised for BF16 ones.
+  EXPECT_LT(b.prefill.tokens_per_s, a.prefill.tokens_per_s);
+  // The routed experts a step reads shrink; the published INT4 checkpoint keeps attention and
+  // the shared expert in BF16, so the fixed reads grow (docs/capacity-validation.md).
+  EXPECT_LT(b.weights.expert_bytes_per_gpu, a.weights.expert_bytes_per_gpu);
+  EXPECT_GT(b.weights.step_read_bytes_per_gpu, a.weights.step_read_bytes_per_gpu);
+  EXPECT_GT(b.capacity.tokens_total, 2 * a.capacity.tokens_total);
+  EXPECT_FALSE(a.decode[1].fits);
+  EXPECT_TRUE(b.decode[1].fits);
+}
+
+TEST_F(StepTimeTest, CostIsThePricePerHourOverTokensPerHour) {
+  PlanSettings s;
+  s.deployment.usd_per_gpu_hour = 2;
+  const PlanResult r = PlanOf(s, {16});
+  const DecodeEstimate& e = r.decode[0];
+  EXPECT_NEAR(e.usd_per_million_tokens, 8 * 2.0 / 3600 / e.tokens_per_s * 1e6, 1e-9);
+  s.deployment.usd_per_gpu_hour = -1;  // the GPU's own price
+  const PlanResult d = PlanOf(s, {16});
+  EXPECT_NEAR(d.decode[0].usd_per_million_tokens / e.usd_per_million_tokens, 3.5 / 2, 1e-9);
+}
+
+TEST_F(StepTimeTest, AFasterGpuStepsFasterAndHoldsMore) {
+  PlanSettings h200;
+  PlanSettings b200 = h200;
+  b200.gpu = "b200";
+  const PlanResult a = PlanOf(h200, {32});
+  const PlanResult b = PlanOf(b200, {32});
+  EXPECT_LT(b.decode[0].memory_s, a.decode[0].memory_s);
+  EXPECT_GT(b.capacity.tokens_total, a.capacity.tokens_total);
+  EXPECT_GT(b.prefill.tokens_per_s, a.prefill.tokens_per_s);
+}
+
+TEST_F(StepTimeTest, SparseAttentionReadsOnlyTheTopKOfLongContexts) {
+  PlanSettings s;
+  s.model = "glm-5.2";
+  s.deployment.context_tokens = 21000;
+  const PlanResult r = PlanOf(s, {1});
+  const DecodeEstimate& e = r.decode[0];
+  EXPECT_EQ(e.kv_read_bytes, 2048 * r.kv.attention_bytes() + 21000 * r.kv.indexer_bytes());
+}
+
+}  // namespace
+}  // namespace kvsim::model
