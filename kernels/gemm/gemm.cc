@@ -69,28 +69,6 @@ Status CheckFp8Weights(const char* what, const Backend& backend, const Fp8Weight
                      elements / (kFp8BlockK * kFp8BlockN) * sizeof(float));
 }
 
-Int4WeightsView ViewOf(const Int4Weights& weights) {
-  Int4WeightsView view;
-  view.qweight = weights.qweight.as<uint32_t>();
-  view.scales = weights.scales.data();
-  view.zeros =
-      weights.config.scheme == Int4Scheme::kAsymmetric ? weights.zeros.as<uint32_t>() : nullptr;
-  view.k = weights.k;
-  view.n = weights.n;
-  view.group_size = weights.config.group_size;
-  view.scale_type = weights.config.scale_type;
-  return view;
-}
-
-Fp8WeightsView ViewOf(const Fp8Weights& weights) {
-  Fp8WeightsView view;
-  view.codes = weights.codes.as<uint8_t>();
-  view.scales = weights.scales.as<float>();
-  view.k = weights.k;
-  view.n = weights.n;
-  return view;
-}
-
 // Runs `launch(operands)` on the CUDA backend with a workspace: the caller's, or one allocated
 // for this call (released only after the kernel has finished with it).
 template <typename Launch>
@@ -120,6 +98,27 @@ Status RunOnCuda(const char* what, Backend& backend, int m, int k, int n,
 
 }  // namespace
 
+Int4WeightsView Int4Weights::View() const {
+  Int4WeightsView view;
+  view.qweight = qweight.as<uint32_t>();
+  view.scales = scales.data();
+  view.zeros = config.scheme == Int4Scheme::kAsymmetric ? zeros.as<uint32_t>() : nullptr;
+  view.k = k;
+  view.n = n;
+  view.group_size = config.group_size;
+  view.scale_type = config.scale_type;
+  return view;
+}
+
+Fp8WeightsView Fp8Weights::View() const {
+  Fp8WeightsView view;
+  view.codes = codes.as<uint8_t>();
+  view.scales = scales.as<float>();
+  view.k = k;
+  view.n = n;
+  return view;
+}
+
 Result<Int4Weights> UploadInt4Weights(Backend& backend, const Int4PackedWeights& packed) {
   Int4Weights weights;
   weights.k = packed.k;
@@ -147,7 +146,7 @@ Status Int4Gemm(Backend& backend, const Int4GemmArgs& args) {
   const int n = args.weights->n;
   KVSIM_RETURN_IF_ERROR(
       CheckCommon(kWhat, backend, args.m, k, n, args.activations, args.bias, args.output));
-  const Int4WeightsView view = ViewOf(*args.weights);
+  const Int4WeightsView view = args.weights->View();
   if (backend.kind() == BackendKind::kCpu) {
     Int4GemmCpu(args.activations->as<uint16_t>(), args.m, view,
                 args.bias == nullptr ? nullptr : args.bias->as<uint16_t>(),
@@ -167,7 +166,7 @@ Status Fp8Gemm(Backend& backend, const Fp8GemmArgs& args) {
   const int n = args.weights->n;
   KVSIM_RETURN_IF_ERROR(
       CheckCommon(kWhat, backend, args.m, k, n, args.activations, args.bias, args.output));
-  const Fp8WeightsView view = ViewOf(*args.weights);
+  const Fp8WeightsView view = args.weights->View();
   if (backend.kind() == BackendKind::kCpu) {
     Fp8GemmCpu(args.activations->as<uint16_t>(), args.m, view,
                args.bias == nullptr ? nullptr : args.bias->as<uint16_t>(),

@@ -21,6 +21,9 @@ struct Int4Weights {
   DeviceBuffer qweight;  // uint32 words, k * n / 8
   DeviceBuffer scales;   // bf16 or fp32, k / group_size * n, permuted
   DeviceBuffer zeros;    // uint32 nibble words, k / group_size * n / 8; empty when symmetric
+
+  // A view of the buffers (pointers into the backend's memory, host or device).
+  Int4WeightsView View() const;
 };
 
 // FP8 e4m3 weights resident on one backend, in the tile layout, with fp32 128 x 128 block scales.
@@ -29,6 +32,8 @@ struct Fp8Weights {
   int n = 0;
   DeviceBuffer codes;   // k * n bytes
   DeviceBuffer scales;  // float [k / 128, n / 128]
+
+  Fp8WeightsView View() const;
 };
 
 // Copies packed host weights onto `backend`.
