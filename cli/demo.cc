@@ -5,6 +5,7 @@
 
 #include "base/seed.h"
 #include "cli/format_report.h"
+#include "cli/weight_accuracy_report.h"
 
 namespace kvsim::cli {
 namespace {
@@ -36,6 +37,8 @@ class DemoCommand : public Command {
     PrintInt4Table(out);
     out << "\n";
     PrintFormatRoundTrips(out, seed, samples_);
+    out << "\n";
+    KVSIM_RETURN_IF_ERROR(PrintWeightAccuracySummary(out, seed));
     out << fmt::format("\nReproduce: kvsim demo --seed {} --samples {}\n", FormatSeed(seed),
                        samples_);
     return Status::Ok();
