@@ -46,17 +46,7 @@ Status Fp8BlockMatrix::Validate() const {
 
 Result<Fp8BlockMatrix> QuantizeFp8Blocks(const std::vector<float>& weights, int k, int n) {
   KVSIM_RETURN_IF_ERROR(CheckFp8Shape("fp8 quantiser", k, n));
-  if (weights.size() != static_cast<size_t>(k) * n) {
-    return InvalidArgumentError("fp8 quantiser: " + std::to_string(weights.size()) +
-                                " weights given for a [" + std::to_string(k) + ", " +
-                                std::to_string(n) + "] matrix");
-  }
-  for (size_t i = 0; i < weights.size(); ++i) {
-    if (!std::isfinite(weights[i])) {
-      return InvalidArgumentError("fp8 quantiser: weight (" + std::to_string(i / n) + ", " +
-                                  std::to_string(i % n) + ") is not finite");
-    }
-  }
+  KVSIM_RETURN_IF_ERROR(CheckWeightValues("fp8 quantiser", weights, k, n));
   Fp8BlockMatrix matrix;
   matrix.k = k;
   matrix.n = n;

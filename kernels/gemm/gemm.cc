@@ -69,45 +69,51 @@ Status CheckFp8Weights(const char* what, const Backend& backend, const Fp8Weight
                      elements / (kFp8BlockK * kFp8BlockN) * sizeof(float));
 }
 
-// Runs `launch(operands)` on the CUDA backend with a workspace: the caller's, or one allocated
-// for this call (released only after the kernel has finished with it).
-template <typename Launch>
-Status RunOnCuda(const char* what, Backend& backend, int m, int k, int n,
-                 const DeviceBuffer& activations, const DeviceBuffer* bias, DeviceBuffer& output,
-                 DeviceBuffer* workspace, const Launch& launch) {
+// Checks the call (the weights' own checks in `weights_check`), then runs `cpu(x, view, bias,
+// out)` on the CPU backend or `launch(operands, view)` on the CUDA backend, with a workspace: the
+// caller's, or one allocated for this call and released only after the kernel has finished.
+template <typename Args, typename CpuKernel, typename CudaLaunch>
+Status RunGemm(const char* what, Backend& backend, const Args& args, const Status& weights_check,
+               const CpuKernel& cpu, const CudaLaunch& launch) {
+  KVSIM_RETURN_IF_ERROR(weights_check);
+  const int m = args.m;
+  const int k = args.weights->k;
+  const int n = args.weights->n;
+  KVSIM_RETURN_IF_ERROR(
+      CheckCommon(what, backend, m, k, n, args.activations, args.bias, args.output));
+  const auto view = args.weights->View();
+  const uint16_t* bias = args.bias == nullptr ? nullptr : args.bias->template as<uint16_t>();
+  if (backend.kind() == BackendKind::kCpu) {
+    cpu(args.activations->template as<uint16_t>(), m, view, bias,
+        args.output->template as<uint16_t>());
+    return Status::Ok();
+  }
   gemm_cuda::GemmOperands operands;
-  operands.x = activations.as<uint16_t>();
-  operands.bias = bias == nullptr ? nullptr : bias->as<uint16_t>();
-  operands.out = output.as<uint16_t>();
+  operands.x = args.activations->template as<uint16_t>();
+  operands.bias = bias;
+  operands.out = args.output->template as<uint16_t>();
   operands.m = m;
   operands.n = n;
   operands.k = k;
   operands.plan = PlanGemmLaunch(m, n, k);
-  if (operands.plan.workspace_bytes == 0) return launch(operands);
-  if (workspace != nullptr) {
+  if (operands.plan.workspace_bytes == 0) return launch(operands, view);
+  if (args.workspace != nullptr) {
     KVSIM_RETURN_IF_ERROR(
-        CheckBuffer(what, "workspace", backend, workspace, operands.plan.workspace_bytes));
-    operands.workspace = workspace->data();
-    return launch(operands);
+        CheckBuffer(what, "workspace", backend, args.workspace, operands.plan.workspace_bytes));
+    operands.workspace = args.workspace->data();
+    return launch(operands, view);
   }
   KVSIM_ASSIGN_OR_RETURN(DeviceBuffer scratch, AllocateGemmWorkspace(backend, m, n, k));
   operands.workspace = scratch.data();
-  KVSIM_RETURN_IF_ERROR(launch(operands));
+  KVSIM_RETURN_IF_ERROR(launch(operands, view));
   return backend.Synchronize();
 }
 
 }  // namespace
 
 Int4WeightsView Int4Weights::View() const {
-  Int4WeightsView view;
-  view.qweight = qweight.as<uint32_t>();
-  view.scales = scales.data();
-  view.zeros = config.scheme == Int4Scheme::kAsymmetric ? zeros.as<uint32_t>() : nullptr;
-  view.k = k;
-  view.n = n;
-  view.group_size = config.group_size;
-  view.scale_type = config.scale_type;
-  return view;
+  return MakeInt4WeightsView(qweight.as<uint32_t>(), scales.data(), zeros.as<uint32_t>(), k, n,
+                             config);
 }
 
 Fp8WeightsView Fp8Weights::View() const {
@@ -141,42 +147,14 @@ Result<Fp8Weights> UploadFp8Weights(Backend& backend, const Fp8PackedWeights& pa
 
 Status Int4Gemm(Backend& backend, const Int4GemmArgs& args) {
   constexpr const char* kWhat = "int4_gemm";
-  KVSIM_RETURN_IF_ERROR(CheckInt4Weights(kWhat, backend, args.weights));
-  const int k = args.weights->k;
-  const int n = args.weights->n;
-  KVSIM_RETURN_IF_ERROR(
-      CheckCommon(kWhat, backend, args.m, k, n, args.activations, args.bias, args.output));
-  const Int4WeightsView view = args.weights->View();
-  if (backend.kind() == BackendKind::kCpu) {
-    Int4GemmCpu(args.activations->as<uint16_t>(), args.m, view,
-                args.bias == nullptr ? nullptr : args.bias->as<uint16_t>(),
-                args.output->as<uint16_t>());
-    return Status::Ok();
-  }
-  return RunOnCuda(kWhat, backend, args.m, k, n, *args.activations, args.bias, *args.output,
-                   args.workspace, [&](const gemm_cuda::GemmOperands& operands) {
-                     return gemm_cuda::LaunchInt4Gemm(operands, view);
-                   });
+  return RunGemm(kWhat, backend, args, CheckInt4Weights(kWhat, backend, args.weights), Int4GemmCpu,
+                 gemm_cuda::LaunchInt4Gemm);
 }
 
 Status Fp8Gemm(Backend& backend, const Fp8GemmArgs& args) {
   constexpr const char* kWhat = "fp8_gemm";
-  KVSIM_RETURN_IF_ERROR(CheckFp8Weights(kWhat, backend, args.weights));
-  const int k = args.weights->k;
-  const int n = args.weights->n;
-  KVSIM_RETURN_IF_ERROR(
-      CheckCommon(kWhat, backend, args.m, k, n, args.activations, args.bias, args.output));
-  const Fp8WeightsView view = args.weights->View();
-  if (backend.kind() == BackendKind::kCpu) {
-    Fp8GemmCpu(args.activations->as<uint16_t>(), args.m, view,
-               args.bias == nullptr ? nullptr : args.bias->as<uint16_t>(),
-               args.output->as<uint16_t>());
-    return Status::Ok();
-  }
-  return RunOnCuda(kWhat, backend, args.m, k, n, *args.activations, args.bias, *args.output,
-                   args.workspace, [&](const gemm_cuda::GemmOperands& operands) {
-                     return gemm_cuda::LaunchFp8Gemm(operands, view);
-                   });
+  return RunGemm(kWhat, backend, args, CheckFp8Weights(kWhat, backend, args.weights), Fp8GemmCpu,
+                 gemm_cuda::LaunchFp8Gemm);
 }
 
 size_t GemmWorkspaceBytes(int m, int n, int k) { return PlanGemmLaunch(m, n, k).workspace_bytes; }

@@ -103,17 +103,7 @@ Int4GroupParams QuantizeInt4Group(const float* values, int count,
 Result<Int4Matrix> QuantizeInt4Matrix(const std::vector<float>& weights, int k, int n,
                                       const Int4QuantizeOptions& options) {
   KVSIM_RETURN_IF_ERROR(CheckInt4Shape("int4 quantiser", k, n, options.config));
-  if (weights.size() != static_cast<size_t>(k) * n) {
-    return InvalidArgumentError("int4 quantiser: " + std::to_string(weights.size()) +
-                                " weights given for a [" + std::to_string(k) + ", " +
-                                std::to_string(n) + "] matrix");
-  }
-  for (size_t i = 0; i < weights.size(); ++i) {
-    if (!std::isfinite(weights[i])) {
-      return InvalidArgumentError("int4 quantiser: weight (" + std::to_string(i / n) + ", " +
-                                  std::to_string(i % n) + ") is not finite");
-    }
-  }
+  KVSIM_RETURN_IF_ERROR(CheckWeightValues("int4 quantiser", weights, k, n));
   Int4Matrix matrix;
   matrix.k = k;
   matrix.n = n;

@@ -39,15 +39,7 @@ std::vector<uint8_t> Int4PackedWeights::ScaleBytes() const {
 }
 
 Int4WeightsView Int4PackedWeights::View(const std::vector<uint8_t>& scale_bytes) const {
-  Int4WeightsView view;
-  view.qweight = qweight.data();
-  view.scales = scale_bytes.data();
-  view.zeros = zeros.empty() ? nullptr : zeros.data();
-  view.k = k;
-  view.n = n;
-  view.group_size = config.group_size;
-  view.scale_type = config.scale_type;
-  return view;
+  return MakeInt4WeightsView(qweight.data(), scale_bytes.data(), zeros.data(), k, n, config);
 }
 
 Fp8WeightsView Fp8PackedWeights::View() const {

@@ -1,6 +1,7 @@
 // Names and checks of the weight configurations.
 #include "kernels/gemm/weight_config.h"
 
+#include <cmath>
 #include <string>
 
 namespace kvsim {
@@ -62,6 +63,21 @@ Status CheckFp8Shape(const char* what, int k, int n) {
                                 std::to_string(n) +
                                 "] is not supported; both must be multiples of the 128 x 128 "
                                 "scale block");
+  }
+  return Status::Ok();
+}
+
+Status CheckWeightValues(const char* what, const std::vector<float>& weights, int k, int n) {
+  if (weights.size() != static_cast<size_t>(k) * n) {
+    return InvalidArgumentError(std::string(what) + ": " + std::to_string(weights.size()) +
+                                " weights given for a [" + std::to_string(k) + ", " +
+                                std::to_string(n) + "] matrix");
+  }
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (!std::isfinite(weights[i])) {
+      return InvalidArgumentError(std::string(what) + ": weight (" + std::to_string(i / n) + ", " +
+                                  std::to_string(i % n) + ") is not finite");
+    }
   }
   return Status::Ok();
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -53,6 +54,10 @@ Status CheckInt4Shape(const char* what, int k, int n, const Int4Config& config);
 
 // Checks a [k, n] FP8 block matrix shape: k and n positive multiples of 128 up to kMaxWeightDim.
 Status CheckFp8Shape(const char* what, int k, int n);
+
+// Checks that `weights` holds k * n values, all finite; InvalidArgument naming the first
+// non-finite weight's row and column. `what` names the caller ("int4 quantiser").
+Status CheckWeightValues(const char* what, const std::vector<float>& weights, int k, int n);
 
 // Storage bytes per weight, scales and zero points included: 0.5 + scale bytes / group size
 // (+ 0.5 / group size for the 4-bit zero points of the asymmetric scheme).

@@ -59,6 +59,22 @@ struct Int4WeightsView {
   }
 };
 
+// A view of INT4 weight arrays with `config`'s shape parameters; `zeros` is ignored (the view
+// holds null) for the symmetric scheme.
+inline Int4WeightsView MakeInt4WeightsView(const uint32_t* qweight, const void* scales,
+                                           const uint32_t* zeros, int k, int n,
+                                           const Int4Config& config) {
+  Int4WeightsView view;
+  view.qweight = qweight;
+  view.scales = scales;
+  view.zeros = config.scheme == Int4Scheme::kAsymmetric ? zeros : nullptr;
+  view.k = k;
+  view.n = n;
+  view.group_size = config.group_size;
+  view.scale_type = config.scale_type;
+  return view;
+}
+
 // FP8 e4m3 weights [k, n] in the tile layout, with fp32 block scales [k / 128, n / 128].
 struct Fp8WeightsView {
   const uint8_t* codes = nullptr;  // [n / 64][k / 16][32 lanes][32 bytes]
