@@ -37,19 +37,15 @@ struct Inputs {
   std::vector<float> w;
 };
 
-const Inputs& SharedInputs() {
-  static const Inputs* inputs = [] {
-    Prng prng(0x5eed);
-    auto* made = new Inputs;
-    made->x = SampleBf16(prng, size_t{128} * kK, WeightDistribution::kGaussian, 1.0);
-    made->w = SampleWeights(prng, kK, kN, WeightDistribution::kGaussian);
-    return made;
-  }();
-  return *inputs;
+Inputs MakeInputs() {
+  Prng prng(0x5eed);
+  Inputs inputs;
+  inputs.x = SampleBf16(prng, size_t{128} * kK, WeightDistribution::kGaussian, 1.0);
+  inputs.w = SampleWeights(prng, kK, kN, WeightDistribution::kGaussian);
+  return inputs;
 }
 
-void EigenBf16(benchmark::State& state, int m) {
-  const Inputs& inputs = SharedInputs();
+void EigenBf16(benchmark::State& state, const Inputs& inputs, int m) {
   const RowMajorMatrix w = Eigen::Map<const RowMajorMatrix>(inputs.w.data(), kK, kN);
   RowMajorMatrix x(m, kK);
   RowMajorMatrix y(m, kN);
@@ -65,8 +61,7 @@ void EigenBf16(benchmark::State& state, int m) {
 }
 
 // Runs Int4Gemm (fp8 false) or Fp8Gemm on the CPU backend.
-void Quantized(benchmark::State& state, int m, bool fp8) {
-  const Inputs& inputs = SharedInputs();
+void Quantized(benchmark::State& state, const Inputs& inputs, int m, bool fp8) {
   std::unique_ptr<Backend> cpu = CreateCpuBackend();
   const DeviceBuffer x =
       Upload(*cpu, std::vector<uint16_t>(inputs.x.begin(),
@@ -129,15 +124,16 @@ std::string Name(const char* kernel, int m) {
 
 int main(int argc, char** argv) {
   using kvsim::Name;
+  const kvsim::Inputs inputs = kvsim::MakeInputs();
   for (int m : kvsim::kRowCounts) {
-    benchmark::RegisterBenchmark(Name("eigen_bf16", m).c_str(), [m](benchmark::State& s) {
-      kvsim::EigenBf16(s, m);
+    benchmark::RegisterBenchmark(Name("eigen_bf16", m).c_str(), [&inputs, m](benchmark::State& s) {
+      kvsim::EigenBf16(s, inputs, m);
     })->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark(Name("int4_cpu", m).c_str(), [m](benchmark::State& s) {
-      kvsim::Quantized(s, m, false);
+    benchmark::RegisterBenchmark(Name("int4_cpu", m).c_str(), [&inputs, m](benchmark::State& s) {
+      kvsim::Quantized(s, inputs, m, false);
     })->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark(Name("fp8_cpu", m).c_str(), [m](benchmark::State& s) {
-      kvsim::Quantized(s, m, true);
+    benchmark::RegisterBenchmark(Name("fp8_cpu", m).c_str(), [&inputs, m](benchmark::State& s) {
+      kvsim::Quantized(s, inputs, m, true);
     })->Unit(benchmark::kMillisecond);
   }
   benchmark::Initialize(&argc, argv);
