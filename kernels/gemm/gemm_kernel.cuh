@@ -158,6 +158,18 @@ struct Fp8Format {
 // The kWarpsK partial sums are added in shared memory in a fixed order (warp 0's first); with one
 // split the block writes bf16(sum + bias), otherwise it stores fp32 partials and the last block of
 // the tile to finish adds all splits in split order: the result does not depend on timing.
+//
+//   Format    weight traits (Int4Format<...> or Fp8Format)
+//   kMTiles   m16 row tiles per block (and per warp)
+//   kNTiles   n64 column tiles per warp
+//   kWarpsN   warps side by side along n
+//   kWarpsK   warps that share columns and split the block's k steps
+//   kUnroll   k steps whose weights a warp loads before using the first
+//
+//   op        activations, bias, output, shapes and the launch plan (gemm_plan.h)
+//   weights   the packed weights in Format's layout
+//   partials  fp32 [splits, m, n] when the plan splits k, else null
+//   counters  int [gridDim.y * gridDim.x], zero on entry and on exit, when split, else null
 template <class Format, int kMTiles, int kNTiles, int kWarpsN, int kWarpsK, int kUnroll>
 __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     GemmKernel(GemmOperands op, typename Format::View weights, float* partials, int* counters) {
