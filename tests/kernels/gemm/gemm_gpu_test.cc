@@ -112,8 +112,9 @@ TEST_F(GemmGpuTest, ModelShapesMeetTheBound) {
     int k;
     int n;
   };
-  for (const Shape shape :
-       {Shape{6144, 4096}, Shape{2048, 6144}, Shape{7168, 4096}, Shape{2048, 7168}}) {
+  // Kimi K2.6 gate/up (deep k) and GLM 5.2 down (wide n): the other two benchmark shapes differ
+  // only in size. Each case builds its weights on the host, so two shapes keep the check short.
+  for (const Shape shape : {Shape{7168, 4096}, Shape{2048, 6144}}) {
     for (int m : {1, 16, 32}) {
       GemmCase c;
       c.m = m;
