@@ -4,11 +4,11 @@
 namespace kvsim::gemm_cuda {
 
 Status LaunchFp8Gemm(const GemmOperands& operands, const Fp8WeightsView& weights) {
-  return LaunchGemm<Fp8Format>(operands, weights);
+  return LaunchGemm<Fp8TileFormat>(operands, weights);
 }
 
 Status DequantizeFp8OnDevice(const Fp8WeightsView& weights, uint16_t* out) {
-  return LaunchDequantize<Fp8Format>(weights, out);
+  return LaunchDequantize<Fp8TileFormat>(weights, out);
 }
 
 }  // namespace kvsim::gemm_cuda

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/formats.h"
+#include "kernels/gemm/tile_formats.h"
 #include "kernels/gemm/tile_layout.h"
 
 namespace kvsim {
@@ -55,55 +56,43 @@ void BlockedGemm(const uint16_t* x, int m, int k, int n, const uint16_t* bias, u
   }
 }
 
-// Writes the bf16x2 register `pair` of `reg` in tile (kt, nt) to its two cells of a block whose
-// first cell is tile (kt0, nt0).
-void StorePair(uint32_t pair, int kt, int nt, const TileRegister& reg, int kt0, int nt0, float* out,
-               int64_t ld) {
-  const int64_t row = TileRegisterRow(kt, reg) - kt0 * kTileK;
-  const int64_t column = TileRegisterColumn(nt, reg) - nt0 * kTileN;
-  out[row * ld + column] = DecodeBf16(static_cast<uint16_t>(pair & 0xFFFFu));
-  out[(row + 1) * ld + column] = DecodeBf16(static_cast<uint16_t>(pair >> 16));
+// Dequantises tiles through Format's Load and Dequantize for every lane, as the CUDA kernels do,
+// and writes each register's two weights to their cells of the block whose first cell is tile
+// (kt0, nt0).
+template <class Format>
+void DequantizeTiles(const typename Format::View& weights, int kt0, int kt_count, int nt0,
+                     int nt_count, float* out, int64_t ld) {
+  for (int nt = nt0; nt < nt0 + nt_count; ++nt) {
+    for (int kt = kt0; kt < kt0 + kt_count; ++kt) {
+      for (int lane = 0; lane < kWarpLanes; ++lane) {
+        uint32_t b[kSubtilesPerTile][2];
+        Format::Dequantize(weights, Format::Load(weights, kt, nt, lane), kt, nt, lane, b);
+        for (int subtile = 0; subtile < kSubtilesPerTile; ++subtile) {
+          for (int r = 0; r < 2; ++r) {
+            const TileRegister reg{lane, subtile, r};
+            const int64_t row = TileRegisterRow(kt, reg) - kt0 * kTileK;
+            const int64_t column = TileRegisterColumn(nt, reg) - nt0 * kTileN;
+            out[row * ld + column] = DecodeBf16(static_cast<uint16_t>(b[subtile][r] & 0xFFFFu));
+            out[(row + 1) * ld + column] = DecodeBf16(static_cast<uint16_t>(b[subtile][r] >> 16));
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
 
 void DequantizeInt4Tiles(const Int4WeightsView& weights, int kt0, int kt_count, int nt0,
                          int nt_count, float* out, int64_t ld) {
-  for (int nt = nt0; nt < nt0 + nt_count; ++nt) {
-    for (int kt = kt0; kt < kt0 + kt_count; ++kt) {
-      const uint32_t* tile = weights.qweight + Int4TileWordOffset(kt, nt, weights.k_tiles());
-      for (int lane = 0; lane < kWarpLanes; ++lane) {
-        for (int w = 0; w < kInt4WordsPerLane; ++w) {
-          const uint32_t word = tile[lane * kInt4WordsPerLane + w];
-          for (int r = 0; r < 4; ++r) {
-            const uint32_t pair = weights.DequantizeRegister(kt, nt, lane, w, r, word);
-            StorePair(pair, kt, nt, Int4TileRegister(lane, w, r), kt0, nt0, out, ld);
-          }
-        }
-      }
-    }
-  }
+  WithInt4TileFormat(weights, [&](auto format) {
+    DequantizeTiles<decltype(format)>(weights, kt0, kt_count, nt0, nt_count, out, ld);
+  });
 }
 
 void DequantizeFp8Tiles(const Fp8WeightsView& weights, int kt0, int kt_count, int nt0, int nt_count,
                         float* out, int64_t ld) {
-  for (int nt = nt0; nt < nt0 + nt_count; ++nt) {
-    for (int kt = kt0; kt < kt0 + kt_count; ++kt) {
-      const uint8_t* tile = weights.codes + Fp8TileByteOffset(kt, nt, weights.k_tiles());
-      for (int lane = 0; lane < kWarpLanes; ++lane) {
-        for (int subtile = 0; subtile < kSubtilesPerTile; ++subtile) {
-          for (int b = 0; b < 2; ++b) {
-            const TileRegister reg{lane, subtile, b};
-            const uint8_t* codes = tile + lane * kFp8BytesPerLane + 4 * subtile + 2 * b;
-            const float scale =
-                weights.ScaleOf(TileRegisterRow(kt, reg), TileRegisterColumn(nt, reg));
-            const uint32_t pair = DequantizeFp8Pair(codes[0] | (codes[1] << 8), scale);
-            StorePair(pair, kt, nt, reg, kt0, nt0, out, ld);
-          }
-        }
-      }
-    }
-  }
+  DequantizeTiles<Fp8TileFormat>(weights, kt0, kt_count, nt0, nt_count, out, ld);
 }
 
 void Int4GemmCpu(const uint16_t* x, int m, const Int4WeightsView& weights, const uint16_t* bias,

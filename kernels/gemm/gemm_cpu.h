@@ -1,5 +1,5 @@
-// The CPU backend of the GEMM family: tiles dequantised through the same register functions the
-// CUDA kernels use, then a blocked fp32 GEMM (Eigen) in a fixed order, then bias and bf16 rounding.
+// The CPU backend of the GEMM family: tiles dequantised by the CUDA kernels' own tile formats
+// (tile_formats.h), then a blocked fp32 GEMM (Eigen) in a fixed order, then bias and bf16 rounding.
 #pragma once
 
 #include <cstdint>

@@ -1,15 +1,8 @@
 // The CUDA GEMM kernel template shared by INT4 and FP8 weights: weights are loaded straight from
 // global memory in the tile layout (one or two 16-byte loads per lane per 16 x 64 tile),
-// dequantised in registers to bf16x2 B operands, and multiplied on the tensor cores with
-// mma.sync.m16n8k16 (bf16 inputs, fp32 accumulators). A weight format is a traits class:
-//
-//   struct Format {
-//     using View = ...;                   // Int4WeightsView or Fp8WeightsView
-//     struct Fragment {...};              // what one lane loads for one tile
-//     static Fragment Load(view, kt, nt, lane);
-//     static void Dequantize(view, fragment, kt, nt, lane, uint32_t (&b)[8][2]);  //
-//     b[subtile][reg]
-//   };
+// dequantised in registers to bf16x2 B operands by a tile format (tile_formats.h, the same code
+// the CPU backend runs), and multiplied on the tensor cores with mma.sync.m16n8k16 (bf16 inputs,
+// fp32 accumulators).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -22,6 +15,7 @@
 #include "kernels/formats.h"
 #include "kernels/gemm/dequantize.h"
 #include "kernels/gemm/gemm_cuda.h"
+#include "kernels/gemm/tile_formats.h"
 #include "kernels/gemm/tile_layout.h"
 #include "kernels/gemm/weight_views.h"
 
@@ -56,101 +50,6 @@ __device__ __forceinline__ void LoadActivations(const GemmOperands& op, int row0
   a[3] = row_high < op.m ? __ldg(x + high + 4) : 0u;
 }
 
-// INT4 weights; the scale type and the scheme are compile-time so the inner loop has no branches.
-template <ScaleType kScaleType, bool kAsymmetric>
-struct Int4Format {
-  using View = Int4WeightsView;
-  struct Fragment {
-    uint4 words;  // the lane's 4 words of the tile
-  };
-
-  __device__ __forceinline__ static Fragment Load(const View& w, int kt, int nt, int lane) {
-    const uint4* tile =
-        reinterpret_cast<const uint4*>(w.qweight + Int4TileWordOffset(kt, nt, w.k_tiles()));
-    return Fragment{__ldg(tile + lane)};
-  }
-
-  __device__ __forceinline__ static void Dequantize(const View& w, const Fragment& fragment, int kt,
-                                                    int nt, int lane,
-                                                    uint32_t (&b)[kSubtilesPerTile][2]) {
-    const int g = lane / 4;
-    const int group = kt * kTileK / w.group_size;  // a tile never straddles groups (size >= 16)
-    const int64_t strip = static_cast<int64_t>(group) * w.n_tiles() + nt;
-    // Nibble j of the zero word is subtile j's zero point; 8 everywhere for the symmetric scheme.
-    const uint32_t zero_word = kAsymmetric ? __ldg(w.zeros + strip * 8 + g) : 0x88888888u;
-    // The lane's eight scales (subtile j's at position j) are consecutive: Int4ScaleIndex.
-    uint32_t scale_bits[kSubtilesPerTile];
-    if constexpr (kScaleType == ScaleType::kBf16) {
-      const uint4 packed = __ldg(reinterpret_cast<const uint4*>(
-          static_cast<const uint16_t*>(w.scales) + strip * kTileN + g * 8));
-      const uint32_t pairs[4] = {packed.x, packed.y, packed.z, packed.w};
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        scale_bits[2 * i] = pairs[i] & 0xFFFFu;
-        scale_bits[2 * i + 1] = pairs[i] >> 16;
-      }
-    } else {
-      const uint4* scales = reinterpret_cast<const uint4*>(static_cast<const float*>(w.scales) +
-                                                           strip * kTileN + g * 8);
-      const uint4 first = __ldg(scales);
-      const uint4 second = __ldg(scales + 1);
-      const uint32_t all[8] = {first.x,  first.y,  first.z,  first.w,
-                               second.x, second.y, second.z, second.w};
-#pragma unroll
-      for (int j = 0; j < kSubtilesPerTile; ++j) scale_bits[j] = all[j];
-    }
-    const uint32_t words[kInt4WordsPerLane] = {fragment.words.x, fragment.words.y, fragment.words.z,
-                                               fragment.words.w};
-#pragma unroll
-    for (int word = 0; word < kInt4WordsPerLane; ++word) {
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const int subtile = 2 * word + r / 2;
-        const uint32_t zero = (zero_word >> (4 * subtile)) & 0xFu;
-        const uint32_t nibbles = words[word] >> (4 * r);
-        if constexpr (kScaleType == ScaleType::kBf16) {
-          b[subtile][r % 2] = DequantizeInt4PairBf16Scale(nibbles, zero, scale_bits[subtile]);
-        } else {
-          b[subtile][r % 2] =
-              DequantizeInt4PairFp32Scale(nibbles, zero, BitsToFloat(scale_bits[subtile]));
-        }
-      }
-    }
-  }
-};
-
-// FP8 e4m3 weights with fp32 128 x 128 block scales.
-struct Fp8Format {
-  using View = Fp8WeightsView;
-  struct Fragment {
-    uint4 low;   // subtiles 0..3, one 32-bit word each
-    uint4 high;  // subtiles 4..7
-  };
-
-  __device__ __forceinline__ static Fragment Load(const View& w, int kt, int nt, int lane) {
-    const uint4* lane_bytes = reinterpret_cast<const uint4*>(
-        w.codes + Fp8TileByteOffset(kt, nt, w.k_tiles()) + lane * kFp8BytesPerLane);
-    return Fragment{__ldg(lane_bytes), __ldg(lane_bytes + 1)};
-  }
-
-  __device__ __forceinline__ static void Dequantize(const View& w, const Fragment& fragment, int kt,
-                                                    int nt, int /*lane*/,
-                                                    uint32_t (&b)[kSubtilesPerTile][2]) {
-    // The whole tile lies in one 128 x 128 scale block.
-    const float scale =
-        __ldg(w.scales + static_cast<int64_t>(kt * kTileK / kFp8BlockK) * (w.n / kFp8BlockN) +
-              nt * kTileN / kFp8BlockN);
-    const uint32_t words[kSubtilesPerTile] = {fragment.low.x,  fragment.low.y,  fragment.low.z,
-                                              fragment.low.w,  fragment.high.x, fragment.high.y,
-                                              fragment.high.z, fragment.high.w};
-#pragma unroll
-    for (int subtile = 0; subtile < kSubtilesPerTile; ++subtile) {
-      b[subtile][0] = DequantizeFp8Pair(words[subtile] & 0xFFFFu, scale);
-      b[subtile][1] = DequantizeFp8Pair(words[subtile] >> 16, scale);
-    }
-  }
-};
-
 // One block computes a kMTiles * 16 x kWarpsN * kNTiles * 64 output tile over the k steps (of 16)
 // of split blockIdx.z. Warp (wn, wk) = (warp % kWarpsN, warp / kWarpsN) owns n64 tiles
 // [wn * kNTiles, (wn + 1) * kNTiles) of the block and every kWarpsK-th k step; kUnroll steps'
@@ -159,7 +58,7 @@ struct Fp8Format {
 // split the block writes bf16(sum + bias), otherwise it stores fp32 partials and the last block of
 // the tile to finish adds all splits in split order: the result does not depend on timing.
 //
-//   Format    weight traits (Int4Format<...> or Fp8Format)
+//   Format    weight traits (Int4TileFormat<...> or Fp8TileFormat)
 //   kMTiles   m16 row tiles per block (and per warp)
 //   kNTiles   n64 column tiles per warp
 //   kWarpsN   warps side by side along n

@@ -5,8 +5,6 @@
 
 #include <cstdint>
 
-#include "kernels/formats.h"
-#include "kernels/gemm/dequantize.h"
 #include "kernels/gemm/tile_layout.h"
 #include "kernels/gemm/weight_config.h"
 #include "kernels/host_device.h"
@@ -25,38 +23,6 @@ struct Int4WeightsView {
 
   KVSIM_HD int k_tiles() const { return k / kTileK; }
   KVSIM_HD int n_tiles() const { return n / kTileN; }
-
-  // The zero point of (group, column): its stored nibble, or 8 for the symmetric scheme, whose
-  // codes are stored offset by 8.
-  KVSIM_HD uint32_t ZeroOf(int group, int column) const {
-    if (zeros == nullptr) return kInt4SymmetricZero;
-    return GetUint4(zeros[Int4ZeroWordIndex(group, column, n_tiles())], Int4ZeroNibble(column));
-  }
-
-  // The scale of (group, column) as a float (exact for both scale types).
-  KVSIM_HD float ScaleOf(int group, int column) const {
-    const int64_t index = Int4ScaleIndex(group, column, n_tiles());
-    if (scale_type == ScaleType::kBf16)
-      return DecodeBf16(static_cast<const uint16_t*>(scales)[index]);
-    return static_cast<const float*>(scales)[index];
-  }
-
-  // Register r (0..3) of a lane's word `word_value` (word w of the lane) in tile (kt, nt),
-  // dequantised as the bf16x2 the lane feeds the tensor cores.
-  KVSIM_HD uint32_t DequantizeRegister(int kt, int nt, int lane, int w, int r,
-                                       uint32_t word_value) const {
-    const TileRegister reg = Int4TileRegister(lane, w, r);
-    const int group = TileRegisterRow(kt, reg) / group_size;
-    const int column = TileRegisterColumn(nt, reg);
-    const uint32_t zero = ZeroOf(group, column);
-    const uint32_t nibbles = word_value >> (4 * r);
-    if (scale_type == ScaleType::kBf16) {
-      const int64_t index = Int4ScaleIndex(group, column, n_tiles());
-      return DequantizeInt4PairBf16Scale(nibbles, zero,
-                                         static_cast<const uint16_t*>(scales)[index]);
-    }
-    return DequantizeInt4PairFp32Scale(nibbles, zero, ScaleOf(group, column));
-  }
 };
 
 // A view of INT4 weight arrays with `config`'s shape parameters; `zeros` is ignored (the view
@@ -84,10 +50,6 @@ struct Fp8WeightsView {
 
   KVSIM_HD int k_tiles() const { return k / kTileK; }
   KVSIM_HD int n_tiles() const { return n / kTileN; }
-
-  KVSIM_HD float ScaleOf(int row, int column) const {
-    return scales[static_cast<int64_t>(row / kFp8BlockK) * (n / kFp8BlockN) + column / kFp8BlockN];
-  }
 };
 
 }  // namespace kvsim
