@@ -100,6 +100,9 @@ void Quantized(benchmark::State& state, const Inputs& inputs, int m, bool fp8) {
 // The console table, plus each run's real time kept by name for the ratios.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
+  // Plain text: the table usually ends up in a log or a doc.
+  RatioReporter() : ConsoleReporter(OO_Tabular) {}
+
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& run : runs) {
