@@ -13,7 +13,6 @@
 #include "base/status.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/formats.h"
-#include "kernels/gemm/dequantize.h"
 #include "kernels/gemm/gemm_cuda.h"
 #include "kernels/gemm/tile_formats.h"
 #include "kernels/gemm/tile_layout.h"
