@@ -8,6 +8,7 @@
 #include "cli/format_report.h"
 #include "cli/integrity_report.h"
 #include "cli/plan_demo.h"
+#include "cli/weight_accuracy_report.h"
 
 namespace kvsim::cli {
 namespace {
@@ -46,7 +47,9 @@ class DemoCommand : public Command {
     PrintInt4Table(out);
     out << "\n";
     PrintFormatRoundTrips(out, seed, samples_);
-    out << "\n4. The KV-cache integrity check\n\n";
+    out << "\n4. INT4 and FP8 weights against BF16\n\n";
+    KVSIM_RETURN_IF_ERROR(PrintWeightAccuracySummary(out, seed));
+    out << "\n5. The KV-cache integrity check\n\n";
     KVSIM_RETURN_IF_ERROR(PrintIntegrityScenarios(out));
     out << fmt::format("\nReproduce: kvsim demo --seed {} --samples {}\n", FormatSeed(seed),
                        samples_);

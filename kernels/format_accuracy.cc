@@ -9,7 +9,7 @@
 #include "base/distributions.h"
 #include "base/prng.h"
 #include "kernels/formats.h"
-#include "kernels/int4_quantizer.h"
+#include "kernels/gemm/int4_quantizer.h"
 
 namespace kvsim {
 namespace {
@@ -27,13 +27,17 @@ std::vector<float> RoundTrip(const std::vector<float>& values,
   return result;
 }
 
-// Groups of `group` consecutive values through symmetric absmax INT4, one scale per group.
+// Groups of `group` consecutive values through symmetric absmax INT4 with one fp32 scale per group
+// (the GEMM family's quantiser), multiplied back in float.
 std::vector<float> RoundTripInt4Groups(const std::vector<float>& values, size_t group) {
   std::vector<float> result(values.size());
   std::vector<int8_t> codes(group);
+  Int4QuantizeOptions options;
+  options.config = {static_cast<int>(group), Int4Scheme::kSymmetric, ScaleType::kFp32};
   for (size_t start = 0; start < values.size(); start += group) {
     const size_t count = std::min(group, values.size() - start);
-    const float scale = QuantizeGroupSymmetricInt4(&values[start], count, codes.data());
+    const float scale =
+        QuantizeInt4Group(&values[start], static_cast<int>(count), options, codes.data()).scale;
     for (size_t i = 0; i < count; ++i) result[start + i] = static_cast<float>(codes[i]) * scale;
   }
   return result;

@@ -36,10 +36,12 @@ build() {
   git -C "$root" describe --always --dirty > "$bundle/COMMIT" 2>/dev/null || echo unknown > "$bundle/COMMIT"
   echo "gpu_check: bundle ready in $bundle ($(du -sh "$bundle" | cut -f1)):"
   find "$bundle" -type f -perm -u+x | sed "s|$bundle/|  |"
-  # Anything beyond the C library and the driver (loaded at run time) would be missing there.
+  # Anything beyond the C library and the driver (loaded at run time) would be missing there,
+  # except cuBLAS (and the libgcc_s it needs), which benchmarks link dynamically: the GPU
+  # machine's CUDA toolkit provides it (see run).
   for binary in "$bundle"/tests/* "$bundle"/benchmarks/*; do
     [ -f "$binary" ] || continue
-    extra=$(ldd "$binary" | grep -vE 'linux-vdso|ld-linux|lib(c|m|dl|rt|pthread)\.so' || true)
+    extra=$(ldd "$binary" | grep -vE 'linux-vdso|ld-linux|lib(c|m|dl|rt|pthread|gcc_s|cublas|cublasLt)\.so' || true)
     if [ -n "$extra" ]; then
       echo "gpu_check: $(basename "$binary") needs shared libraries the GPU machine may lack:" >&2
       echo "$extra" >&2
@@ -63,6 +65,8 @@ run() {
   fi
   local logs="${OUT:-$here/logs}"
   mkdir -p "$logs"
+  # cuBLAS (the benchmarks' BF16 baseline) comes from the machine's CUDA toolkit.
+  export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   echo "bundle built from commit $(cat "$here/COMMIT" 2>/dev/null || echo unknown)"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1 || true
   local rows=() failed=0

@@ -39,5 +39,21 @@ if [ "$first" = "$other" ]; then
   echo "FAIL: different seeds gave identical demo output"; failures=$((failures + 1))
 fi
 
+# accuracy weights: the table, JSON, reproducibility, and bad options exit 2 naming what is allowed.
+expect_exit 0 "int4 g128 asym bf16" accuracy weights --m 2 --k 256 --n 128
+expect_exit 0 "Reproduce: kvsim accuracy weights --seed 0x7 --m 2 --k 256 --n 128 --scale-type fp32 --clip --backend cpu" \
+  accuracy weights --seed 7 --m 2 --k 256 --n 128 --scale-type fp32 --clip
+expect_exit 0 '"output_relative_rms"' accuracy weights --m 1 --k 128 --n 128 --json
+expect_exit 2 "^kvsim accuracy: weights: --k 100 is not supported; allowed: a multiple of 128 from 128 to 16384" \
+  accuracy weights --k 100
+expect_exit 2 "--m 0 is out of range; allowed: 1 to 4096" accuracy weights --m 0
+expect_exit 2 "unknown scale type 'fp16'; allowed: bf16, fp32" accuracy weights --scale-type fp16
+expect_exit 2 "unknown backend 'gpu'; allowed: auto, cpu, cuda" accuracy weights --backend gpu
+weights_first=$("$kvsim" accuracy weights --seed 9 --m 3 --k 256 --n 256)
+weights_second=$("$kvsim" accuracy weights --seed 0x9 --m 3 --k 256 --n 256)
+if [ "$weights_first" != "$weights_second" ]; then
+  echo "FAIL: the same seed gave different accuracy weights output"; failures=$((failures + 1))
+fi
+
 echo "$failures failure(s)"
 [ "$failures" -eq 0 ]

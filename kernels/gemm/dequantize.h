@@ -1,0 +1,100 @@
+// The dequantised weight of every format in the family, defined once: the value a kernel feeds
+// the tensor cores, the CPU backend multiplies, and the references start from. Host and device
+// share it (KVSIM_HD); where the device uses a faster instruction sequence, it computes the same
+// bits, which //tests/kernels/gemm:gemm_gpu_test checks on a GPU.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/formats.h"
+#include "kernels/host_device.h"
+
+namespace kvsim {
+
+// The value of an e4m3 code that is not NaN (packing rejects NaN codes): the code's exponent and
+// mantissa bits placed at the bottom of a float's exponent and top of its mantissa give the value
+// times 2^(7 - 127); multiplying by 2^120 is exact, subnormal codes included (no flush to zero).
+KVSIM_HD_INLINE float Fp8E4M3FiniteToFloat(uint32_t code) {
+  const uint32_t bits = ((code & 0x80u) << 24) | ((code & 0x7Fu) << 20);
+  return BitsToFloat(bits) * 0x1p120f;
+}
+
+// Dequantised INT4 weight: bf16 of (code - zero) * scale, rounded once (to nearest even) from the
+// fp32 product. For a bf16 scale the product is exact in fp32 (4 + 8 significant bits), so this is
+// also what a bf16 multiply gives.
+KVSIM_HD_INLINE uint16_t DequantizeInt4(int32_t code_minus_zero, float scale) {
+  return EncodeBf16(static_cast<float>(code_minus_zero) * scale);
+}
+
+// Dequantised FP8 weight: bf16 of code value * block scale, the fp32 product rounded once.
+KVSIM_HD_INLINE uint16_t DequantizeFp8(uint32_t code, float scale) {
+  return EncodeBf16(Fp8E4M3FiniteToFloat(code) * scale);
+}
+
+// Two floats rounded to bf16 (nearest even) and packed, `low` in bits [0, 16): one register of a
+// tensor-core operand. On the device, the cvt instruction (which rounds the same way).
+KVSIM_HD_INLINE uint32_t PackBf16x2(float low, float high) {
+#if defined(__CUDA_ARCH__)
+  uint32_t packed;
+  // cvt packs its first source into the upper half.
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(high), "f"(low));
+  return packed;
+#else
+  return static_cast<uint32_t>(EncodeBf16(low)) | (static_cast<uint32_t>(EncodeBf16(high)) << 16);
+#endif
+}
+
+// Two INT4 weights of one column as a bf16x2 register, with a bf16 scale (its bits in
+// `scale_bf16`): `nibbles` holds the lower-k weight in bits [0, 4) and the next in bits [16, 20)
+// (other bits are ignored); both share `zero` (0..15) and the scale.
+KVSIM_HD_INLINE uint32_t DequantizeInt4PairBf16Scale(uint32_t nibbles, uint32_t zero,
+                                                     uint32_t scale_bf16) {
+#if defined(__CUDA_ARCH__)
+  // 0x4300 is bf16 128.0 and bf16 steps by 1 in [128, 256), so OR-ing a nibble into the mantissa
+  // gives 128 + nibble (one lop3 for both halves). Subtracting 128 + zero is exact; the multiply
+  // rounds once, as DequantizeInt4 does.
+  const uint32_t magic = (nibbles & 0x000F000Fu) | 0x43004300u;
+  const uint32_t bias = 0x43004300u | zero | (zero << 16);
+  const uint32_t scale2 = scale_bf16 | (scale_bf16 << 16);
+  uint32_t centered;
+  uint32_t result;
+  asm("sub.rn.bf16x2 %0, %1, %2;" : "=r"(centered) : "r"(magic), "r"(bias));
+  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(result) : "r"(centered), "r"(scale2));
+  return result;
+#else
+  const float scale = DecodeBf16(static_cast<uint16_t>(scale_bf16));
+  const int32_t low = static_cast<int32_t>(nibbles & 0xFu) - static_cast<int32_t>(zero);
+  const int32_t high = static_cast<int32_t>((nibbles >> 16) & 0xFu) - static_cast<int32_t>(zero);
+  return static_cast<uint32_t>(DequantizeInt4(low, scale)) |
+         (static_cast<uint32_t>(DequantizeInt4(high, scale)) << 16);
+#endif
+}
+
+// As DequantizeInt4PairBf16Scale, with an fp32 scale: the centred codes become floats exactly and
+// each product is rounded once to bf16.
+KVSIM_HD_INLINE uint32_t DequantizeInt4PairFp32Scale(uint32_t nibbles, uint32_t zero, float scale) {
+#if defined(__CUDA_ARCH__)
+  // The same exact bf16 trick as above; a bf16 is the top half of the float of the same value.
+  const uint32_t magic = (nibbles & 0x000F000Fu) | 0x43004300u;
+  const uint32_t bias = 0x43004300u | zero | (zero << 16);
+  uint32_t centered;
+  asm("sub.rn.bf16x2 %0, %1, %2;" : "=r"(centered) : "r"(magic), "r"(bias));
+  const float low = BitsToFloat(centered << 16);
+  const float high = BitsToFloat(centered & 0xFFFF0000u);
+  return PackBf16x2(low * scale, high * scale);
+#else
+  const int32_t low = static_cast<int32_t>(nibbles & 0xFu) - static_cast<int32_t>(zero);
+  const int32_t high = static_cast<int32_t>((nibbles >> 16) & 0xFu) - static_cast<int32_t>(zero);
+  return static_cast<uint32_t>(DequantizeInt4(low, scale)) |
+         (static_cast<uint32_t>(DequantizeInt4(high, scale)) << 16);
+#endif
+}
+
+// Two FP8 weights of one column (codes in bits [0, 8) and [8, 16), lower k first) as a bf16x2
+// register, sharing one block scale.
+KVSIM_HD_INLINE uint32_t DequantizeFp8Pair(uint32_t codes, float scale) {
+  return PackBf16x2(Fp8E4M3FiniteToFloat(codes & 0xFFu) * scale,
+                    Fp8E4M3FiniteToFloat((codes >> 8) & 0xFFu) * scale);
+}
+
+}  // namespace kvsim

@@ -1,0 +1,14 @@
+// CUDA launchers for FP8 block-scaled weights.
+#include "kernels/gemm/gemm_kernel.cuh"
+
+namespace kvsim::gemm_cuda {
+
+Status LaunchFp8Gemm(const GemmOperands& operands, const Fp8WeightsView& weights) {
+  return LaunchGemm<Fp8TileFormat>(operands, weights);
+}
+
+Status DequantizeFp8OnDevice(const Fp8WeightsView& weights, uint16_t* out) {
+  return LaunchDequantize<Fp8TileFormat>(weights, out);
+}
+
+}  // namespace kvsim::gemm_cuda

@@ -1,0 +1,82 @@
+// W4A16 GEMM and its FP8 block-scaled baseline: bf16 activations [m, k] times quantised weights
+// [k, n] give bf16 outputs [m, n], with fp32 accumulation and an optional bf16 bias, on the CPU or
+// a CUDA device (docs/kernels.md, "GEMM family"; tolerances in docs/numerics.md).
+#pragma once
+
+#include <cstddef>
+
+#include "base/status.h"
+#include "kernels/backend.h"
+#include "kernels/gemm/gemm_plan.h"
+#include "kernels/gemm/packed_weights.h"
+#include "kernels/gemm/weight_config.h"
+
+namespace kvsim {
+
+// INT4 weights resident on one backend, in the tile layout (tile_layout.h).
+struct Int4Weights {
+  int k = 0;
+  int n = 0;
+  Int4Config config;
+  DeviceBuffer qweight;  // uint32 words, k * n / 8
+  DeviceBuffer scales;   // bf16 or fp32, k / group_size * n, permuted
+  DeviceBuffer zeros;    // uint32 nibble words, k / group_size * n / 8; empty when symmetric
+
+  // A view of the buffers (pointers into the backend's memory, host or device).
+  Int4WeightsView View() const;
+};
+
+// FP8 e4m3 weights resident on one backend, in the tile layout, with fp32 128 x 128 block scales.
+struct Fp8Weights {
+  int k = 0;
+  int n = 0;
+  DeviceBuffer codes;   // k * n bytes
+  DeviceBuffer scales;  // float [k / 128, n / 128]
+
+  Fp8WeightsView View() const;
+};
+
+// Copies packed host weights onto `backend`.
+Result<Int4Weights> UploadInt4Weights(Backend& backend, const Int4PackedWeights& packed);
+Result<Fp8Weights> UploadFp8Weights(Backend& backend, const Fp8PackedWeights& packed);
+
+struct Int4GemmArgs {
+  int m = 0;                                  // rows: 1 to kGemmMaxM
+  const DeviceBuffer* activations = nullptr;  // bf16 [m, k] row-major
+  const Int4Weights* weights = nullptr;       // [k, n]
+  const DeviceBuffer* bias = nullptr;         // optional bf16 [n]
+  DeviceBuffer* output = nullptr;             // bf16 [m, n] row-major; every element is written
+  // CUDA only, optional: scratch of GemmWorkspaceBytes(m, n, k) bytes from AllocateGemmWorkspace,
+  // reusable across calls (not concurrently). Without it a call that splits k allocates its own.
+  DeviceBuffer* workspace = nullptr;
+};
+
+struct Fp8GemmArgs {
+  int m = 0;
+  const DeviceBuffer* activations = nullptr;  // bf16 [m, k] row-major
+  const Fp8Weights* weights = nullptr;        // [k, n]
+  const DeviceBuffer* bias = nullptr;         // optional bf16 [n]
+  DeviceBuffer* output = nullptr;             // bf16 [m, n] row-major
+  DeviceBuffer* workspace = nullptr;          // as for Int4GemmArgs
+};
+
+// output = bf16(activations * dequantised weights + bias), accumulated in fp32. Supported: m in
+// 1..65536; n a multiple of 128; k a multiple of the group size (32, 64, 128); k, n <= 65536.
+// Shapes, buffer sizes and buffer ownership are checked before anything runs: a violation is an
+// InvalidArgument or OutOfRange error naming what is supported. On the CUDA backend the kernel
+// runs asynchronously; errors during its run surface at the next synchronising call (Download,
+// Synchronize).
+Status Int4Gemm(Backend& backend, const Int4GemmArgs& args);
+
+// The same over FP8 block-scaled weights; k and n must be multiples of 128.
+Status Fp8Gemm(Backend& backend, const Fp8GemmArgs& args);
+
+// Bytes of CUDA scratch a call with this shape needs (0 when it does not split k). The shape must
+// be one the entry points accept (checked: a violation aborts).
+size_t GemmWorkspaceBytes(int m, int n, int k);
+
+// A zero-filled workspace of GemmWorkspaceBytes(m, n, k) bytes (at least 4, so one buffer can
+// serve shapes that need none).
+Result<DeviceBuffer> AllocateGemmWorkspace(Backend& backend, int m, int n, int k);
+
+}  // namespace kvsim

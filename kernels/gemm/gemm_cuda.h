@@ -1,0 +1,33 @@
+// The CUDA launchers of the GEMM family (compiled by nvcc; called by gemm.cc after every check).
+#pragma once
+
+#include <cstdint>
+
+#include "base/status.h"
+#include "kernels/gemm/gemm_plan.h"
+#include "kernels/gemm/weight_views.h"
+
+namespace kvsim::gemm_cuda {
+
+// Device pointers and the plan of one call; shapes already checked against the plan.
+struct GemmOperands {
+  const uint16_t* x = nullptr;     // bf16 [m, k]
+  const uint16_t* bias = nullptr;  // bf16 [n] or null
+  uint16_t* out = nullptr;         // bf16 [m, n]
+  void* workspace = nullptr;       // plan.workspace_bytes, counters zero; null when not split
+  int m = 0;
+  int n = 0;
+  int k = 0;
+  GemmLaunchPlan plan;
+};
+
+// Launch on the default stream and report launch errors (not errors while the kernel runs).
+Status LaunchInt4Gemm(const GemmOperands& operands, const Int4WeightsView& weights);
+Status LaunchFp8Gemm(const GemmOperands& operands, const Fp8WeightsView& weights);
+
+// For the GPU parity test: every weight dequantised on the device through the kernels' own load
+// and dequantise steps, as bf16 bits [k, n] row-major in `out` (device memory).
+Status DequantizeInt4OnDevice(const Int4WeightsView& weights, uint16_t* out);
+Status DequantizeFp8OnDevice(const Fp8WeightsView& weights, uint16_t* out);
+
+}  // namespace kvsim::gemm_cuda

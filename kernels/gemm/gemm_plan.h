@@ -1,0 +1,52 @@
+// How the CUDA GEMM kernels cut a problem into thread blocks: tile configuration by m, and the
+// split of k across blocks (split-K) when the output alone gives too few blocks to fill the GPU.
+// Pure host arithmetic, shared by the launcher, the workspace sizing and the tests.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace kvsim {
+
+// Both configurations use 4 warps (128 threads) and 128 output columns per block.
+enum class GemmTileConfig {
+  // m <= 16 (decode): one m16 tile; each warp owns two n64 tiles and a quarter of the block's k
+  // steps; the four partial sums are added in shared memory.
+  kSmallM,
+  // m > 16 (prefill): 64 rows per block; 2 warps along n (one n64 tile each) x 2 along k.
+  kLargeM,
+};
+
+inline constexpr int kGemmThreadsPerBlock = 128;
+inline constexpr int kGemmBlockColumns = 128;
+inline constexpr int kGemmSmallMRows = 16;
+inline constexpr int kGemmLargeMRows = 64;
+// Blocks a launch aims for: two per SM on a 132-SM H100/H200. A constant, not the device's SM
+// count, so a shape's reduction order (and so its bits) is the same on every GPU.
+inline constexpr int kGemmTargetBlocks = 264;
+// Split-K never leaves a warp fewer k steps (of 16) than this, nor uses more splits than the max.
+inline constexpr int kGemmMinStepsPerWarp = 4;
+inline constexpr int kGemmMaxSplits = 32;
+// The largest m the GEMM entry points accept.
+inline constexpr int kGemmMaxM = 65536;
+
+struct GemmLaunchPlan {
+  GemmTileConfig config = GemmTileConfig::kSmallM;
+  int block_rows = 0;       // 16 or 64
+  int warps_k = 0;          // warps that split a block's k steps: 4 or 2
+  int grid_x = 0;           // n / 128 column blocks
+  int grid_y = 0;           // ceil(m / block_rows) row blocks
+  int splits = 1;           // grid z: contiguous k ranges, every one non-empty
+  int steps_per_split = 0;  // k steps (of 16) per split; the last may have fewer
+  // Split-K scratch: fp32 partial sums [splits, m, n], then one int counter per output tile
+  // (grid_x * grid_y), which must be zero before the first launch; kernels leave them zero.
+  size_t partial_floats = 0;
+  size_t counters = 0;
+  size_t workspace_bytes = 0;  // 0 when splits == 1
+};
+
+// The plan for an [m, k] x [k, n] product; 1 <= m <= kGemmMaxM, k a positive multiple of 16, n of
+// 128 (checked: a violation is a bug in the caller).
+GemmLaunchPlan PlanGemmLaunch(int m, int n, int k);
+
+}  // namespace kvsim

@@ -1,0 +1,188 @@
+// GPU benchmark of the GEMM family (tag gpu_benchmark, run by tools/gpu_check.sh): INT4 W4A16
+// (group 32, symmetric, bf16 scales: Kimi K2.6's format) against cuBLAS BF16 and the project's
+// FP8 block-scaled kernel, in the same run, on the expert shapes of GLM 5.2 (hidden 6144) and
+// Kimi K2.6 (hidden 7168), expert intermediate 2048, for m from decode (1) to prefill (4096).
+// Times are CUDA-event averages; every kernel cycles through enough copies of its weights to
+// exceed the L2 cache, so decode times include reading the weights from HBM. Prints one table.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/prng.h"
+#include "kernels/backend.h"
+#include "kernels/backend_factory.h"
+#include "kernels/cuda/device.h"
+#include "kernels/gemm/fp8_quantizer.h"
+#include "kernels/gemm/gemm.h"
+#include "kernels/gemm/int4_quantizer.h"
+#include "kernels/gemm/packed_weights.h"
+#include "kernels/gemm/weight_samples.h"
+
+namespace kvsim {
+namespace {
+
+struct Shape {
+  const char* name;
+  int k;
+  int n;
+};
+
+// Fused gate/up projection (n = 2 x 2048) and down projection (k = 2048) of one expert.
+constexpr Shape kShapes[] = {
+    {"GLM-5.2 gate_up", 6144, 4096},
+    {"GLM-5.2 down", 2048, 6144},
+    {"Kimi-K2.6 gate_up", 7168, 4096},
+    {"Kimi-K2.6 down", 2048, 7168},
+};
+constexpr int kRowCounts[] = {1, 8, 16, 32, 64, 128, 512, 4096};
+constexpr int kMaxRows = 4096;
+// Copies of each weight matrix cycle until they total this many bytes (H200 L2: 50 MiB).
+constexpr size_t kColdBytes = size_t{256} << 20;
+constexpr int kMaxCopies = 64;
+
+int Fail(const std::string& what) {
+  std::fprintf(stderr, "gemm_gpu_benchmark: %s\n", what.c_str());
+  return 1;
+}
+
+#define BENCH_CHECK(expression)                                     \
+  do {                                                              \
+    const ::kvsim::Status bench_status_ = (expression);             \
+    if (!bench_status_.ok()) return Fail(bench_status_.ToString()); \
+  } while (false)
+
+#define BENCH_CUDA(call)                                                         \
+  do {                                                                           \
+    const cudaError_t bench_error_ = (call);                                     \
+    if (bench_error_ != cudaSuccess) {                                           \
+      return Fail(std::string(#call) + ": " + cudaGetErrorString(bench_error_)); \
+    }                                                                            \
+  } while (false)
+
+int CopiesFor(size_t bytes) {
+  const size_t copies = (kColdBytes + bytes - 1) / bytes;
+  return static_cast<int>(copies < 2 ? 2 : (copies > kMaxCopies ? kMaxCopies : copies));
+}
+
+// Average microseconds of `iterations` calls of `run(i)` between two events, after warm-up calls.
+template <typename Run>
+Result<double> TimeMicroseconds(int iterations, const Run& run) {
+  for (int i = 0; i < 3; ++i) KVSIM_RETURN_IF_ERROR(run(i));
+  cudaEvent_t start;
+  cudaEvent_t stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  cudaEventRecord(start);
+  for (int i = 0; i < iterations; ++i) KVSIM_RETURN_IF_ERROR(run(i));
+  cudaEventRecord(stop);
+  const cudaError_t error = cudaEventSynchronize(stop);
+  float milliseconds = 0;
+  cudaEventElapsedTime(&milliseconds, start, stop);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  if (error != cudaSuccess) return InternalError(cudaGetErrorString(error));
+  return 1000.0 * milliseconds / iterations;
+}
+
+Status CublasStatus(cublasStatus_t status) {
+  if (status == CUBLAS_STATUS_SUCCESS) return Status::Ok();
+  return InternalError(std::string("cublas: ") + cublasGetStatusString(status));
+}
+
+int Main() {
+  const Status device = cuda::DeviceAvailable();
+  if (!device.ok()) return Fail(device.message());
+  std::unique_ptr<Backend> cuda = CreateBackend(BackendChoice::kCuda).value();
+  cublasHandle_t handle;
+  if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) return Fail("cublasCreate failed");
+  std::printf("GEMM benchmark on %s\n", cuda->description().c_str());
+  std::printf(
+      "bf16 activations x weights -> bf16, fp32 accumulation; INT4 g32 sym bf16 scales; "
+      "FP8 e4m3 128x128 fp32 block scales; cuBLAS bf16 GEMM (CUBLAS_COMPUTE_32F)\n");
+  std::printf("%-18s %5s %10s %10s %10s %9s %9s %9s\n", "shape", "m", "bf16 us", "fp8 us",
+              "int4 us", "int4/bf16", "int4/fp8", "int4 TB/s");
+  Prng prng(0x5eed);
+  const std::vector<uint16_t> x_host =
+      SampleBf16(prng, size_t{kMaxRows} * 7168, WeightDistribution::kGaussian, 1.0);
+  for (const Shape& shape : kShapes) {
+    const std::vector<float> w =
+        SampleWeights(prng, shape.k, shape.n, WeightDistribution::kGaussian);
+    Int4QuantizeOptions options;  // g32 symmetric bf16
+    const Int4PackedWeights int4 =
+        PackInt4(QuantizeInt4Matrix(w, shape.k, shape.n, options).value()).value();
+    const Fp8PackedWeights fp8 = PackFp8(QuantizeFp8Blocks(w, shape.k, shape.n).value()).value();
+    const std::vector<uint16_t> bf16 = ToBf16Bits(w);
+    const size_t elements = static_cast<size_t>(shape.k) * shape.n;
+    std::vector<Int4Weights> int4_copies;
+    std::vector<Fp8Weights> fp8_copies;
+    std::vector<DeviceBuffer> bf16_copies;
+    for (int i = 0; i < CopiesFor(elements / 2); ++i) {
+      int4_copies.push_back(UploadInt4Weights(*cuda, int4).value());
+    }
+    for (int i = 0; i < CopiesFor(elements); ++i)
+      fp8_copies.push_back(UploadFp8Weights(*cuda, fp8).value());
+    for (int i = 0; i < CopiesFor(elements * 2); ++i)
+      bf16_copies.push_back(Upload(*cuda, bf16).value());
+    const DeviceBuffer x =
+        Upload(*cuda,
+               std::vector<uint16_t>(x_host.begin(), x_host.begin() + size_t{kMaxRows} * shape.k))
+            .value();
+    DeviceBuffer out = cuda->Allocate(size_t{kMaxRows} * shape.n * sizeof(uint16_t)).value();
+    for (int m : kRowCounts) {
+      DeviceBuffer workspace = AllocateGemmWorkspace(*cuda, m, shape.n, shape.k).value();
+      const int iterations = m >= 512 ? 20 : 100;
+      const float alpha = 1.0f;
+      const float beta = 0.0f;
+      // Row-major Y[m, n] = X[m, k] W[k, n] is column-major Y^T = W^T X^T.
+      const Result<double> bf16_us = TimeMicroseconds(iterations, [&](int i) {
+        const DeviceBuffer& weights = bf16_copies[i % bf16_copies.size()];
+        return CublasStatus(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, shape.n, m, shape.k,
+                                         &alpha, weights.data(), CUDA_R_16BF, shape.n, x.data(),
+                                         CUDA_R_16BF, shape.k, &beta, out.data(), CUDA_R_16BF,
+                                         shape.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      });
+      const Result<double> fp8_us = TimeMicroseconds(iterations, [&](int i) {
+        Fp8GemmArgs args;
+        args.m = m;
+        args.activations = &x;
+        args.weights = &fp8_copies[i % fp8_copies.size()];
+        args.output = &out;
+        args.workspace = &workspace;
+        return Fp8Gemm(*cuda, args);
+      });
+      const Result<double> int4_us = TimeMicroseconds(iterations, [&](int i) {
+        Int4GemmArgs args;
+        args.m = m;
+        args.activations = &x;
+        args.weights = &int4_copies[i % int4_copies.size()];
+        args.output = &out;
+        args.workspace = &workspace;
+        return Int4Gemm(*cuda, args);
+      });
+      BENCH_CHECK(bf16_us.status());
+      BENCH_CHECK(fp8_us.status());
+      BENCH_CHECK(int4_us.status());
+      const double int4_bytes =
+          static_cast<double>(int4.qweight.size() * 4 + int4.ScaleBytes().size()) +
+          2.0 * m * (shape.k + shape.n);
+      std::printf("%-18s %5d %10.2f %10.2f %10.2f %8.2fx %8.2fx %9.2f\n", shape.name, m, *bf16_us,
+                  *fp8_us, *int4_us, *bf16_us / *int4_us, *fp8_us / *int4_us,
+                  int4_bytes / (*int4_us * 1e-6) / 1e12);
+    }
+  }
+  BENCH_CUDA(cudaDeviceSynchronize());
+  cublasDestroy(handle);
+  std::printf(
+      "int4/bf16 and int4/fp8: how many times faster INT4 is (above 1: faster). int4 TB/s: "
+      "weight, scale, activation and output bytes over INT4 time.\n");
+  return 0;
+}
+
+}  // namespace
+}  // namespace kvsim
+
+int main() { return kvsim::Main(); }

@@ -1,0 +1,220 @@
+// The GEMM entry points on the CPU backend: every INT4 configuration and FP8 against the FP64
+// reference within the derived bound for m in {1, 2, 3, 8, 16, 17, 64, 128, 1024}, k and n up to
+// 8192, random and heavy-tailed data, poisoned outputs; and every shape check's message.
+#include "kernels/gemm/gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/gemm/host_gemm.h"
+#include "tests/kernels/gemm/gemm_case.h"
+
+namespace kvsim {
+namespace {
+
+using testing::GemmCase;
+using testing::GemmCaseResult;
+using testing::RunGemmCase;
+
+constexpr int kRowCounts[] = {1, 2, 3, 8, 16, 17, 64, 128, 1024};
+
+const Int4Config kInt4Configs[] = {
+    {32, Int4Scheme::kSymmetric, ScaleType::kBf16},
+    {32, Int4Scheme::kAsymmetric, ScaleType::kFp32},
+    {64, Int4Scheme::kSymmetric, ScaleType::kFp32},
+    {64, Int4Scheme::kAsymmetric, ScaleType::kBf16},
+    {128, Int4Scheme::kSymmetric, ScaleType::kBf16},
+    {128, Int4Scheme::kAsymmetric, ScaleType::kFp32},
+};
+
+void ExpectWithinBound(const GemmCase& c) {
+  std::unique_ptr<Backend> cpu = CreateCpuBackend();
+  const Result<GemmCaseResult> result = RunGemmCase(*cpu, c, Accumulation::kIeeeFp32);
+  ASSERT_TRUE(result.ok()) << c.ToString() << ": " << result.status().ToString();
+  EXPECT_EQ(result->check.violations, 0) << c.ToString() << "\n" << result->check.report;
+  ::testing::Test::RecordProperty("worst_error_over_bound",
+                                  std::to_string(result->check.worst_ratio));
+}
+
+TEST(Int4GemmTest, EveryRowCountAndConfigurationMeetsTheBound) {
+  int index = 0;
+  for (int m : kRowCounts) {
+    for (const Int4Config& config : kInt4Configs) {
+      GemmCase c;
+      c.m = m;
+      // Fewer columns for the big row counts keeps the suite at seconds.
+      c.k = 384;
+      c.n = m >= 128 ? 128 : 256;
+      c.int4.config = config;
+      c.int4.clip_search = index % 3 == 0;
+      c.weights = kAllWeightDistributions[index % 3];
+      c.activations = kAllWeightDistributions[(index / 3) % 3];
+      c.bias = index % 2 == 0;
+      c.seed = 1000 + index;
+      ExpectWithinBound(c);
+      ++index;
+    }
+  }
+}
+
+TEST(Fp8GemmTest, EveryRowCountMeetsTheBound) {
+  int index = 0;
+  for (int m : kRowCounts) {
+    GemmCase c;
+    c.m = m;
+    c.k = 384;
+    c.n = m >= 128 ? 128 : 256;
+    c.fp8 = true;
+    c.weights = kAllWeightDistributions[index % 3];
+    c.activations = kAllWeightDistributions[(index + 1) % 3];
+    c.bias = index % 2 == 1;
+    c.seed = 2000 + index;
+    ExpectWithinBound(c);
+    ++index;
+  }
+}
+
+// The largest k and n the suite reaches by default; //tests/kernels/gemm:gemm_large_test (manual)
+// sweeps 8192 x 8192.
+TEST(Int4GemmTest, LongAndWideMatricesMeetTheBound) {
+  GemmCase deep;
+  deep.m = 3;
+  deep.k = 8192;
+  deep.n = 128;
+  deep.weights = WeightDistribution::kStudentT3;
+  ExpectWithinBound(deep);
+  GemmCase wide;
+  wide.m = 2;
+  wide.k = 128;
+  wide.n = 8192;
+  wide.int4.config = {128, Int4Scheme::kAsymmetric, ScaleType::kBf16};
+  wide.activations = WeightDistribution::kStudentT3;
+  ExpectWithinBound(wide);
+  GemmCase fp8 = deep;
+  fp8.fp8 = true;
+  ExpectWithinBound(fp8);
+}
+
+TEST(Int4GemmTest, SameInputsSameBits) {
+  std::unique_ptr<Backend> cpu = CreateCpuBackend();
+  GemmCase c;
+  c.m = 17;
+  c.k = 256;
+  c.n = 256;
+  const Result<GemmCaseResult> first = RunGemmCase(*cpu, c, Accumulation::kIeeeFp32);
+  const Result<GemmCaseResult> second = RunGemmCase(*cpu, c, Accumulation::kIeeeFp32);
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->output, second->output);
+  c.seed = 2;
+  const Result<GemmCaseResult> other = RunGemmCase(*cpu, c, Accumulation::kIeeeFp32);
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(first->output, other->output);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shape and buffer checks: errors before anything runs, each naming what is supported.
+
+class GemmChecksTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Int4Matrix matrix;
+    matrix.k = 128;
+    matrix.n = 128;
+    matrix.codes.assign(128 * 128, 3);
+    matrix.scales.assign(4 * 128, 0.5f);
+    packed_ = PackInt4(matrix).value();
+    weights_ = UploadInt4Weights(*cpu_, packed_).value();
+    x_ = cpu_->Allocate(2 * 128 * sizeof(uint16_t)).value();
+    out_ = cpu_->Allocate(2 * 128 * sizeof(uint16_t)).value();
+    args_.m = 2;
+    args_.activations = &x_;
+    args_.weights = &weights_;
+    args_.output = &out_;
+  }
+
+  std::string Error(const Int4GemmArgs& args) { return Int4Gemm(*cpu_, args).message(); }
+
+  std::unique_ptr<Backend> cpu_ = CreateCpuBackend();
+  Int4PackedWeights packed_;
+  Int4Weights weights_;
+  DeviceBuffer x_;
+  DeviceBuffer out_;
+  Int4GemmArgs args_;
+};
+
+TEST_F(GemmChecksTest, ValidCallRuns) { EXPECT_TRUE(Int4Gemm(*cpu_, args_).ok()); }
+
+TEST_F(GemmChecksTest, RowCountOutOfRange) {
+  args_.m = 0;
+  EXPECT_EQ(Int4Gemm(*cpu_, args_).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(Error(args_), "int4_gemm: m = 0 is out of range; supported: 1 to 65536");
+  args_.m = 65537;
+  EXPECT_EQ(Error(args_), "int4_gemm: m = 65537 is out of range; supported: 1 to 65536");
+}
+
+TEST_F(GemmChecksTest, UnsupportedColumnsAndGroups) {
+  weights_.n = 64;
+  EXPECT_EQ(Error(args_), "int4_gemm: n = 64 is not supported; n must be a multiple of 128");
+  weights_.n = 128;
+  weights_.config.group_size = 16;
+  EXPECT_EQ(Error(args_), "int4_gemm: group size 16 is not supported; supported: 32, 64, 128");
+  weights_.config.group_size = 32;
+  weights_.k = 112;
+  EXPECT_EQ(Error(args_), "int4_gemm: k = 112 is not a multiple of the group size 32");
+}
+
+TEST_F(GemmChecksTest, MissingAndShortBuffers) {
+  Int4GemmArgs args = args_;
+  args.output = nullptr;
+  EXPECT_EQ(Error(args), "int4_gemm: output is missing");
+  args = args_;
+  args.weights = nullptr;
+  EXPECT_EQ(Error(args), "int4_gemm: weights are missing");
+  args = args_;
+  args.m = 3;  // the buffers hold two rows
+  EXPECT_EQ(Int4Gemm(*cpu_, args).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(Error(args), "int4_gemm: activations: bytes [0, 768) do not fit a buffer of 512 bytes");
+  DeviceBuffer short_bias = cpu_->Allocate(100).value();
+  args = args_;
+  args.bias = &short_bias;
+  EXPECT_EQ(Error(args), "int4_gemm: bias: bytes [0, 256) do not fit a buffer of 100 bytes");
+}
+
+TEST(Fp8GemmChecksTest, BlockMultiplesOnly) {
+  std::unique_ptr<Backend> cpu = CreateCpuBackend();
+  Fp8Weights weights;
+  weights.k = 192;
+  weights.n = 128;
+  DeviceBuffer x = cpu->Allocate(192 * 2).value();
+  DeviceBuffer out = cpu->Allocate(128 * 2).value();
+  Fp8GemmArgs args;
+  args.m = 1;
+  args.activations = &x;
+  args.weights = &weights;
+  args.output = &out;
+  EXPECT_EQ(Fp8Gemm(*cpu, args).message(),
+            "fp8_gemm: [k, n] = [192, 128] is not supported; both must be multiples of the 128 x "
+            "128 scale block");
+}
+
+TEST(HostGemmTest, WrongHostSizesAreErrors) {
+  std::unique_ptr<Backend> cpu = CreateCpuBackend();
+  Int4Matrix matrix;
+  matrix.k = 32;
+  matrix.n = 128;
+  matrix.codes.assign(32 * 128, -1);
+  matrix.scales.assign(128, 1.0f);
+  const Int4PackedWeights packed = PackInt4(matrix).value();
+  EXPECT_EQ(RunInt4GemmOnHost(*cpu, std::vector<uint16_t>(31), 1, packed, {}).status().message(),
+            "x has 31 elements; expected m x k = 1 x 32");
+  EXPECT_EQ(RunInt4GemmOnHost(*cpu, std::vector<uint16_t>(32), 1, packed, std::vector<uint16_t>(3))
+                .status()
+                .message(),
+            "bias has 3 elements; expected n = 128");
+}
+
+}  // namespace
+}  // namespace kvsim
