@@ -35,10 +35,13 @@ class Prng {
   Int range_inclusive(Int lo, Int hi) {
     static_assert(std::is_integral_v<Int>, "range_inclusive takes integers");
     KVSIM_CHECK(lo <= hi) << "range_inclusive(" << lo << ", " << hi << ")";
-    using U = std::make_unsigned_t<Int>;
-    const uint64_t span = static_cast<uint64_t>(static_cast<U>(hi) - static_cast<U>(lo));
+    // The span is computed modulo 2^64 on the values widened to 64 bits, so narrow types (whose
+    // arithmetic would promote to int and go negative) and the full 64-bit range both work.
+    using Wide = std::conditional_t<std::is_signed_v<Int>, int64_t, uint64_t>;
+    const uint64_t low = static_cast<uint64_t>(static_cast<Wide>(lo));
+    const uint64_t span = static_cast<uint64_t>(static_cast<Wide>(hi)) - low;
     const uint64_t offset = span == UINT64_MAX ? next_u64() : below(span + 1);
-    return static_cast<Int>(static_cast<U>(lo) + static_cast<U>(offset));
+    return static_cast<Int>(static_cast<Wide>(low + offset));
   }
 
   // True with probability numerator / denominator, decided in integers. 0 <= num <= den, den > 0.
