@@ -5,6 +5,7 @@
 
 #include "base/seed.h"
 #include "cli/format_report.h"
+#include "cli/kv_accuracy_report.h"
 
 namespace kvsim::cli {
 namespace {
@@ -13,8 +14,9 @@ class DemoCommand : public Command {
  public:
   std::string name() const override { return "demo"; }
   std::string summary() const override {
-    return "Run the main job on built-in defaults: the FP8 e4m3 and INT4 code tables and the "
-           "round-trip error of each format on seeded samples";
+    return "Run the main job on built-in defaults: the FP8 e4m3 and INT4 code tables, the "
+           "round-trip error of each format on seeded samples, and what an FP8 KV cache costs "
+           "in attention";
   }
 
   void Configure(CLI::App& app) override {
@@ -36,6 +38,8 @@ class DemoCommand : public Command {
     PrintInt4Table(out);
     out << "\n";
     PrintFormatRoundTrips(out, seed, samples_);
+    out << "\n";
+    KVSIM_RETURN_IF_ERROR(PrintKvAccuracyDemo(out, seed));
     out << fmt::format("\nReproduce: kvsim demo --seed {} --samples {}\n", FormatSeed(seed),
                        samples_);
     return Status::Ok();

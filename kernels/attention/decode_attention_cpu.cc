@@ -73,6 +73,21 @@ float Dot(const float* a, const float* b, int n) {
          ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
 }
 
+// y += a * x over n values (a multiple of kDotLanes), in blocks the compiler turns into vector
+// instructions; each element is one multiply and one add, as in the scalar loop.
+void Axpy(float a, const float* __restrict x, float* __restrict y, int n) {
+  for (int i = 0; i < n; i += kDotLanes) {
+    for (int lane = 0; lane < kDotLanes; ++lane) y[i + lane] += a * x[i + lane];
+  }
+}
+
+// y *= a over n values (a multiple of kDotLanes).
+void Scale(float a, float* __restrict y, int n) {
+  for (int i = 0; i < n; i += kDotLanes) {
+    for (int lane = 0; lane < kDotLanes; ++lane) y[i + lane] *= a;
+  }
+}
+
 // One query head's running state within a split: the base-2 max, the sum of weights, and the
 // weighted sum of V (unnormalised).
 struct SplitPartial {
@@ -200,13 +215,12 @@ class CpuDecoder {
     const float rescale = exp2f(state.max_log2 - new_max);
     float* acc = Acc(h, split);
     state.sum *= rescale;
-    for (int i = 0; i < v_dim_; ++i) acc[i] *= rescale;
+    Scale(rescale, acc, v_dim_);
     for (int j = 0; j < count; ++j) {
       const float weight = exp2f(scores_[static_cast<size_t>(j)] - new_max);
       state.sum += weight;
       const float v_weight = weight * v_token_scale_[static_cast<size_t>(j)];
-      const float* v = &v_tile_[static_cast<size_t>(j) * v_dim_];
-      for (int i = 0; i < v_dim_; ++i) acc[i] += v_weight * v[i];
+      Axpy(v_weight, &v_tile_[static_cast<size_t>(j) * v_dim_], acc, v_dim_);
     }
     state.max_log2 = new_max;
   }

@@ -178,7 +178,10 @@ DecodeReference ReferenceDecode(const DequantizedKv& kv, const Eigen::VectorXd& 
       Gamma(static_cast<double>(n + kv.k.cols() + 16), kDoubleUnitRoundoff) *
       (1 + 2 * magnitudes.maxCoeff());
   const double max_abs_v = kv.v.cwiseAbs().maxCoeff();
-  Eigen::VectorXd tolerance = (ratio + reference_error) * result.abs_weighted_v;
+  // A ratio that overflows bounds nothing (inf, not inf * 0 = NaN).
+  Eigen::VectorXd tolerance =
+      std::isfinite(ratio) ? Eigen::VectorXd((ratio + reference_error) * result.abs_weighted_v)
+                           : Eigen::VectorXd::Constant(kv.v.cols(), INFINITY);
   tolerance.array() += underflow * (max_abs_v + 1);
   if (out_dtype == AttentionOutputDtype::kBf16) {
     // Rounding to bf16 (p = 8): at most 2^-8 of the value, or 2^-134 below the normal range.
@@ -223,7 +226,11 @@ Eigen::VectorXd Fp8AttentionBound(const DequantizedKv& bf16, const Eigen::Vector
   // then move by a factor within e^(+-2 Delta).
   const double delta = (softmax_scale * (k_error * q.cwiseAbs())).maxCoeff();
   const double factor = std::exp(2 * delta);
-  return (factor - 1) * (bf16.v.cwiseAbs().transpose() * p) + factor * (v_error.transpose() * p);
+  // An overflowing factor bounds nothing; say so rather than let inf * 0 make NaN.
+  if (!std::isfinite(factor)) return Eigen::VectorXd::Constant(bf16.v.cols(), INFINITY);
+  const Eigen::VectorXd weighted_v = bf16.v.cwiseAbs().transpose() * p;
+  const Eigen::VectorXd weighted_error = v_error.transpose() * p;
+  return (factor - 1) * weighted_v + factor * weighted_error;
 }
 
 }  // namespace kvsim::reference

@@ -49,9 +49,12 @@ float AbsMax(const std::vector<uint16_t>& values) {
   return absmax;
 }
 
-int64_t CountBeyond(const std::vector<uint16_t>& values, float limit) {
+// Values that storing with `scale` clamps: their scaled magnitude rounds beyond the largest finite
+// value (above 464 for e4m3, 61440 for e5m2).
+int64_t CountSaturated(const std::vector<uint16_t>& values, float scale, KvDtype dtype) {
+  const float limit = dtype == KvDtype::kFp8E5M2 ? 61440.0f : 464.0f;
   int64_t count = 0;
-  for (uint16_t bits : values) count += std::fabs(DecodeBf16(bits)) > limit ? 1 : 0;
+  for (uint16_t bits : values) count += std::fabs(DecodeBf16(bits) / scale) > limit ? 1 : 0;
   return count;
 }
 
@@ -184,10 +187,8 @@ AttentionCase MakeAttentionCase(const AttentionCaseParams& params) {
     c.v_scale = mla ? c.k_scale
                     : (params.v_scale > 0 ? params.v_scale
                                           : std::fmax(AbsMax(c.v_new) / max_finite, 1e-30f));
-    // Values above (largest finite + half its last step) scaled saturate; count those beyond the
-    // largest finite value, the premise of the FP8 error bound.
-    c.saturated_values = CountBeyond(c.k_new, max_finite * c.k_scale);
-    if (!mla) c.saturated_values += CountBeyond(c.v_new, max_finite * c.v_scale);
+    c.saturated_values = CountSaturated(c.k_new, c.k_scale, c.shape.format.dtype);
+    if (!mla) c.saturated_values += CountSaturated(c.v_new, c.v_scale, c.shape.format.dtype);
   }
   c.softmax_scale = 1.0f / std::sqrt(static_cast<float>(dim));
   return c;

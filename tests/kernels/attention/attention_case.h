@@ -60,7 +60,7 @@ struct AttentionCase {
   float k_scale = 1.0f;
   float v_scale = 1.0f;
   float softmax_scale = 0.0f;
-  // Values beyond the largest finite value after per-tensor scaling (saturated on append).
+  // Values per-tensor scaling clamps on append (they round beyond the largest finite value).
   int64_t saturated_values = 0;
 };
 
