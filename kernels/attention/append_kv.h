@@ -30,8 +30,9 @@ struct AppendKvArgs {
 };
 
 // Validates every shape and buffer (an error names what is wrong and what is allowed), then runs
-// on `backend`. Per-token problems (a request, position or page out of range) are not errors of
-// the call: they are reported in token_status and that token is skipped.
+// on `backend` (on CUDA, asynchronously: a fault while the kernel runs surfaces at the next
+// Synchronize or CopyToHost). Per-token problems (a request, position or page out of range) are not
+// errors of the call: they are reported in token_status and that token is skipped.
 //
 // Formats: bf16 stores the input bits; per-tensor FP8 stores Encode(x / scale) (round to nearest
 // even, saturating); per-token-head FP8 first sets the row's scale to max(absmax / largest finite,

@@ -485,7 +485,9 @@ Status LaunchConfig(const DecodeAttentionLaunch& launch) {
   const dim3 combine_grid(static_cast<unsigned>(launch.num_q_heads),
                           static_cast<unsigned>(launch.table.batch));
   DecodeCombineKernel<<<combine_grid, kCombineThreads>>>(launch);
-  KVSIM_CUDA_RETURN_IF_LAUNCH_ERROR();
+  // Asynchronous, as serving engines launch: a fault inside the kernels surfaces at the next
+  // synchronising call (Backend::Synchronize, CopyToHost).
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return Status::Ok();
 }
 

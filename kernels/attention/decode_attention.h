@@ -44,9 +44,10 @@ DecodeSplitPlan DecodePlanFor(const DecodeAttentionArgs& args);
 // Bytes of CUDA workspace a call with these arguments needs (shapes only; no buffer is read).
 int64_t DecodeWorkspaceBytes(const DecodeAttentionArgs& args);
 
-// Validates every shape and buffer, then runs on `backend`. Per-request problems (a length or a
-// page id out of range) are not errors of the call: they are reported in request_status, that
-// request's pages are never addressed, and the other requests run.
+// Validates every shape and buffer, then runs on `backend` (on CUDA, asynchronously: a fault
+// while the kernels run surfaces at the next Synchronize or CopyToHost). Per-request problems (a
+// length or a page id out of range) are not errors of the call: they are reported in
+// request_status, that request's pages are never addressed, and the other requests run.
 //
 // Numerics: q and K products and every sum in fp32; softmax with exp2 on log2(e)-scaled scores;
 // splits combined in split order. docs/numerics.md bounds the error against exact arithmetic.
