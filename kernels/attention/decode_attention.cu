@@ -476,9 +476,13 @@ Status LaunchConfig(const DecodeAttentionLaunch& launch) {
                   static_cast<unsigned>(launch.table.batch));
   const dim3 block(C::lanes, static_cast<unsigned>(heads_per_block),
                    static_cast<unsigned>(strides));
-  if (static_cast<int>(block.x * block.y * block.z) > kMaxThreads) {
-    return InternalError("decode block of " + std::to_string(block.x * block.y * block.z) +
-                         " threads exceeds " + std::to_string(kMaxThreads));
+  // The tile's page look-ups take kTile threads; the default dynamic shared memory is 48 KiB.
+  const int threads = static_cast<int>(block.x * block.y * block.z);
+  if (threads < kTile || threads > kMaxThreads || layout.total_bytes > 48 * 1024) {
+    return InternalError("decode block of " + std::to_string(threads) + " threads and " +
+                         std::to_string(layout.total_bytes) + " bytes of shared memory is outside " +
+                         std::to_string(kTile) + ".." + std::to_string(kMaxThreads) +
+                         " threads and 48 KiB");
   }
   DecodeSplitKernel<C><<<grid, block, static_cast<size_t>(layout.total_bytes)>>>(launch);
   KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());

@@ -4,10 +4,11 @@
 // wrong per-tensor scale does, as it did in production.
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
-#include <rapidcheck/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -97,11 +98,12 @@ rc::Gen<KvFormat> GenFp8Format(AttentionKind kind) {
                            [](KvFormat format) { return format.dtype != KvDtype::kBf16; });
 }
 
-RC_GTEST_PROP(Fp8CostProperties, Fp8OutputsStayWithinTheDerivedBoundOfBf16Outputs, ()) {
+// One case of the bound property; raises *worst to the largest |fp8 - bf16| / bound seen.
+void CheckFp8Bound(double* worst) {
   testing::CaseLimits limits;
   limits.max_batch = 8;
   limits.max_seq_len = 2048;
-  limits.work_at_max_size = int64_t{1} << 21;
+  limits.work_at_max_size = int64_t{1} << 20;
   testing::AttentionCaseParams params = *testing::GenAttentionCaseParams(limits);
   params.shape.format = *GenFp8Format(params.shape.kind);
   // Well-scaled inputs: values of order 1 (or 0.01, where subnormals matter), and scales that cover
@@ -162,6 +164,7 @@ RC_GTEST_PROP(Fp8CostProperties, Fp8OutputsStayWithinTheDerivedBoundOfBf16Output
           const size_t element = head_row * static_cast<size_t>(v_dim) + static_cast<size_t>(i);
           const double difference = std::fabs(double{out8.out[element]} - out16.out[element]);
           const double allowed = bound(i) + tol8(i) + tol16(i);
+          *worst = std::max(*worst, difference / allowed);
           if (!(difference <= allowed)) {
             RC_FAIL("request " + std::to_string(r) + " head " + std::to_string(h) + " dim " +
                     std::to_string(i) + ": |fp8 - bf16| " + std::to_string(difference) +
@@ -171,6 +174,15 @@ RC_GTEST_PROP(Fp8CostProperties, Fp8OutputsStayWithinTheDerivedBoundOfBf16Output
       }
     }
   }
+}
+
+// Written as rc::check inside a test so the largest |fp8 - bf16| / bound seen can be printed
+// after the run (how tight the a-priori bound is). A failure prints its RC_PARAMS reproduction.
+TEST(Fp8CostProperties, Fp8OutputsStayWithinTheDerivedBoundOfBf16Outputs) {
+  double worst = 0;
+  EXPECT_TRUE(rc::check("FP8 attention within the derived bound of BF16 attention",
+                        [&] { CheckFp8Bound(&worst); }));
+  std::cout << "largest |fp8 - bf16| / bound: " << worst << "\n";
 }
 
 // The study's rows for one (distribution, format, scale).

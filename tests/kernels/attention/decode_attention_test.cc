@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <memory>
 #include <vector>
 
@@ -33,8 +34,18 @@ const KvFormat kAllFormats[] = {
     {KvDtype::kFp8E4M3, KvScaling::kMlaBlock128},
 };
 
+// The largest |kernel - reference| / bound seen, per output dtype, printed by each test.
+struct WorstRatios {
+  double fp32 = 0;
+  double bf16 = 0;
+  void Print() const {
+    std::cout << "largest |kernel - reference| / bound: fp32 outputs " << fp32 << ", bf16 outputs "
+              << bf16 << "\n";
+  }
+};
+
 // Runs a case on the CPU and checks it against the reference, both output dtypes.
-void ExpectMatchesReference(const AttentionCaseParams& params) {
+void ExpectMatchesReference(const AttentionCaseParams& params, WorstRatios* worst) {
   std::unique_ptr<Backend> backend = CreateCpuBackend();
   const AttentionCase c = testing::MakeAttentionCase(params);
   Result<DeviceCase> device = testing::UploadAndAppend(*backend, c);
@@ -49,10 +60,13 @@ void ExpectMatchesReference(const AttentionCaseParams& params) {
         testing::CheckDecodeAgainstReference(c, *cache, *outputs, dtype);
     EXPECT_TRUE(check.failure.empty()) << check.failure;
     EXPECT_GT(check.checked, 0);
+    double& ratio = dtype == AttentionOutputDtype::kFp32 ? worst->fp32 : worst->bf16;
+    ratio = std::max(ratio, check.worst_ratio);
   }
 }
 
 TEST(DecodeAttentionTest, GqaEveryFormatMatchesReference) {
+  WorstRatios worst;
   for (const KvFormat format : kAllFormats) {
     if (format.scaling == KvScaling::kMlaBlock128) continue;
     for (int head_dim : {64, 128, 256}) {
@@ -63,12 +77,14 @@ TEST(DecodeAttentionTest, GqaEveryFormatMatchesReference) {
       params.shared_pages = 1;
       params.seed = 0x5eed0000u + static_cast<uint64_t>(head_dim);
       SCOPED_TRACE(KvFormatName(format) + " head_dim " + std::to_string(head_dim));
-      ExpectMatchesReference(params);
+      ExpectMatchesReference(params, &worst);
     }
   }
+  worst.Print();
 }
 
 TEST(DecodeAttentionTest, MlaEveryFormatMatchesReference) {
+  WorstRatios worst;
   for (const KvFormat format : kAllFormats) {
     AttentionCaseParams params;
     params.shape = MlaCacheShape(0, 64, format);
@@ -77,8 +93,9 @@ TEST(DecodeAttentionTest, MlaEveryFormatMatchesReference) {
     params.shared_pages = 1;
     params.seed = 0x5eed1234u;
     SCOPED_TRACE(KvFormatName(format));
-    ExpectMatchesReference(params);
+    ExpectMatchesReference(params, &worst);
   }
+  worst.Print();
 }
 
 TEST(DecodeAttentionTest, A32KTokenRequestMatchesReference) {
@@ -88,7 +105,9 @@ TEST(DecodeAttentionTest, A32KTokenRequestMatchesReference) {
   params.seq_lens = {32768, 5};
   params.distribution = testing::ValueDistribution::kOutlierChannels;
   params.seed = 0x32768;
-  ExpectMatchesReference(params);
+  WorstRatios worst;
+  ExpectMatchesReference(params, &worst);
+  worst.Print();
 }
 
 // A case with three requests, uploaded and appended, and its clean outputs.
