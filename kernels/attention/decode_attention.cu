@@ -112,6 +112,22 @@ __device__ __forceinline__ float BlockScale(const uint8_t* row, int c) {
   return reinterpret_cast<const float*>(row + kMlaLoraRank)[(c * 16) / kMlaScaleBlock];
 }
 
+// Calls visit(k, c, chunk, n) for each chunk k (row chunk c, n values) of lane x that holds
+// values; with kVOnly, only those holding V values (dimensions below v_dim). k is a compile-time
+// constant after unrolling, so register arrays indexed by it stay in registers.
+template <class C, bool kVOnly, class Visit>
+__device__ __forceinline__ void ForEachLaneChunk(int x, Visit&& visit) {
+#pragma unroll
+  for (int k = 0; k < C::chunks_per_lane; ++k) {
+    const int c = x + k * C::lanes;
+    if (c >= C::chunks) continue;
+    const Chunk chunk = DescribeChunk<C>(c);
+    if (chunk.kind == ChunkKind::kScales) continue;
+    if (kVOnly && chunk.first >= C::v_dim) continue;
+    visit(k, c, chunk, ChunkValues(chunk.kind));
+  }
+}
+
 // Sum over the `lanes` threads of a head row (aligned groups within a warp); every lane gets the
 // same value, since each butterfly step adds the same two numbers on both sides.
 template <int kLanes>
@@ -247,17 +263,11 @@ __global__ void __launch_bounds__(kMaxThreads) DecodeSplitKernel(DecodeAttention
     for (int j = z; j < kTile; j += strides) {
       const uint8_t* k_row = k_tile + j * C::row_bytes;
       float partial = 0.0f;
-#pragma unroll
-      for (int k = 0; k < C::chunks_per_lane; ++k) {
-        const int c = x + k * C::lanes;
-        if (c >= C::chunks) continue;
-        const Chunk chunk = DescribeChunk<C>(c);
-        if (chunk.kind == ChunkKind::kScales) continue;
+      ForEachLaneChunk<C, false>(x, [&](int k, int c, const Chunk& chunk, int n) {
         float values[C::max_chunk_values];
         DecodeChunk<C::dtype>(chunk.kind, *reinterpret_cast<const uint4*>(k_row + c * kChunkBytes),
                               values);
         float dot = 0.0f;
-        const int n = ChunkValues(chunk.kind);
 #pragma unroll
         for (int i = 0; i < C::max_chunk_values; ++i) {
           if (i < n) dot += q[k][i] * values[i];
@@ -266,7 +276,7 @@ __global__ void __launch_bounds__(kMaxThreads) DecodeSplitKernel(DecodeAttention
           if (chunk.kind == ChunkKind::kFp8) dot *= BlockScale(k_row, c);
         }
         partial += dot;
-      }
+      });
       const float total = RowSum<C::lanes>(partial, mask);
       if (x == 0) {
         scores[y * kTile + j] = j < count ? (total * k_token_scale[j]) * factor : -INFINITY;
@@ -289,23 +299,17 @@ __global__ void __launch_bounds__(kMaxThreads) DecodeSplitKernel(DecodeAttention
       running_sum += weight;
       const float v_weight = weight * v_token_scale[j];
       const uint8_t* v_row = v_tile + j * C::row_bytes;
-#pragma unroll
-      for (int k = 0; k < C::chunks_per_lane; ++k) {
-        const int c = x + k * C::lanes;
-        if (c >= C::chunks) continue;
-        const Chunk chunk = DescribeChunk<C>(c);
-        if (chunk.kind == ChunkKind::kScales || chunk.first >= C::v_dim) continue;
+      ForEachLaneChunk<C, true>(x, [&](int k, int c, const Chunk& chunk, int n) {
         float values[C::max_chunk_values];
         DecodeChunk<C::dtype>(chunk.kind, *reinterpret_cast<const uint4*>(v_row + c * kChunkBytes),
                               values);
         float block_scale = 1.0f;
         if constexpr (C::block_scales) block_scale = BlockScale(v_row, c);
-        const int n = ChunkValues(chunk.kind);
 #pragma unroll
         for (int i = 0; i < C::max_chunk_values; ++i) {
           if (i < n) o[k][i] += v_weight * (values[i] * block_scale);
         }
-      }
+      });
     }
     running_max = new_max;
     __syncthreads();
@@ -316,18 +320,12 @@ __global__ void __launch_bounds__(kMaxThreads) DecodeSplitKernel(DecodeAttention
   const int scratch_row = (z * heads_per_block + y) * (C::v_dim + 1);
   if (strides > 1) {
     if (z > 0) {
-#pragma unroll
-      for (int k = 0; k < C::chunks_per_lane; ++k) {
-        const int c = x + k * C::lanes;
-        if (c >= C::chunks) continue;
-        const Chunk chunk = DescribeChunk<C>(c);
-        if (chunk.kind == ChunkKind::kScales || chunk.first >= C::v_dim) continue;
-        const int n = ChunkValues(chunk.kind);
+      ForEachLaneChunk<C, true>(x, [&](int k, int, const Chunk& chunk, int n) {
 #pragma unroll
         for (int i = 0; i < C::max_chunk_values; ++i) {
           if (i < n) scratch[scratch_row + chunk.first + i] = o[k][i];
         }
-      }
+      });
       if (x == 0) scratch[scratch_row + C::v_dim] = running_sum;
     }
     __syncthreads();
@@ -335,18 +333,12 @@ __global__ void __launch_bounds__(kMaxThreads) DecodeSplitKernel(DecodeAttention
       for (int other = 1; other < strides; ++other) {
         const int other_row = (other * heads_per_block + y) * (C::v_dim + 1);
         running_sum += scratch[other_row + C::v_dim];
-#pragma unroll
-        for (int k = 0; k < C::chunks_per_lane; ++k) {
-          const int c = x + k * C::lanes;
-          if (c >= C::chunks) continue;
-          const Chunk chunk = DescribeChunk<C>(c);
-          if (chunk.kind == ChunkKind::kScales || chunk.first >= C::v_dim) continue;
-          const int n = ChunkValues(chunk.kind);
+        ForEachLaneChunk<C, true>(x, [&](int k, int, const Chunk& chunk, int n) {
 #pragma unroll
           for (int i = 0; i < C::max_chunk_values; ++i) {
             if (i < n) o[k][i] += scratch[other_row + chunk.first + i];
           }
-        }
+        });
       }
     }
   }
@@ -359,18 +351,12 @@ __global__ void __launch_bounds__(kMaxThreads) DecodeSplitKernel(DecodeAttention
         split;
     auto* acc = reinterpret_cast<float*>(launch.workspace + workspace.partial_acc_offset) +
                 partial * C::v_dim;
-#pragma unroll
-    for (int k = 0; k < C::chunks_per_lane; ++k) {
-      const int c = x + k * C::lanes;
-      if (c >= C::chunks) continue;
-      const Chunk chunk = DescribeChunk<C>(c);
-      if (chunk.kind == ChunkKind::kScales || chunk.first >= C::v_dim) continue;
-      const int n = ChunkValues(chunk.kind);
+    ForEachLaneChunk<C, true>(x, [&](int k, int, const Chunk& chunk, int n) {
 #pragma unroll
       for (int i = 0; i < C::max_chunk_values; ++i) {
         if (i < n) acc[chunk.first + i] = o[k][i];
       }
-    }
+    });
     if (x == 0) {
       auto* ml = reinterpret_cast<float*>(launch.workspace + workspace.partial_ml_offset);
       ml[2 * partial] = running_max;
@@ -480,9 +466,9 @@ Status LaunchConfig(const DecodeAttentionLaunch& launch) {
   const int threads = static_cast<int>(block.x * block.y * block.z);
   if (threads < kTile || threads > kMaxThreads || layout.total_bytes > 48 * 1024) {
     return InternalError("decode block of " + std::to_string(threads) + " threads and " +
-                         std::to_string(layout.total_bytes) + " bytes of shared memory is outside " +
-                         std::to_string(kTile) + ".." + std::to_string(kMaxThreads) +
-                         " threads and 48 KiB");
+                         std::to_string(layout.total_bytes) +
+                         " bytes of shared memory is outside " + std::to_string(kTile) + ".." +
+                         std::to_string(kMaxThreads) + " threads and 48 KiB");
   }
   DecodeSplitKernel<C><<<grid, block, static_cast<size_t>(layout.total_bytes)>>>(launch);
   KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());

@@ -10,6 +10,7 @@
 #include "kernels/attention/append_kv.h"
 #include "kernels/attention/decode_attention.h"
 #include "kernels/attention/kv_cache.h"
+#include "kernels/attention/kv_row.h"
 #include "kernels/formats.h"
 
 namespace kvsim {
@@ -234,13 +235,10 @@ std::vector<int> ProjectedArgmax(const std::vector<double>& projection, int voca
   return argmax;
 }
 
-// Values whose scaled magnitude rounds beyond the format's largest finite value, so storing
-// clamps them: above 464 for e4m3 and 61440 for e5m2 (the largest finite value plus half its
-// last step; exactly half rounds to the even largest value).
+// Values that storing with `scale` clamps.
 int64_t CountSaturated(const std::vector<uint16_t>& values, float scale, KvDtype dtype) {
-  const float limit = dtype == KvDtype::kFp8E5M2 ? 61440.0f : 464.0f;
   int64_t count = 0;
-  for (uint16_t bits : values) count += std::fabs(DecodeBf16(bits) / scale) > limit ? 1 : 0;
+  for (uint16_t bits : values) count += Fp8Saturates(DecodeBf16(bits), scale, dtype) ? 1 : 0;
   return count;
 }
 

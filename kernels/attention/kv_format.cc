@@ -117,6 +117,12 @@ int64_t KvBytesPerToken(const KvCacheShape& shape) {
   return pools * shape.num_kv_heads * (KvRowBytes(shape) + scale_bytes);
 }
 
+std::vector<KvFormat> AllKvFormats() {
+  std::vector<KvFormat> formats;
+  for (const NamedFormat& named : kNamedFormats) formats.push_back(named.format);
+  return formats;
+}
+
 std::string KvFormatName(KvFormat format) {
   for (const NamedFormat& named : kNamedFormats) {
     if (named.format == format) return named.name;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 
@@ -96,6 +97,9 @@ int64_t KvScalePoolFloats(const KvCacheShape& shape);
 // Cache bytes one token takes in this layer, all heads, K and V, scales included: what capacity
 // planning multiplies by the token count (MLA bf16 1152, MLA FlashMLA FP8 656).
 int64_t KvBytesPerToken(const KvCacheShape& shape);
+
+// Every supported format, in a fixed order (bf16 first; e4m3 mla-block128, MLA only, last).
+std::vector<KvFormat> AllKvFormats();
 
 // "bf16", "e4m3 per-tensor", "e5m2 per-token-head", "e4m3 mla-block128".
 std::string KvFormatName(KvFormat format);

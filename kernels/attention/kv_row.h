@@ -139,6 +139,17 @@ KVSIM_HD_INLINE uint8_t EncodeKvFp8(float x, float scale, KvDtype dtype) {
                                     : EncodeFp8<Fp8E4M3>(scaled, Fp8Overflow::kSaturate);
 }
 
+// The magnitude of x / scale beyond which storing clamps: the largest finite value plus half its
+// last step, 464 for e4m3 and 61440 for e5m2 (exactly that much rounds to the even largest value).
+KVSIM_HD_INLINE float Fp8SaturationThreshold(KvDtype dtype) {
+  return dtype == KvDtype::kFp8E5M2 ? 61440.0f : 464.0f;
+}
+
+// Whether storing x with `scale` clamps it (saturates) rather than rounding it.
+KVSIM_HD_INLINE bool Fp8Saturates(float x, float scale, KvDtype dtype) {
+  return fabsf(x / scale) > Fp8SaturationThreshold(dtype);
+}
+
 // The value of an FP8 code, unscaled (exact).
 KVSIM_HD_INLINE float DecodeKvFp8(uint8_t code, KvDtype dtype) {
   return dtype == KvDtype::kFp8E5M2 ? DecodeFp8<Fp8E5M2>(code) : DecodeFp8<Fp8E4M3>(code);

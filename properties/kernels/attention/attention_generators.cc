@@ -36,14 +36,12 @@ void FitBudget(std::vector<int>& seq_lens, int64_t per_token, int64_t budget) {
 }  // namespace
 
 rc::Gen<KvFormat> GenKvFormat(AttentionKind kind) {
-  std::vector<KvFormat> formats = {
-      {KvDtype::kBf16, KvScaling::kNone},
-      {KvDtype::kFp8E4M3, KvScaling::kPerTensor},
-      {KvDtype::kFp8E5M2, KvScaling::kPerTensor},
-      {KvDtype::kFp8E4M3, KvScaling::kPerTokenHead},
-      {KvDtype::kFp8E5M2, KvScaling::kPerTokenHead},
-  };
-  if (kind == AttentionKind::kMla) formats.push_back({KvDtype::kFp8E4M3, KvScaling::kMlaBlock128});
+  std::vector<KvFormat> formats;
+  for (const KvFormat format : AllKvFormats()) {
+    if (format.scaling != KvScaling::kMlaBlock128 || kind == AttentionKind::kMla) {
+      formats.push_back(format);
+    }
+  }
   return rc::gen::elementOf(formats);
 }
 

@@ -15,6 +15,7 @@
 
 #include "kernels/attention/decode_attention.h"
 #include "kernels/attention/kv_accuracy.h"
+#include "kernels/attention/kv_row.h"
 #include "kernels/attention/reference/attention_reference.h"
 #include "kernels/backend.h"
 #include "kernels/formats.h"
@@ -67,9 +68,7 @@ Eigen::MatrixXd ErrorBounds(const HostKvCache& cache8, const Eigen::MatrixXd& ex
                             bool* saturated) {
   const KvCacheShape& shape = cache8.shape;
   const KvDtype dtype = shape.format.dtype;
-  // Beyond the largest finite value plus half its last step, rounding saturates: 464 for e4m3,
-  // 61440 for e5m2.
-  const double limit = dtype == KvDtype::kFp8E5M2 ? 61440.0 : 464.0;
+  const double limit = Fp8SaturationThreshold(dtype);
   Eigen::MatrixXd bounds(exact.rows(), exact.cols());
   for (int position = 0; position < exact.rows(); ++position) {
     const int32_t page = pages[static_cast<size_t>(position / shape.page_size)];

@@ -11,6 +11,7 @@
 #include "base/distributions.h"
 #include "base/prng.h"
 #include "base/seed.h"
+#include "kernels/attention/kv_row.h"
 #include "kernels/formats.h"
 
 namespace kvsim::testing {
@@ -49,12 +50,10 @@ float AbsMax(const std::vector<uint16_t>& values) {
   return absmax;
 }
 
-// Values that storing with `scale` clamps: their scaled magnitude rounds beyond the largest finite
-// value (above 464 for e4m3, 61440 for e5m2).
+// Values that storing with `scale` clamps.
 int64_t CountSaturated(const std::vector<uint16_t>& values, float scale, KvDtype dtype) {
-  const float limit = dtype == KvDtype::kFp8E5M2 ? 61440.0f : 464.0f;
   int64_t count = 0;
-  for (uint16_t bits : values) count += std::fabs(DecodeBf16(bits) / scale) > limit ? 1 : 0;
+  for (uint16_t bits : values) count += Fp8Saturates(DecodeBf16(bits), scale, dtype) ? 1 : 0;
   return count;
 }
 

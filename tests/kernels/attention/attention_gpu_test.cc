@@ -80,21 +80,12 @@ std::string CheckDecode(Backend& cuda, const AttentionCase& c) {
   return "";
 }
 
-const KvFormat kFormats[] = {
-    {KvDtype::kBf16, KvScaling::kNone},
-    {KvDtype::kFp8E4M3, KvScaling::kPerTensor},
-    {KvDtype::kFp8E5M2, KvScaling::kPerTensor},
-    {KvDtype::kFp8E4M3, KvScaling::kPerTokenHead},
-    {KvDtype::kFp8E5M2, KvScaling::kPerTokenHead},
-    {KvDtype::kFp8E4M3, KvScaling::kMlaBlock128},
-};
-
 // Awkward named shapes: odd groups (partial warps), page sizes 1 to 256, a partial MLA head
 // block, contexts across several splits, and 32K tokens.
 std::vector<AttentionCaseParams> NamedCases() {
   std::vector<AttentionCaseParams> cases;
   uint64_t seed = 0x9e0;
-  for (const KvFormat format : kFormats) {
+  for (const KvFormat format : AllKvFormats()) {
     if (format.scaling != KvScaling::kMlaBlock128) {
       for (int head_dim : {64, 128, 256}) {
         for (int group : {1, 3, 5, 8, 16}) {

@@ -25,15 +25,6 @@ using testing::AttentionCaseParams;
 using testing::DecodeOutputs;
 using testing::DeviceCase;
 
-const KvFormat kAllFormats[] = {
-    {KvDtype::kBf16, KvScaling::kNone},
-    {KvDtype::kFp8E4M3, KvScaling::kPerTensor},
-    {KvDtype::kFp8E5M2, KvScaling::kPerTensor},
-    {KvDtype::kFp8E4M3, KvScaling::kPerTokenHead},
-    {KvDtype::kFp8E5M2, KvScaling::kPerTokenHead},
-    {KvDtype::kFp8E4M3, KvScaling::kMlaBlock128},
-};
-
 // The largest |kernel - reference| / bound seen, per output dtype, printed by each test.
 struct WorstRatios {
   double fp32 = 0;
@@ -67,7 +58,7 @@ void ExpectMatchesReference(const AttentionCaseParams& params, WorstRatios* wors
 
 TEST(DecodeAttentionTest, GqaEveryFormatMatchesReference) {
   WorstRatios worst;
-  for (const KvFormat format : kAllFormats) {
+  for (const KvFormat format : AllKvFormats()) {
     if (format.scaling == KvScaling::kMlaBlock128) continue;
     for (int head_dim : {64, 128, 256}) {
       AttentionCaseParams params;
@@ -85,7 +76,7 @@ TEST(DecodeAttentionTest, GqaEveryFormatMatchesReference) {
 
 TEST(DecodeAttentionTest, MlaEveryFormatMatchesReference) {
   WorstRatios worst;
-  for (const KvFormat format : kAllFormats) {
+  for (const KvFormat format : AllKvFormats()) {
     AttentionCaseParams params;
     params.shape = MlaCacheShape(0, 64, format);
     params.num_q_heads = 20;
