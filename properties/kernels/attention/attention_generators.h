@@ -5,6 +5,7 @@
 #include <rapidcheck.h>
 
 #include <cstdint>
+#include <ostream>
 
 #include "kernels/attention/kv_format.h"
 #include "tests/kernels/attention/attention_case.h"
@@ -20,6 +21,11 @@ struct CaseLimits {
   // head of 64 and one query head.
   int64_t work_at_max_size = int64_t{1} << 23;
 };
+
+// How RapidCheck prints a counterexample's parameters (found by argument-dependent lookup).
+inline void showValue(const AttentionCaseParams& params, std::ostream& out) {
+  out << DescribeParams(params);
+}
 
 // Any format the kind supports.
 rc::Gen<KvFormat> GenKvFormat(AttentionKind kind);

@@ -296,6 +296,20 @@ std::vector<int32_t> RequestPages(const AttentionCase& c, int request) {
   return std::vector<int32_t>(first, first + c.max_pages_per_request);
 }
 
+std::string DescribeParams(const AttentionCaseParams& params) {
+  std::ostringstream out;
+  out << (params.shape.kind == AttentionKind::kMla ? "mla" : "gqa") << " '"
+      << KvFormatName(params.shape.format) << "' page_size " << params.shape.page_size
+      << " kv_heads " << params.shape.num_kv_heads << " q_heads " << params.num_q_heads
+      << " head_dim " << params.shape.head_dim << " " << ValueDistributionName(params.distribution)
+      << " x" << params.value_scale << " shared_pages " << params.shared_pages << " spare_pages "
+      << params.spare_pages << " row_padding " << params.row_padding << " seed "
+      << FormatSeed(params.seed) << " seq_lens [";
+  for (size_t r = 0; r < params.seq_lens.size(); ++r) out << (r ? " " : "") << params.seq_lens[r];
+  out << "]";
+  return out.str();
+}
+
 std::string DescribeCase(const AttentionCase& c) {
   std::ostringstream out;
   out << (c.shape.kind == AttentionKind::kMla ? "mla" : "gqa") << " '"

@@ -107,4 +107,7 @@ std::vector<int32_t> RequestPages(const AttentionCase& c, int request);
 // One line describing the case, for failure messages.
 std::string DescribeCase(const AttentionCase& c);
 
+// One line describing the parameters (RapidCheck prints it for a counterexample).
+std::string DescribeParams(const AttentionCaseParams& params);
+
 }  // namespace kvsim::testing
