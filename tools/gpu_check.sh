@@ -62,6 +62,8 @@ run() {
     exit 2
   fi
   local logs="${OUT:-$here/logs}"
+  # RapidCheck properties in the GPU tests run pinned, as .bazelrc pins them for ./test.
+  export RC_PARAMS="${RC_PARAMS:-max_success=500 seed=20261129}"
   mkdir -p "$logs"
   echo "bundle built from commit $(cat "$here/COMMIT" 2>/dev/null || echo unknown)"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1 || true
