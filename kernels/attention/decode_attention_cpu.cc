@@ -117,6 +117,7 @@ class CpuDecoder {
         partial_acc_(static_cast<size_t>(group_) * launch.plan.max_splits * v_dim_),
         split_weight_(static_cast<size_t>(launch.plan.max_splits)) {
     KVSIM_CHECK_EQ(head_dim_ % kDotLanes, 0);
+    KVSIM_CHECK_EQ(v_dim_ % kDotLanes, 0);
   }
 
   void Run() {

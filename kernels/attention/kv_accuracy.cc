@@ -281,7 +281,7 @@ Result<std::vector<KvAccuracyRow>> MeasureKvAccuracy(Backend& backend,
     const std::vector<int> baseline_top1 =
         ProjectedArgmax(projection, config.vocab, v_dim, baseline);
     for (const Variant& variant : Variants(config)) {
-      const float max_finite = KvDtypeMaxFinite(variant.format.dtype);
+      const float max_finite = Fp8MaxFinite(variant.format.dtype);
       float k_scale = 1.0f;
       float v_scale = 1.0f;
       if (variant.scale == ScaleMode::kCalibrated || variant.scale == ScaleMode::kInverse) {

@@ -4,8 +4,6 @@
 #include <array>
 #include <string>
 
-#include "kernels/formats.h"
-
 namespace kvsim {
 namespace {
 
@@ -136,18 +134,6 @@ Result<KvFormat> ParseKvFormat(std::string_view text) {
   }
   return InvalidArgumentError("unknown KV cache format '" + std::string(text) +
                               "'; allowed: " + AllowedFormatNames());
-}
-
-float KvDtypeMaxFinite(KvDtype dtype) {
-  switch (dtype) {
-    case KvDtype::kFp8E4M3:
-      return Fp8E4M3::kMaxFinite;
-    case KvDtype::kFp8E5M2:
-      return Fp8E5M2::kMaxFinite;
-    case KvDtype::kBf16:
-      break;
-  }
-  return 0.0f;
 }
 
 }  // namespace kvsim

@@ -105,7 +105,5 @@ std::vector<KvFormat> AllKvFormats();
 std::string KvFormatName(KvFormat format);
 // Parses KvFormatName's output; anything else is InvalidArgument listing the allowed names.
 Result<KvFormat> ParseKvFormat(std::string_view text);
-// The largest finite value of an FP8 dtype (448, 57344); 0 for bf16.
-float KvDtypeMaxFinite(KvDtype dtype);
 
 }  // namespace kvsim

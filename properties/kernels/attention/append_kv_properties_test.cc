@@ -77,7 +77,8 @@ void ExpectedRow(const KvCacheShape& shape, float tensor_scale, const uint16_t* 
         row[i] = NvQuantize(DecodeBf16(values[i]), tensor_scale, dtype);
       return;
     case KvScaling::kPerTokenHead: {
-      const float scale = std::max(FiniteAbsMax(values, count) / KvDtypeMaxFinite(dtype), FLT_MIN);
+      const float max_finite = dtype == KvDtype::kFp8E5M2 ? 57344.0f : 448.0f;
+      const float scale = std::max(FiniteAbsMax(values, count) / max_finite, FLT_MIN);
       *token_scale = scale;
       for (int i = 0; i < count; ++i) row[i] = NvQuantize(DecodeBf16(values[i]), scale, dtype);
       return;

@@ -130,9 +130,7 @@ void CheckFp8Bound(double* worst) {
   const int heads = params.num_q_heads;
   const int group = mla ? heads : heads / c8.shape.num_kv_heads;
   const int v_dim = c8.shape.v_head_dim;
-  const DecodeSplitPlan plan = PlanDecodeSplits(
-      c8.batch, mla ? (heads + kMlaHeadsPerBlock - 1) / kMlaHeadsPerBlock : c8.shape.num_kv_heads,
-      int64_t{c8.max_pages_per_request} * c8.shape.page_size);
+  const DecodeSplitPlan plan = testing::PlanFor(c8);
   for (int r = 0; r < c8.batch; ++r) {
     const int seq_len = c8.seq_lens[static_cast<size_t>(r)];
     const DecodeRoundingModel model = DecodeRoundingModelFor(plan, c8.shape.head_dim, seq_len);

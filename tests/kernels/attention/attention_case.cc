@@ -177,7 +177,7 @@ AttentionCase MakeAttentionCase(const AttentionCaseParams& params) {
   c.q.resize(static_cast<size_t>(c.batch) * params.num_q_heads * dim);
   for (uint16_t& value : c.q) value = EncodeBf16(static_cast<float>(SampleGaussian(prng)));
 
-  const float max_finite = KvDtypeMaxFinite(c.shape.format.dtype);
+  const float max_finite = Fp8MaxFinite(c.shape.format.dtype);
   c.k_scale = 1.0f;
   c.v_scale = 1.0f;
   if (c.shape.format.scaling == KvScaling::kPerTensor) {
@@ -289,6 +289,15 @@ Result<DecodeOutputs> RunDecode(Backend& backend, const AttentionCase& c, Device
   KVSIM_ASSIGN_OR_RETURN(outputs.lse, Download<float>(backend, lse));
   KVSIM_ASSIGN_OR_RETURN(outputs.status, Download<int32_t>(backend, status));
   return outputs;
+}
+
+DecodeSplitPlan PlanFor(const AttentionCase& c) {
+  DecodeAttentionArgs args;
+  args.cache.shape = c.shape;
+  args.block_table.batch = c.batch;
+  args.block_table.max_pages_per_request = c.max_pages_per_request;
+  args.num_q_heads = c.params.num_q_heads;
+  return DecodePlanFor(args);
 }
 
 std::vector<int32_t> RequestPages(const AttentionCase& c, int request) {

@@ -101,6 +101,9 @@ Result<DecodeOutputs> RunDecode(Backend& backend, const AttentionCase& c, Device
 // The decode arguments for a case (outputs left null).
 DecodeAttentionArgs DecodeArgsFor(const AttentionCase& c, DeviceCase& device);
 
+// The split plan decode attention uses for the case (DecodePlanFor on its shapes).
+DecodeSplitPlan PlanFor(const AttentionCase& c);
+
 // The request's block-table row, as the reference reads it.
 std::vector<int32_t> RequestPages(const AttentionCase& c, int request);
 

@@ -29,8 +29,8 @@ namespace {
 constexpr int kPageSize = 64;
 constexpr int kBatches[] = {1, 8, 16, 32, 64};
 constexpr int kContexts[] = {4096, 21504, 65536};
-constexpr int kMaxBatch = 64;
-constexpr int kMaxContext = 65536;
+constexpr int kLargestBatch = 64;
+constexpr int kLargestContext = 65536;
 
 #define CHECK_CUDA(call)                                                 \
   do {                                                                   \
@@ -103,7 +103,7 @@ int Run() {
   const double copy = CopyBandwidthBytesPerSecond();
   std::printf("device: %s\n", note.c_str());
   std::printf("copy bandwidth (device to device, 2 GiB, read + write): %.0f GB/s\n\n", copy / 1e9);
-  const int pages = kMaxBatch * kMaxContext / kPageSize;
+  const int pages = kLargestBatch * kLargestContext / kPageSize;
   const KvFormat bf16{KvDtype::kBf16, KvScaling::kNone};
   const KvFormat e4m3{KvDtype::kFp8E4M3, KvScaling::kPerTensor};
   const KvFormat blocks{KvDtype::kFp8E4M3, KvScaling::kMlaBlock128};

@@ -19,9 +19,7 @@ ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
   const int group = mla ? heads : heads / c.shape.num_kv_heads;
   const int head_dim = c.shape.head_dim;
   const int v_dim = c.shape.v_head_dim;
-  const DecodeSplitPlan plan = PlanDecodeSplits(
-      c.batch, mla ? (heads + kMlaHeadsPerBlock - 1) / kMlaHeadsPerBlock : c.shape.num_kv_heads,
-      int64_t{c.max_pages_per_request} * c.shape.page_size);
+  const DecodeSplitPlan plan = PlanFor(c);
   auto fail = [&](const std::string& what) {
     if (check.failure.empty()) check.failure = what + " in " + DescribeCase(c);
   };
