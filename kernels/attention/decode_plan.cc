@@ -31,9 +31,9 @@ DecodeRoundingModel DecodeRoundingModelFor(const DecodeSplitPlan& plan, int head
   const int splits = DecodeSplitCount(plan, seq_len);
   DecodeRoundingModel model;
   // head_dim products and head_dim - 1 additions make a dot product's error at most
-  // gamma(head_dim); then the token's K scale, and the factor softmax_scale * k_scale * log2(e)
-  // (two roundings to make it, one to apply it).
-  model.score_depth = head_dim + 4;
+  // gamma(head_dim); then the token's K scale, and the factor softmax_scale * k_scale * log2(e):
+  // the float log2(e) itself, two products to make the factor, one to apply it.
+  model.score_depth = head_dim + 5;
   // Within a split: at most split_length - 1 additions on any path of its summation tree, tiles - 1
   // rescalings, and the products p * v_scale and (p * v_scale) * v; then the combine's product,
   // splits - 1 additions, the division by the sum and the per-tensor V scale.

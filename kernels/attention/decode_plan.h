@@ -43,7 +43,8 @@ KVSIM_HD_INLINE int DecodeSplitCount(const DecodeSplitPlan& plan, int seq_len) {
 // bound of docs/numerics.md ("Decode attention"). Both backends stay within these counts.
 struct DecodeRoundingModel {
   // Roundings on the way to one score: the dot product of head_dim terms in any summation order
-  // (head_dim - 1 additions, head_dim products), the K scale and the softmax scale factors.
+  // (head_dim - 1 additions, head_dim products), the K scale and the score factor (the float
+  // log2(e), two products making the factor, one applying it).
   int score_depth = 0;
   // Roundings one token's weight passes through in the softmax denominator or in the weighted sum
   // of V: additions inside its split (in any order), the online-softmax rescalings (a product and
