@@ -118,10 +118,9 @@ RC_GTEST_PROP(AppendKvProperties, WritesNvidiaQuantisationIntoTheNamedSlotsOnly,
   const size_t row_bytes = static_cast<size_t>(KvRowBytes(shape));
   std::vector<uint8_t> k_expected(static_cast<size_t>(KvPoolBytes(shape)), 0xFF);
   std::vector<uint8_t> v_expected(gqa ? k_expected.size() : 0, 0xFF);
-  std::vector<float> k_scales(static_cast<size_t>(KvScalePoolFloats(shape)));
-  std::vector<float> v_scales(gqa ? k_scales.size() : 0);
-  std::memset(k_scales.data(), 0xFF, k_scales.size() * sizeof(float));
-  std::memset(v_scales.data(), 0xFF, v_scales.size() * sizeof(float));
+  const float poison = BitsToFloat(0xFFFFFFFFu);
+  std::vector<float> k_scales(static_cast<size_t>(KvScalePoolFloats(shape)), poison);
+  std::vector<float> v_scales(gqa ? k_scales.size() : 0, poison);
   const int heads = shape.num_kv_heads;
   for (size_t t = 0; t < c.token_request.size(); ++t) {
     const int request = c.token_request[t];
