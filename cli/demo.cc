@@ -7,6 +7,7 @@
 #include "cli/configs_root.h"
 #include "cli/format_report.h"
 #include "cli/integrity_report.h"
+#include "cli/kv_accuracy_report.h"
 #include "cli/plan_demo.h"
 #include "cli/weight_accuracy_report.h"
 
@@ -19,7 +20,8 @@ class DemoCommand : public Command {
   std::string summary() const override {
     return "Run the main jobs on built-in defaults: capacity plans for Kimi K2.6 and GLM 5.2 on "
            "8xH200, the FP8 e4m3 and INT4 code tables, the round-trip error of each format on "
-           "seeded samples, and the KV-cache integrity check on one divergence per request";
+           "seeded samples, what an FP8 KV cache and INT4 weights cost through the kernels, and "
+           "the KV-cache integrity check on one divergence per request";
   }
 
   void Configure(CLI::App& app) override {
@@ -47,9 +49,11 @@ class DemoCommand : public Command {
     PrintInt4Table(out);
     out << "\n";
     PrintFormatRoundTrips(out, seed, samples_);
-    out << "\n4. INT4 and FP8 weights against BF16\n\n";
+    out << "\n4. What an FP8 KV cache costs in attention\n\n";
+    KVSIM_RETURN_IF_ERROR(PrintKvAccuracyDemo(out, seed));
+    out << "\n5. INT4 and FP8 weights against BF16\n\n";
     KVSIM_RETURN_IF_ERROR(PrintWeightAccuracySummary(out, seed));
-    out << "\n5. The KV-cache integrity check\n\n";
+    out << "\n6. The KV-cache integrity check\n\n";
     KVSIM_RETURN_IF_ERROR(PrintIntegrityScenarios(out));
     out << fmt::format("\nReproduce: kvsim demo --seed {} --samples {}\n", FormatSeed(seed),
                        samples_);

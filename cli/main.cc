@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "cli/accuracy_kv_command.h"
 #include "cli/accuracy_weights_command.h"
 #include "cli/command.h"
 #include "cli/demo.h"
@@ -30,8 +31,7 @@ std::vector<std::unique_ptr<Command>> AllCommands() {
       "Fault-injection campaign: many seeded scenarios with injected bookkeeping bugs"));
   commands.push_back(MakePlannedCommand("replay", "Replay one failure from its reproduction line"));
   std::vector<std::unique_ptr<Command>> accuracy;
-  accuracy.push_back(MakePlannedCommand(
-      "kv", "FP8 KV cache (e4m3, e5m2; per-tensor and per-token scales) against BF16"));
+  accuracy.push_back(MakeAccuracyKvCommand());
   accuracy.push_back(MakeAccuracyWeightsCommand());
   commands.push_back(MakeCommandGroup(
       "accuracy", "Numeric accuracy studies: FP8 KV cache and INT4 weights against BF16",

@@ -64,6 +64,8 @@ run() {
     exit 2
   fi
   local logs="${OUT:-$here/logs}"
+  # RapidCheck properties in the GPU tests run pinned, as .bazelrc pins them for ./test.
+  export RC_PARAMS="${RC_PARAMS:-max_success=500 seed=20261129}"
   mkdir -p "$logs"
   # cuBLAS (the benchmarks' BF16 baseline) comes from the machine's CUDA toolkit.
   export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -29,6 +29,19 @@ expect_exit 0 "Plot of decode tokens/s against concurrency: .*plan-demo.svg" dem
   --out "$out"
 [ -s "$out/plan-demo.svg" ] || { echo "FAIL: the demo wrote no plot"; failures=$((failures + 1)); }
 
+# accuracy kv: the FP8 KV cache study through the kernels.
+expect_exit 0 "e4m3 per-tensor +1\.0" accuracy kv --kind gqa --requests 1 --tokens 16
+expect_exit 0 '"relative_rms"' accuracy kv --kind mla --requests 1 --tokens 8 --json
+expect_exit 2 "^kvsim accuracy: kv: --kind 'xyz' is not known; allowed: gqa, mla, both" accuracy kv --kind xyz
+expect_exit 2 "--tokens 0 is out of range; allowed: 1 to 32768" accuracy kv --tokens 0
+expect_exit 2 "--requests 65 is out of range; allowed: 1 to 64" accuracy kv --requests 65
+expect_exit 2 "unknown backend 'gpu'; allowed: auto, cpu, cuda" accuracy kv --backend gpu
+kv_first=$("$kvsim" accuracy kv --kind gqa --requests 1 --tokens 32 --seed 7)
+kv_second=$("$kvsim" accuracy kv --kind gqa --requests 1 --tokens 32 --seed 0x7)
+if [ "$kv_first" != "$kv_second" ]; then
+  echo "FAIL: the same seed gave different accuracy kv output"; failures=$((failures + 1))
+fi
+
 first=$("$kvsim" demo --seed 0x2a --samples 4096 --out "$out")
 second=$("$kvsim" demo --seed 42 --samples 4096 --out "$out")
 other=$("$kvsim" demo --seed 43 --samples 4096 --out "$out")

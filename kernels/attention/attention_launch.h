@@ -1,0 +1,77 @@
+// The validated, raw-pointer form of the attention kernels' arguments, handed by the entry points
+// (append_kv.cc, decode_attention.cc) to the CPU implementations and the CUDA launchers.
+#pragma once
+
+#include <cstdint>
+
+#include "base/status.h"
+#include "kernels/attention/decode_plan.h"
+#include "kernels/attention/kv_row.h"
+#include "kernels/host_device.h"
+
+namespace kvsim {
+
+struct AppendKvLaunch {
+  KvPoolView pool;
+  BlockTableView table;
+  int num_tokens = 0;
+  const uint16_t* k_new = nullptr;  // bf16 [num_tokens, num_kv_heads, head_dim] (MLA: [n, 576])
+  const uint16_t* v_new = nullptr;  // GQA: as k_new; MLA: nullptr
+  const int32_t* token_request = nullptr;   // [num_tokens]
+  const int32_t* token_position = nullptr;  // [num_tokens]
+  int32_t* token_status = nullptr;          // [num_tokens], written (KvAccessStatus)
+};
+
+// Output element type of decode attention.
+enum class AttentionOutputDtype : uint8_t { kBf16, kFp32 };
+
+struct DecodeAttentionLaunch {
+  KvPoolView pool;
+  BlockTableView table;
+  const int32_t* seq_lens = nullptr;  // [batch]
+  const uint16_t* q = nullptr;        // bf16 [batch, num_q_heads, head_dim]
+  int num_q_heads = 0;
+  float softmax_scale = 0.0f;
+  AttentionOutputDtype out_dtype = AttentionOutputDtype::kFp32;
+  void* out = nullptr;                // [batch, num_q_heads, v_head_dim] of out_dtype
+  float* lse = nullptr;               // [batch, num_q_heads] or nullptr
+  int32_t* request_status = nullptr;  // [batch], written (KvAccessStatus)
+  DecodeSplitPlan plan;
+  // CUDA only: scratch of DecodeWorkspaceLayout(...).total_bytes bytes.
+  uint8_t* workspace = nullptr;
+};
+
+// Where the CUDA decode's per-split partial results live inside its workspace.
+struct DecodeWorkspaceLayout {
+  int64_t partial_acc_offset = 0;   // float [batch, num_q_heads, max_splits, v_head_dim]
+  int64_t partial_ml_offset = 0;    // float [batch, num_q_heads, max_splits, 2]: (max, sum)
+  int64_t split_status_offset = 0;  // int32 [batch, max_splits]
+  int64_t total_bytes = 0;
+};
+
+KVSIM_HD_INLINE DecodeWorkspaceLayout MakeDecodeWorkspaceLayout(int batch, int num_q_heads,
+                                                                int v_head_dim,
+                                                                const DecodeSplitPlan& plan) {
+  const int64_t partials = static_cast<int64_t>(batch) * num_q_heads * plan.max_splits;
+  DecodeWorkspaceLayout layout;
+  layout.partial_acc_offset = 0;
+  layout.partial_ml_offset = partials * v_head_dim * 4;
+  layout.split_status_offset = layout.partial_ml_offset + partials * 2 * 4;
+  layout.total_bytes =
+      layout.split_status_offset + static_cast<int64_t>(batch) * plan.max_splits * 4;
+  return layout;
+}
+
+// The CPU implementations: run on the calling thread, in a fixed order.
+void AppendKvCpu(const AppendKvLaunch& launch);
+void DecodeAttentionCpu(const DecodeAttentionLaunch& launch);
+
+namespace cuda {
+
+// The CUDA launchers (kernels/attention/*.cu). Unavailable where no device works; Internal when a
+// CUDA call fails.
+Status LaunchAppendKv(const AppendKvLaunch& launch);
+Status LaunchDecodeAttention(const DecodeAttentionLaunch& launch);
+
+}  // namespace cuda
+}  // namespace kvsim

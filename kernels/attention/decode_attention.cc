@@ -1,0 +1,101 @@
+// paged_decode_attention: argument validation, the split plan, workspace, and dispatch.
+#include "kernels/attention/decode_attention.h"
+
+#include <cmath>
+#include <string>
+
+namespace kvsim {
+namespace {
+
+int BlocksPerSplit(const KvCacheShape& shape, int num_q_heads) {
+  if (shape.kind == AttentionKind::kGqa) return shape.num_kv_heads;
+  return (num_q_heads + kMlaHeadsPerBlock - 1) / kMlaHeadsPerBlock;
+}
+
+Status ValidateHeads(const KvCacheShape& shape, int num_q_heads) {
+  if (shape.kind == AttentionKind::kMla) {
+    if (num_q_heads < 1 || num_q_heads > kMaxMlaQueryHeads) {
+      return OutOfRangeError("num_q_heads " + std::to_string(num_q_heads) +
+                             " is out of range for MLA; allowed: 1 to " +
+                             std::to_string(kMaxMlaQueryHeads));
+    }
+    return Status::Ok();
+  }
+  const int kv_heads = shape.num_kv_heads;
+  if (num_q_heads < kv_heads || num_q_heads % kv_heads != 0 ||
+      num_q_heads / kv_heads > kMaxGqaGroup) {
+    return InvalidArgumentError("num_q_heads " + std::to_string(num_q_heads) +
+                                " is not supported with " + std::to_string(kv_heads) +
+                                " KV heads; allowed: num_kv_heads times a group of 1 to " +
+                                std::to_string(kMaxGqaGroup));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+DecodeSplitPlan DecodePlanFor(const DecodeAttentionArgs& args) {
+  const KvCacheShape& shape = args.cache.shape;
+  return PlanDecodeSplits(args.block_table.batch, BlocksPerSplit(shape, args.num_q_heads),
+                          int64_t{args.block_table.max_pages_per_request} * shape.page_size);
+}
+
+int64_t DecodeWorkspaceBytes(const DecodeAttentionArgs& args) {
+  return MakeDecodeWorkspaceLayout(args.block_table.batch, args.num_q_heads,
+                                   args.cache.shape.v_head_dim, DecodePlanFor(args))
+      .total_bytes;
+}
+
+Status DecodeAttention(Backend& backend, const DecodeAttentionArgs& args) {
+  const KvCacheShape& shape = args.cache.shape;
+  KVSIM_RETURN_IF_ERROR(ValidateKvCache(backend, args.cache));
+  KVSIM_RETURN_IF_ERROR(ValidateBlockTable(backend, args.block_table, shape.page_size));
+  KVSIM_RETURN_IF_ERROR(ValidateHeads(shape, args.num_q_heads));
+  if (!std::isfinite(args.softmax_scale) || !(args.softmax_scale > 0.0f)) {
+    return InvalidArgumentError("softmax_scale " + std::to_string(args.softmax_scale) +
+                                " is not allowed; it must be finite and positive");
+  }
+  const int64_t batch = args.block_table.batch;
+  const int64_t head_rows = batch * args.num_q_heads;
+  const int64_t out_element_bytes = args.out_dtype == AttentionOutputDtype::kBf16 ? 2 : 4;
+  KVSIM_RETURN_IF_ERROR(
+      ValidateArgBuffer(backend, args.seq_lens, batch * int64_t{sizeof(int32_t)}, "seq_lens"));
+  KVSIM_RETURN_IF_ERROR(ValidateArgBuffer(backend, args.q, head_rows * shape.head_dim * 2, "q"));
+  KVSIM_RETURN_IF_ERROR(ValidateArgBuffer(backend, args.out,
+                                          head_rows * shape.v_head_dim * out_element_bytes, "out"));
+  if (args.lse != nullptr) {
+    KVSIM_RETURN_IF_ERROR(
+        ValidateArgBuffer(backend, args.lse, head_rows * int64_t{sizeof(float)}, "lse"));
+  }
+  KVSIM_RETURN_IF_ERROR(ValidateArgBuffer(backend, args.request_status,
+                                          batch * int64_t{sizeof(int32_t)}, "request_status"));
+
+  DecodeAttentionLaunch launch;
+  launch.pool = MakeKvPoolView(args.cache);
+  launch.table = MakeBlockTableView(args.block_table);
+  launch.seq_lens = args.seq_lens->as<int32_t>();
+  launch.q = args.q->as<uint16_t>();
+  launch.num_q_heads = args.num_q_heads;
+  launch.softmax_scale = args.softmax_scale;
+  launch.out_dtype = args.out_dtype;
+  launch.out = args.out->data();
+  launch.lse = args.lse != nullptr ? args.lse->as<float>() : nullptr;
+  launch.request_status = args.request_status->as<int32_t>();
+  launch.plan = DecodePlanFor(args);
+  if (backend.kind() == BackendKind::kCpu) {
+    DecodeAttentionCpu(launch);
+    return Status::Ok();
+  }
+  const int64_t workspace_bytes = DecodeWorkspaceBytes(args);
+  DeviceBuffer owned;
+  DeviceBuffer* workspace = args.workspace;
+  if (workspace == nullptr) {
+    KVSIM_ASSIGN_OR_RETURN(owned, backend.Allocate(static_cast<size_t>(workspace_bytes)));
+    workspace = &owned;
+  }
+  KVSIM_RETURN_IF_ERROR(ValidateArgBuffer(backend, workspace, workspace_bytes, "workspace"));
+  launch.workspace = workspace->as<uint8_t>();
+  return cuda::LaunchDecodeAttention(launch);
+}
+
+}  // namespace kvsim

@@ -1,0 +1,58 @@
+// paged_decode_attention: one query token per request against its paged K/V (GQA or MLA, BF16 or
+// FP8 pages dequantised on the fly), flash-decoding style (splits of the context, then a combine).
+#pragma once
+
+#include <cstdint>
+
+#include "base/status.h"
+#include "kernels/attention/attention_launch.h"
+#include "kernels/attention/decode_plan.h"
+#include "kernels/attention/kv_cache.h"
+#include "kernels/backend.h"
+
+namespace kvsim {
+
+struct DecodeAttentionArgs {
+  KvCache cache;
+  BlockTable block_table;
+  // int32 [batch]: tokens each request attends to (its first seq_len positions), 1 to the tokens
+  // its block-table row covers.
+  const DeviceBuffer* seq_lens = nullptr;
+  // bf16 [batch, num_q_heads, head_dim]. GQA: query head h reads KV head h / (num_q_heads /
+  // num_kv_heads). MLA: the absorbed query (512 latent values, then 64 rope values) per head.
+  const DeviceBuffer* q = nullptr;
+  // GQA: num_kv_heads * group, group 1..16. MLA: 1..128 heads sharing the latent.
+  int num_q_heads = 0;
+  // Scores are softmax_scale * q . k; finite and positive (usually 1 / sqrt(qk head dim)).
+  float softmax_scale = 0.0f;
+  AttentionOutputDtype out_dtype = AttentionOutputDtype::kFp32;
+  // [batch, num_q_heads, v_head_dim] of out_dtype, written.
+  DeviceBuffer* out = nullptr;
+  // fp32 [batch, num_q_heads], written: ln(sum_j exp(score_j)), natural log. May be null.
+  DeviceBuffer* lse = nullptr;
+  // int32 [batch], written: a KvAccessStatus per request. A request that is not kOk reads no page
+  // and gets NaN in its out and lse rows.
+  DeviceBuffer* request_status = nullptr;
+  // CUDA: scratch of at least DecodeWorkspaceBytes(args) bytes on the backend; when null, one is
+  // allocated for the call. Unused on the CPU.
+  DeviceBuffer* workspace = nullptr;
+};
+
+// The split plan a call with these arguments uses (on either backend).
+DecodeSplitPlan DecodePlanFor(const DecodeAttentionArgs& args);
+
+// Bytes of CUDA workspace a call with these arguments needs (shapes only; no buffer is read).
+int64_t DecodeWorkspaceBytes(const DecodeAttentionArgs& args);
+
+// Validates every shape and buffer, then runs on `backend` (on CUDA, asynchronously: a fault
+// while the kernels run surfaces at the next Synchronize or CopyToHost). Per-request problems (a
+// length or a page id out of range) are not errors of the call: they are reported in
+// request_status, that request's pages are never addressed, and the other requests run.
+//
+// Numerics: q and K products and every sum in fp32; softmax with exp2 on log2(e)-scaled scores;
+// splits combined in split order. docs/numerics.md bounds the error against exact arithmetic.
+// A NaN or infinity in a K or V row a request reads makes that request's outputs NaN (or inf);
+// other requests are unaffected.
+Status DecodeAttention(Backend& backend, const DecodeAttentionArgs& args);
+
+}  // namespace kvsim

@@ -1,0 +1,61 @@
+// How decode attention divides a request's context (flash-decoding splits of tiles), shared by the
+// CPU and CUDA backends so both add up the same blocks, and the rounding counts of that order that
+// docs/numerics.md turns into the kernels' error bound.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/host_device.h"
+
+namespace kvsim {
+
+// Tokens whose scores are computed together before one online-softmax update.
+inline constexpr int kDecodeTileTokens = 32;
+// Split lengths are clamped to [min, max] tokens: short splits waste the partial-result traffic,
+// long ones leave the GPU idle at small batches.
+inline constexpr int kDecodeMinSplitTokens = 256;
+inline constexpr int kDecodeMaxSplitTokens = 4096;
+// Blocks the plan aims for: 4 per SM on a 132-SM H100/H200. A constant, not the device's count,
+// so the plan (and the reduction order) is the same on every machine and on the CPU.
+inline constexpr int kDecodeTargetBlocks = 4 * 132;
+// MLA query heads handled by one CUDA block (each reads the shared latent tile once).
+inline constexpr int kMlaHeadsPerBlock = 16;
+
+static_assert(kDecodeMinSplitTokens % kDecodeTileTokens == 0, "splits are whole tiles");
+static_assert(kDecodeMaxSplitTokens % kDecodeTileTokens == 0, "splits are whole tiles");
+
+struct DecodeSplitPlan {
+  int split_tokens = 0;  // tokens per split: a multiple of kDecodeTileTokens, within the clamp
+  int max_splits = 0;    // splits of a request whose length fills its block-table row
+};
+
+// Chooses the split length for a batch of `batch` requests whose block-table rows cover at most
+// `max_context_tokens` tokens, each split of each request occupying `blocks_per_split` CUDA blocks
+// (GQA: num_kv_heads; MLA: ceil(num_q_heads / kMlaHeadsPerBlock)).
+DecodeSplitPlan PlanDecodeSplits(int batch, int blocks_per_split, int64_t max_context_tokens);
+
+// Splits of a request of `seq_len` tokens (>= 1).
+KVSIM_HD_INLINE int DecodeSplitCount(const DecodeSplitPlan& plan, int seq_len) {
+  return (seq_len + plan.split_tokens - 1) / plan.split_tokens;
+}
+
+// The longest chains of fp32 roundings in one request's attention under `plan`, for the error
+// bound of docs/numerics.md ("Decode attention"). Both backends stay within these counts.
+struct DecodeRoundingModel {
+  // Roundings on the way to one score: the dot product of head_dim terms in any summation order
+  // (head_dim - 1 additions, head_dim products), the K scale and the score factor (the float
+  // log2(e), two products making the factor, one applying it).
+  int score_depth = 0;
+  // Roundings one token's weight passes through in the softmax denominator or in the weighted sum
+  // of V: additions inside its split (in any order), the online-softmax rescalings (a product and
+  // an addition per later tile), the V scale, the cross-split combine (a product and the
+  // additions over splits) and the final division.
+  int sum_depth = 0;
+  // exp2 evaluations that make one token's weight, each with a rounded argument: its own, one
+  // per later tile of its split (the rescaling factor), and one in the cross-split combine.
+  int exp_count = 0;
+};
+
+DecodeRoundingModel DecodeRoundingModelFor(const DecodeSplitPlan& plan, int head_dim, int seq_len);
+
+}  // namespace kvsim

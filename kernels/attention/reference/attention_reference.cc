@@ -1,0 +1,236 @@
+// The FP64 references and error bounds. Written apart from the kernels: its own row layout
+// arithmetic, NVIDIA's conversions for decoding, Eigen for the attention itself.
+#include "kernels/attention/reference/attention_reference.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "base/check.h"
+
+namespace kvsim::reference {
+namespace {
+
+constexpr double kFloatUnitRoundoff = 0x1p-24;
+constexpr double kDoubleUnitRoundoff = 0x1p-53;
+// CUDA's exp2f is within 2 ulp (CUDA Math API, "single precision mathematical functions");
+// glibc's is within 1. Relative to the result, 2 ulp is at most 2^-22.
+constexpr double kExp2Error = 0x1p-22;
+// log2f: 1 ulp on CUDA, below 1 in glibc; at most 2^-23 relative.
+constexpr double kLog2Error = 0x1p-23;
+// Half the spacing of float subnormals, the absolute error of a result that underflows.
+constexpr double kFloatUnderflow = 0x1p-149;
+
+// gamma(n) = n u / (1 - n u): a chain of n roundings with unit roundoff u changes a value by a
+// factor within [1 - gamma(n), 1 + gamma(n)] (Higham, Accuracy and Stability of Numerical
+// Algorithms, 2nd ed., lemma 3.1).
+double Gamma(double n, double unit_roundoff) {
+  const double nu = n * unit_roundoff;
+  KVSIM_CHECK_LT(nu, 0.5) << "too many roundings for the bound: " << n;
+  return nu / (1 - nu);
+}
+
+double NvFp8ToDouble(uint8_t code, KvDtype dtype) {
+  const __half_raw half =
+      __nv_cvt_fp8_to_halfraw(code, dtype == KvDtype::kFp8E5M2 ? __NV_E5M2 : __NV_E4M3);
+  return static_cast<double>(__half2float(__half(half)));
+}
+
+double NvBf16ToDouble(const uint8_t* bytes) {
+  __nv_bfloat16_raw raw;
+  std::memcpy(&raw.x, bytes, sizeof(raw.x));
+  return static_cast<double>(__bfloat162float(__nv_bfloat16(raw)));
+}
+
+float ReadFloat(const uint8_t* bytes) {
+  float value;
+  std::memcpy(&value, bytes, sizeof(value));
+  return value;
+}
+
+// Bytes of one stored row, computed from the format on its own terms.
+int64_t RowBytes(const KvCacheShape& shape) {
+  if (shape.format.scaling == KvScaling::kMlaBlock128) return 512 + 16 + 128;
+  return shape.format.dtype == KvDtype::kBf16 ? 2 * shape.head_dim : shape.head_dim;
+}
+
+// Values of the row at `row` (its index in [page][slot][head] order) into `out` (count values).
+void DequantizeRow(const HostKvCache& cache, const std::vector<uint8_t>& pool,
+                   const std::vector<float>& token_scales, double tensor_scale, int64_t row,
+                   int count, double* out) {
+  const KvCacheShape& shape = cache.shape;
+  const uint8_t* bytes = pool.data() + row * RowBytes(shape);
+  switch (shape.format.scaling) {
+    case KvScaling::kNone:
+      for (int i = 0; i < count; ++i) out[i] = NvBf16ToDouble(bytes + 2 * i);
+      return;
+    case KvScaling::kPerTensor:
+      for (int i = 0; i < count; ++i)
+        out[i] = NvFp8ToDouble(bytes[i], shape.format.dtype) * tensor_scale;
+      return;
+    case KvScaling::kPerTokenHead: {
+      const double scale = token_scales[static_cast<size_t>(row)];
+      for (int i = 0; i < count; ++i) out[i] = NvFp8ToDouble(bytes[i], shape.format.dtype) * scale;
+      return;
+    }
+    case KvScaling::kMlaBlock128:
+      for (int i = 0; i < count && i < 512; ++i) {
+        out[i] =
+            NvFp8ToDouble(bytes[i], KvDtype::kFp8E4M3) * ReadFloat(bytes + 512 + 4 * (i / 128));
+      }
+      for (int i = 512; i < count; ++i) out[i] = NvBf16ToDouble(bytes + 528 + 2 * (i - 512));
+      return;
+  }
+}
+
+}  // namespace
+
+Result<HostKvCache> DownloadKvCache(Backend& backend, const KvCache& cache) {
+  HostKvCache host;
+  host.shape = cache.shape;
+  host.k_scale = cache.k_scale;
+  host.v_scale = cache.v_scale;
+  KVSIM_ASSIGN_OR_RETURN(host.k_pages, Download<uint8_t>(backend, *cache.k_pages));
+  if (cache.v_pages != nullptr) {
+    KVSIM_ASSIGN_OR_RETURN(host.v_pages, Download<uint8_t>(backend, *cache.v_pages));
+  }
+  if (cache.k_token_scales != nullptr) {
+    KVSIM_ASSIGN_OR_RETURN(host.k_token_scales, Download<float>(backend, *cache.k_token_scales));
+  }
+  if (cache.v_token_scales != nullptr) {
+    KVSIM_ASSIGN_OR_RETURN(host.v_token_scales, Download<float>(backend, *cache.v_token_scales));
+  }
+  return host;
+}
+
+DequantizedKv DequantizeRequest(const HostKvCache& cache, const std::vector<int32_t>& pages,
+                                int seq_len, int kv_head) {
+  const KvCacheShape& shape = cache.shape;
+  const bool mla = shape.kind == AttentionKind::kMla;
+  DequantizedKv kv;
+  kv.k.resize(seq_len, shape.head_dim);
+  kv.v.resize(seq_len, shape.v_head_dim);
+  std::vector<double> values(static_cast<size_t>(shape.head_dim));
+  for (int position = 0; position < seq_len; ++position) {
+    const int32_t page = pages.at(static_cast<size_t>(position / shape.page_size));
+    KVSIM_CHECK(page >= 0 && page < shape.num_pages) << "page " << page;
+    const int64_t token = int64_t{page} * shape.page_size + position % shape.page_size;
+    const int64_t row = token * shape.num_kv_heads + kv_head;
+    DequantizeRow(cache, cache.k_pages, cache.k_token_scales, cache.k_scale, row, shape.head_dim,
+                  values.data());
+    for (int i = 0; i < shape.head_dim; ++i) kv.k(position, i) = values[static_cast<size_t>(i)];
+    if (mla) {
+      // V is the latent's first kv_lora_rank values, read with the same scale as K.
+      for (int i = 0; i < shape.v_head_dim; ++i) kv.v(position, i) = kv.k(position, i);
+    } else {
+      DequantizeRow(cache, cache.v_pages, cache.v_token_scales, cache.v_scale, row,
+                    shape.v_head_dim, values.data());
+      for (int i = 0; i < shape.v_head_dim; ++i) kv.v(position, i) = values[static_cast<size_t>(i)];
+    }
+  }
+  return kv;
+}
+
+DecodeReference ReferenceDecode(const DequantizedKv& kv, const Eigen::VectorXd& q,
+                                double softmax_scale, const DecodeRoundingModel& model,
+                                AttentionOutputDtype out_dtype) {
+  const int64_t n = kv.k.rows();
+  KVSIM_CHECK_GE(n, 1);
+  const Eigen::VectorXd scores = softmax_scale * (kv.k * q);
+  // S_j = softmax_scale * sum_i |q_i k_ji|: what the dot product's rounding error is relative to.
+  const Eigen::VectorXd magnitudes = softmax_scale * (kv.k.cwiseAbs() * q.cwiseAbs());
+  const double max_score = scores.maxCoeff();
+  const Eigen::VectorXd weights = (scores.array() - max_score).exp().matrix();
+  const double weight_sum = weights.sum();
+  const Eigen::VectorXd p = weights / weight_sum;
+
+  DecodeReference result;
+  result.out = kv.v.transpose() * p;
+  result.lse = max_score + std::log(weight_sum);
+  result.abs_weighted_v = kv.v.cwiseAbs().transpose() * p;
+
+  const double u = kFloatUnitRoundoff;
+  const double exps = model.exp_count;
+  // Each computed score is off by at most gamma(score_depth) * S_j (natural-log units).
+  const Eigen::VectorXd score_error = Gamma(model.score_depth, u) * magnitudes;
+  // Largest computed score magnitude, in base 2: every exp2 argument is a difference of two such
+  // values, so rounding it costs at most u * 2 * that.
+  const double max_log2_score = (scores.cwiseAbs() + score_error).maxCoeff() / std::log(2.0);
+  const double argument_error = 2.0 * u * max_log2_score * std::log(2.0);
+  // delta: how far one weight's exponent is from exact; the weight is then within the factors
+  // e^(+-delta) (1 +- kExp2Error)^exps of exact.
+  const double delta = score_error.maxCoeff() + exps * argument_error;
+  const double rho_max = std::exp(delta) * std::pow(1 + kExp2Error, exps);
+  const double rho_min = std::exp(-delta) * std::pow(1 - kExp2Error, exps);
+  const double sums = Gamma(model.sum_depth, u);
+  // Every normalised weight is within [r_lo, r_hi] times the exact p_j; so each output is off by
+  // at most (r_hi - 1) * sum_j p_j |v_j|, and r_hi - 1 >= 1 - r_lo.
+  const double ratio = rho_max * (1 + sums) / (rho_min * (1 - sums)) - 1;
+  // Weights and partial sums that underflow float lose up to kFloatUnderflow each, against a
+  // largest weight of 1: at most n * (exps + sum_depth) such losses per output.
+  const double underflow = static_cast<double>(n) * (exps + model.sum_depth) * 2 * kFloatUnderflow;
+  // The reference's own double rounding (scores, exp, sums of n + head_dim terms).
+  const double reference_error =
+      Gamma(static_cast<double>(n + kv.k.cols() + 16), kDoubleUnitRoundoff) *
+      (1 + 2 * magnitudes.maxCoeff());
+  const double max_abs_v = kv.v.cwiseAbs().maxCoeff();
+  // A ratio that overflows bounds nothing (inf, not inf * 0 = NaN).
+  Eigen::VectorXd tolerance =
+      std::isfinite(ratio) ? Eigen::VectorXd((ratio + reference_error) * result.abs_weighted_v)
+                           : Eigen::VectorXd::Constant(kv.v.cols(), INFINITY);
+  tolerance.array() += underflow * (max_abs_v + 1);
+  if (out_dtype == AttentionOutputDtype::kBf16) {
+    // Rounding to bf16 (p = 8): at most 2^-8 of the value, or 2^-134 below the normal range.
+    constexpr double kBf16UnitRoundoff = 0x1p-8;
+    tolerance = tolerance + kBf16UnitRoundoff * (result.out.cwiseAbs() + tolerance);
+    tolerance.array() += 0x1p-134;
+  }
+  result.tolerance = tolerance;
+
+  // lse = (M + log2 L) ln 2: the weights' factors move ln L by at most ln(rho (1 + gamma)); log2f
+  // adds 2^-23 of log2 L (<= log2 n + log2(rho_max (1 + sums)) since every weight is <= 1); the
+  // addition, the float ln 2 and the product add 3u of the result.
+  const double sum_factor =
+      std::max(std::log(rho_max * (1 + sums)), -std::log(rho_min * (1 - sums)));
+  const double log_error = kLog2Error * (std::log2(static_cast<double>(n)) + 1) * std::log(2.0);
+  result.lse_tolerance = sum_factor + log_error + 3 * u * (std::fabs(result.lse) + 1) +
+                         reference_error * (1 + std::fabs(result.lse));
+  return result;
+}
+
+QuantizationErrorBound Fp8ErrorBound(KvDtype dtype, double scale) {
+  switch (dtype) {
+    case KvDtype::kFp8E4M3:
+      // 4 significant bits; subnormal step 2^-9.
+      return {0x1p-4, 0x1p-10 * scale};
+    case KvDtype::kFp8E5M2:
+      // 3 significant bits; subnormal step 2^-16.
+      return {0x1p-3, 0x1p-17 * scale};
+    case KvDtype::kBf16:
+      break;
+  }
+  return {0, 0};
+}
+
+Eigen::VectorXd Fp8AttentionBound(const DequantizedKv& bf16, const Eigen::VectorXd& q,
+                                  double softmax_scale, const Eigen::MatrixXd& k_error,
+                                  const Eigen::MatrixXd& v_error) {
+  const Eigen::VectorXd scores = softmax_scale * (bf16.k * q);
+  const Eigen::VectorXd weights = (scores.array() - scores.maxCoeff()).exp().matrix();
+  const Eigen::VectorXd p = weights / weights.sum();
+  // Each FP8 score moves by at most Delta_j = softmax_scale * sum_i |q_i| e_ji; normalised weights
+  // then move by a factor within e^(+-2 Delta).
+  const double delta = (softmax_scale * (k_error * q.cwiseAbs())).maxCoeff();
+  const double factor = std::exp(2 * delta);
+  // An overflowing factor bounds nothing; say so rather than let inf * 0 make NaN.
+  if (!std::isfinite(factor)) return Eigen::VectorXd::Constant(bf16.v.cols(), INFINITY);
+  const Eigen::VectorXd weighted_v = bf16.v.cwiseAbs().transpose() * p;
+  const Eigen::VectorXd weighted_error = v_error.transpose() * p;
+  return (factor - 1) * weighted_v + factor * weighted_error;
+}
+
+}  // namespace kvsim::reference

@@ -1,0 +1,78 @@
+// Independent FP64 references for the attention family (tests, properties and tools only): the
+// cache read back and dequantised by this file's own layout code with NVIDIA's FP8/BF16
+// conversions, exact-arithmetic attention in double with Eigen, and the error bounds of
+// docs/numerics.md ("Decode attention", "What FP8 costs").
+#pragma once
+
+#include <Eigen/Dense>
+
+#include <cstdint>
+#include <vector>
+
+#include "base/status.h"
+#include "kernels/attention/attention_launch.h"
+#include "kernels/attention/decode_plan.h"
+#include "kernels/attention/kv_cache.h"
+#include "kernels/backend.h"
+
+namespace kvsim::reference {
+
+// Host copies of one layer's pools.
+struct HostKvCache {
+  KvCacheShape shape;
+  std::vector<uint8_t> k_pages;
+  std::vector<uint8_t> v_pages;  // GQA only
+  std::vector<float> k_token_scales;
+  std::vector<float> v_token_scales;  // GQA per-token-head only
+  float k_scale = 1.0f;
+  float v_scale = 1.0f;
+};
+
+Result<HostKvCache> DownloadKvCache(Backend& backend, const KvCache& cache);
+
+// One request's K [seq_len, head_dim] and V [seq_len, v_head_dim] for one KV head, dequantised
+// exactly (every FP8 value times an fp32 scale is exact in double).
+struct DequantizedKv {
+  Eigen::MatrixXd k;
+  Eigen::MatrixXd v;
+};
+
+// Reads positions [0, seq_len) of a request through `pages` (its block-table row; every entry
+// used must be a valid page).
+DequantizedKv DequantizeRequest(const HostKvCache& cache, const std::vector<int32_t>& pages,
+                                int seq_len, int kv_head);
+
+// Exact attention of one query head, with the kernels' error bound for each output.
+struct DecodeReference {
+  Eigen::VectorXd out;             // [v_head_dim]: sum_j p_j v_j
+  double lse = 0;                  // ln sum_j exp(score_j)
+  Eigen::VectorXd tolerance;       // [v_head_dim]: bound on |kernel out - out|
+  double lse_tolerance = 0;        // bound on |kernel lse - lse|
+  Eigen::VectorXd abs_weighted_v;  // [v_head_dim]: sum_j p_j |v_j|, the scale of the bound
+};
+
+// `q` holds the query's values (bf16 widened to double). The bound follows docs/numerics.md for
+// fp32 arithmetic in the order `model` describes, then the rounding of `out_dtype`.
+DecodeReference ReferenceDecode(const DequantizedKv& kv, const Eigen::VectorXd& q,
+                                double softmax_scale, const DecodeRoundingModel& model,
+                                AttentionOutputDtype out_dtype);
+
+// Per-element bounds on what storing a value costs in a format: |stored - x| <= relative * |x| +
+// absolute, valid while |x| / scale does not exceed the format's largest finite value.
+struct QuantizationErrorBound {
+  double relative = 0;  // the unit roundoff: 2^-4 for e4m3, 2^-3 for e5m2, 0 for bf16 (exact)
+  double absolute = 0;  // half the smallest subnormal step, times the scale
+};
+
+// The bounds for one row (or, for MLA block formats, one element) stored with `scale`.
+QuantizationErrorBound Fp8ErrorBound(KvDtype dtype, double scale);
+
+// An a-priori bound on |attention over an FP8 cache - attention over the BF16 cache| (exact
+// arithmetic on both), for one query head, from the BF16 values and per-element error bounds
+// `k_error` [seq_len, head_dim] and `v_error` [seq_len, v_head_dim] (docs/numerics.md, "What FP8
+// costs"). Valid when no stored value saturated.
+Eigen::VectorXd Fp8AttentionBound(const DequantizedKv& bf16, const Eigen::VectorXd& q,
+                                  double softmax_scale, const Eigen::MatrixXd& k_error,
+                                  const Eigen::MatrixXd& v_error);
+
+}  // namespace kvsim::reference

@@ -1,0 +1,116 @@
+// Seeded attention test cases: a paged cache filled through append_kv, block tables with shuffled
+// and shared pages and garbage past each request's end, queries, and the runs of both kernels on
+// a backend with poisoned outputs. Used by the tests, properties, benchmarks and GPU checks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "kernels/attention/append_kv.h"
+#include "kernels/attention/decode_attention.h"
+#include "kernels/attention/kv_cache.h"
+#include "kernels/backend.h"
+
+namespace kvsim::testing {
+
+// How K and V values are drawn.
+enum class ValueDistribution {
+  kGaussian,        // N(0, 1)
+  kHeavyTailed,     // Student's t with 3 degrees of freedom
+  kOutlierChannels  // N(0, 1) with a few fixed channels per head 100x larger, as real K caches have
+};
+
+const char* ValueDistributionName(ValueDistribution distribution);
+
+struct AttentionCaseParams {
+  KvCacheShape shape;  // num_pages is set by MakeAttentionCase (pages needed + spare_pages)
+  int num_q_heads = 1;
+  std::vector<int> seq_lens;  // one per request, each >= 1
+  // Request r > 0 shares its first min(shared_pages, its pages - 1) pages with request 0 (when
+  // request 0 has that many whole pages), as a prefix cache hands out: written once, read twice.
+  int shared_pages = 0;
+  int spare_pages = 3;  // pages in the pool no request uses (they hold poison)
+  int row_padding = 2;  // block-table entries past max_pages_per_request in each row
+  ValueDistribution distribution = ValueDistribution::kGaussian;
+  double value_scale = 1.0;  // K and V values are multiplied by this
+  // kPerTensor scales: <= 0 means calibrated (absmax / largest finite over the values drawn).
+  float k_scale = 0.0f;
+  float v_scale = 0.0f;
+  uint64_t seed = 1;
+};
+
+// The host side of a case: everything the kernels take, before upload.
+struct AttentionCase {
+  AttentionCaseParams params;
+  KvCacheShape shape;
+  int batch = 0;
+  int max_pages_per_request = 0;
+  int row_stride = 0;
+  std::vector<int32_t> block_table;  // [batch, row_stride]
+  std::vector<int32_t> seq_lens;
+  // The tokens to append: every position of every request, except those on pages shared with
+  // request 0 (written once, by request 0).
+  std::vector<int32_t> token_request;
+  std::vector<int32_t> token_position;
+  std::vector<uint16_t> k_new;  // bf16 [tokens, num_kv_heads, head_dim]
+  std::vector<uint16_t> v_new;  // GQA: as k_new; MLA: empty
+  std::vector<uint16_t> q;      // bf16 [batch, num_q_heads, head_dim]
+  float k_scale = 1.0f;
+  float v_scale = 1.0f;
+  float softmax_scale = 0.0f;
+  // Values per-tensor scaling clamps on append (they round beyond the largest finite value).
+  int64_t saturated_values = 0;
+};
+
+// Draws the case's data from `params.seed`. Deterministic.
+AttentionCase MakeAttentionCase(const AttentionCaseParams& params);
+
+// The pages and inputs of a case on one backend.
+struct DeviceCase {
+  KvCacheStorage storage;
+  DeviceBuffer block_table;
+  DeviceBuffer seq_lens;
+  DeviceBuffer q;
+  DeviceBuffer k_new;
+  DeviceBuffer v_new;
+  DeviceBuffer token_request;
+  DeviceBuffer token_position;
+  DeviceBuffer token_status;
+
+  KvCache cache() { return storage.view(); }
+  BlockTable table(const AttentionCase& c) const;
+};
+
+// Uploads a case, poisons every pool byte with 0xFF (NaN in every format), appends all its tokens
+// with append_kv, and checks that every token reported kOk.
+Result<DeviceCase> UploadAndAppend(Backend& backend, const AttentionCase& c);
+
+// The decode outputs of a case, widened to float.
+struct DecodeOutputs {
+  std::vector<float> out;  // [batch, num_q_heads, v_head_dim]
+  std::vector<float> lse;  // [batch, num_q_heads]
+  std::vector<int32_t> status;
+};
+
+// Runs decode attention with out, lse and status poisoned (0xFF) first.
+Result<DecodeOutputs> RunDecode(Backend& backend, const AttentionCase& c, DeviceCase& device,
+                                AttentionOutputDtype out_dtype);
+
+// The decode arguments for a case (outputs left null).
+DecodeAttentionArgs DecodeArgsFor(const AttentionCase& c, DeviceCase& device);
+
+// The split plan decode attention uses for the case (DecodePlanFor on its shapes).
+DecodeSplitPlan PlanFor(const AttentionCase& c);
+
+// The request's block-table row, as the reference reads it.
+std::vector<int32_t> RequestPages(const AttentionCase& c, int request);
+
+// One line describing the case, for failure messages.
+std::string DescribeCase(const AttentionCase& c);
+
+// One line describing the parameters (RapidCheck prints it for a counterexample).
+std::string DescribeParams(const AttentionCaseParams& params);
+
+}  // namespace kvsim::testing

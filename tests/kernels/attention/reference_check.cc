@@ -1,0 +1,75 @@
+// Reference comparison of decode outputs.
+#include "tests/kernels/attention/reference_check.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "kernels/attention/decode_plan.h"
+#include "kernels/formats.h"
+
+namespace kvsim::testing {
+
+ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
+                                           const reference::HostKvCache& cache,
+                                           const DecodeOutputs& outputs,
+                                           AttentionOutputDtype out_dtype) {
+  ReferenceCheck check;
+  const bool mla = c.shape.kind == AttentionKind::kMla;
+  const int heads = c.params.num_q_heads;
+  const int group = mla ? heads : heads / c.shape.num_kv_heads;
+  const int head_dim = c.shape.head_dim;
+  const int v_dim = c.shape.v_head_dim;
+  const DecodeSplitPlan plan = PlanFor(c);
+  auto fail = [&](const std::string& what) {
+    if (check.failure.empty()) check.failure = what + " in " + DescribeCase(c);
+  };
+  for (int r = 0; r < c.batch; ++r) {
+    if (outputs.status[static_cast<size_t>(r)] != 0) {
+      fail("request " + std::to_string(r) + " status " +
+           std::to_string(outputs.status[static_cast<size_t>(r)]));
+      continue;
+    }
+    const int seq_len = c.seq_lens[static_cast<size_t>(r)];
+    const DecodeRoundingModel model = DecodeRoundingModelFor(plan, head_dim, seq_len);
+    const std::vector<int32_t> pages = RequestPages(c, r);
+    for (int kv_head = 0; kv_head < (mla ? 1 : c.shape.num_kv_heads); ++kv_head) {
+      const reference::DequantizedKv kv =
+          reference::DequantizeRequest(cache, pages, seq_len, kv_head);
+      for (int h = kv_head * group; h < (kv_head + 1) * group; ++h) {
+        const size_t head_row = static_cast<size_t>(r) * heads + static_cast<size_t>(h);
+        Eigen::VectorXd q(head_dim);
+        for (int i = 0; i < head_dim; ++i) {
+          q(i) = DecodeBf16(c.q[head_row * static_cast<size_t>(head_dim) + static_cast<size_t>(i)]);
+        }
+        const reference::DecodeReference expected =
+            reference::ReferenceDecode(kv, q, c.softmax_scale, model, out_dtype);
+        for (int i = 0; i < v_dim; ++i) {
+          const double got =
+              outputs.out[head_row * static_cast<size_t>(v_dim) + static_cast<size_t>(i)];
+          const double error = std::fabs(got - expected.out(i));
+          const double ratio = error / expected.tolerance(i);
+          ++check.checked;
+          if (!(ratio <= 1.0)) {
+            std::ostringstream message;
+            message << "request " << r << " head " << h << " dim " << i << ": got " << got
+                    << ", reference " << expected.out(i) << ", |error| " << error << " > bound "
+                    << expected.tolerance(i);
+            fail(message.str());
+          }
+          if (ratio > check.worst_ratio) check.worst_ratio = ratio;
+        }
+        const double lse_error = std::fabs(outputs.lse[head_row] - expected.lse);
+        if (!(lse_error <= expected.lse_tolerance)) {
+          std::ostringstream message;
+          message << "request " << r << " head " << h << ": lse " << outputs.lse[head_row]
+                  << ", reference " << expected.lse << ", |error| " << lse_error << " > bound "
+                  << expected.lse_tolerance;
+          fail(message.str());
+        }
+      }
+    }
+  }
+  return check;
+}
+
+}  // namespace kvsim::testing

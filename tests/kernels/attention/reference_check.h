@@ -1,0 +1,26 @@
+// Compares decode attention outputs with the FP64 reference, element by element, within the
+// bound of docs/numerics.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/attention/reference/attention_reference.h"
+#include "tests/kernels/attention/attention_case.h"
+
+namespace kvsim::testing {
+
+struct ReferenceCheck {
+  int64_t checked = 0;     // output elements compared
+  double worst_ratio = 0;  // the largest |error| / bound seen (<= 1 when all pass)
+  std::string failure;     // empty when every element, lse and status is within its bound
+};
+
+// Checks every request and head of `outputs` (run on `c` with `out_dtype`) against the reference
+// of the cache `cache` (downloaded after the run). Every status must be kOk.
+ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
+                                           const reference::HostKvCache& cache,
+                                           const DecodeOutputs& outputs,
+                                           AttentionOutputDtype out_dtype);
+
+}  // namespace kvsim::testing
