@@ -1,5 +1,5 @@
-// The GPU benchmark's baseline: a streaming read of the KV pages a decode batch maps, in
-// block-table order, as decode attention reads them (memory-bound, no arithmetic to speak of).
+// The GPU benchmark's memory-bound floor: a streaming read of the KV pages a decode batch maps, in
+// block-table order, as decode attention reads them but with no arithmetic to speak of.
 #pragma once
 
 #include <cstdint>
