@@ -46,8 +46,9 @@ struct Int4GemmArgs {
   const Int4Weights* weights = nullptr;       // [k, n]
   const DeviceBuffer* bias = nullptr;         // optional bf16 [n]
   DeviceBuffer* output = nullptr;             // bf16 [m, n] row-major; every element is written
-  // CUDA only, optional: scratch of GemmWorkspaceBytes(m, n, k) bytes from AllocateGemmWorkspace,
-  // reusable across calls (not concurrently). Without it a call that splits k allocates its own.
+  // CUDA only, optional: scratch of at least GemmWorkspaceBytes(m, n, k) bytes from
+  // AllocateGemmWorkspace; one serves calls of any shape it is large enough for, one call at a
+  // time. Without it a call that splits k allocates its own.
   DeviceBuffer* workspace = nullptr;
 };
 
@@ -76,7 +77,8 @@ Status Fp8Gemm(Backend& backend, const Fp8GemmArgs& args);
 size_t GemmWorkspaceBytes(int m, int n, int k);
 
 // A zero-filled workspace of GemmWorkspaceBytes(m, n, k) bytes (at least 4, so one buffer can
-// serve shapes that need none).
+// serve shapes that need none). It serves every shape that needs at most as many bytes: the
+// counters sit at the same offset for every shape and calls leave them zero (gemm_plan.h).
 Result<DeviceBuffer> AllocateGemmWorkspace(Backend& backend, int m, int n, int k);
 
 }  // namespace kvsim

@@ -17,6 +17,7 @@
 #include "kernels/gemm/fp8_quantizer.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/gemm_cuda.h"
+#include "kernels/gemm/gemm_plan.h"
 #include "kernels/gemm/int4_quantizer.h"
 #include "kernels/gemm/packed_weights.h"
 #include "kernels/gemm/weight_samples.h"
@@ -155,15 +156,47 @@ TEST_F(GemmGpuTest, RepeatedSplitCallsGiveTheSameBitsAndReuseTheWorkspace) {
     if (call == 0) first = result;
     EXPECT_EQ(result, first) << "call " << call;
   }
-  // The counters at the end of the workspace are back to zero.
+  // The counters at the start of the workspace are back to zero.
   const std::vector<int32_t> words = Download<int32_t>(*cuda_, workspace).value();
-  const size_t counters = PlanGemmLaunch(kM, kN, kK).counters;
-  for (size_t i = words.size() - counters; i < words.size(); ++i) EXPECT_EQ(words[i], 0);
+  for (int i = 0; i < kGemmCounterSlots; ++i) EXPECT_EQ(words[i], 0) << "counter " << i;
   // Without a workspace the call allocates its own and gives the same bits.
   args.workspace = nullptr;
   ASSERT_TRUE(cuda_->Fill(out, 0xFF).ok());
   ASSERT_TRUE(Int4Gemm(*cuda_, args).ok());
   EXPECT_EQ(Download<uint16_t>(*cuda_, out).value(), first);
+}
+
+// One workspace, allocated for the shape that needs the most, serves shapes with other split
+// counts after it (their counters must not land on its partial sums) and gives each the bits it
+// gets with a workspace of its own.
+TEST_F(GemmGpuTest, OneWorkspaceServesSmallerShapes) {
+  constexpr int kMaxM = 17, kK = 4096, kN = 1024;
+  Prng prng(13);
+  const std::vector<float> weights = SampleWeights(prng, kK, kN, WeightDistribution::kStudentT3);
+  const Int4Matrix matrix = QuantizeInt4Matrix(weights, kK, kN, Int4QuantizeOptions()).value();
+  const Int4Weights uploaded = UploadInt4Weights(*cuda_, PackInt4(matrix).value()).value();
+  const DeviceBuffer x =
+      Upload(*cuda_, SampleBf16(prng, kMaxM * kK, WeightDistribution::kGaussian, 1.0)).value();
+  DeviceBuffer out = cuda_->Allocate(kMaxM * kN * sizeof(uint16_t)).value();
+  DeviceBuffer shared = AllocateGemmWorkspace(*cuda_, kMaxM, kN, kK).value();
+  auto run = [&](int m, DeviceBuffer* workspace) {
+    Int4GemmArgs args;
+    args.m = m;
+    args.activations = &x;
+    args.weights = &uploaded;
+    args.output = &out;
+    args.workspace = workspace;
+    EXPECT_TRUE(cuda_->Fill(out, 0xFF).ok());
+    EXPECT_TRUE(Int4Gemm(*cuda_, args).ok()) << "m = " << m;
+    std::vector<uint16_t> result = Download<uint16_t>(*cuda_, out).value();
+    result.resize(static_cast<size_t>(m) * kN);
+    return result;
+  };
+  for (int m : {kMaxM, 1, 8, 3, kMaxM}) {
+    ASSERT_GT(GemmWorkspaceBytes(m, kN, kK), 0u) << "m = " << m;
+    ASSERT_LE(GemmWorkspaceBytes(m, kN, kK), shared.bytes()) << "m = " << m;
+    EXPECT_EQ(run(m, &shared), run(m, nullptr)) << "m = " << m;
+  }
 }
 
 }  // namespace
