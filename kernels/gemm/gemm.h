@@ -78,7 +78,9 @@ size_t GemmWorkspaceBytes(int m, int n, int k);
 
 // A zero-filled workspace of GemmWorkspaceBytes(m, n, k) bytes (at least 4, so one buffer can
 // serve shapes that need none). It serves every shape that needs at most as many bytes: the
-// counters sit at the same offset for every shape and calls leave them zero (gemm_plan.h).
+// counters sit at the same offset for every shape and calls leave them zero (gemm_plan.h). A shape
+// no entry point accepts (m outside 1..65536, k not a multiple of 16, n not of 128, k or n above
+// 65536) is an InvalidArgument or OutOfRange error.
 Result<DeviceBuffer> AllocateGemmWorkspace(Backend& backend, int m, int n, int k);
 
 }  // namespace kvsim

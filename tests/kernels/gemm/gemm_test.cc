@@ -200,6 +200,22 @@ TEST(Fp8GemmChecksTest, BlockMultiplesOnly) {
             "128 scale block");
 }
 
+TEST(GemmWorkspaceTest, UnsupportedShapesAreErrorsNotAborts) {
+  std::unique_ptr<Backend> cpu = CreateCpuBackend();
+  EXPECT_EQ(AllocateGemmWorkspace(*cpu, 1, 64, 128).status().message(),
+            "gemm workspace: n = 64 is not supported; n must be a multiple of 128");
+  EXPECT_EQ(AllocateGemmWorkspace(*cpu, 0, 128, 128).status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(AllocateGemmWorkspace(*cpu, 1, 128, 100).status().message(),
+            "gemm workspace: [k, n] = [100, 128] is not supported; k must be a multiple of 16 and "
+            "n of 128, both from 1 to 65536");
+  EXPECT_FALSE(AllocateGemmWorkspace(*cpu, 1, 0, 128).ok());
+  EXPECT_FALSE(AllocateGemmWorkspace(*cpu, 1, 128, 65536 + 16).ok());
+  // A shape that splits k gets the counters and its partial sums; one that does not, 4 bytes.
+  EXPECT_EQ(AllocateGemmWorkspace(*cpu, 1, 4096, 6144).value().bytes(),
+            GemmWorkspaceBytes(1, 4096, 6144));
+  EXPECT_EQ(AllocateGemmWorkspace(*cpu, 4096, 4096, 6144).value().bytes(), 4u);
+}
+
 TEST(HostGemmTest, WrongHostSizesAreErrors) {
   std::unique_ptr<Backend> cpu = CreateCpuBackend();
   Int4Matrix matrix;
