@@ -33,6 +33,7 @@ struct Fp8Weights {
   DeviceBuffer codes;   // k * n bytes
   DeviceBuffer scales;  // float [k / 128, n / 128]
 
+  // A view of the buffers (pointers into the backend's memory, host or device).
   Fp8WeightsView View() const;
 };
 
