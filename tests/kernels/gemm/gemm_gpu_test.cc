@@ -14,6 +14,7 @@
 #include "kernels/backend.h"
 #include "kernels/backend_factory.h"
 #include "kernels/cuda/device.h"
+#include "kernels/formats.h"
 #include "kernels/gemm/fp8_quantizer.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/gemm_cuda.h"
@@ -79,6 +80,33 @@ TEST_F(GemmGpuTest, DeviceDequantizesToTheHostBits) {
   ASSERT_TRUE(cuda_->Fill(out, 0xFF).ok());
   ASSERT_TRUE(gemm_cuda::DequantizeFp8OnDevice(uploaded.View(), out.as<uint16_t>()).ok());
   EXPECT_EQ(Download<uint16_t>(*cuda_, out).value(), DequantizeFp8Matrix(fp8));
+}
+
+// The bf16x2 sub and mul and the cvt the device runs, against their host stand-ins, on every code
+// and zero point with scales the quantiser rarely makes: zero, bf16-subnormal, tiny, large, and
+// large enough that a product overflows to infinity.
+TEST_F(GemmGpuTest, DeviceDequantizesEdgeScalesToTheHostBits) {
+  const float kScales[] = {0.0f, 0x1p-130f, 1e-30f, 0.0078125f, 3.14f, 6.5e4f, 1e38f};
+  for (ScaleType scale_type : {ScaleType::kBf16, ScaleType::kFp32}) {
+    Int4Matrix matrix;
+    matrix.k = 128;
+    matrix.n = 128;
+    matrix.config = {32, Int4Scheme::kAsymmetric, scale_type};
+    for (int i = 0; i < matrix.k * matrix.n; ++i) {
+      matrix.codes.push_back(static_cast<int8_t>((i + i / matrix.n) % 16));
+    }
+    for (int i = 0; i < matrix.groups() * matrix.n; ++i) {
+      matrix.zeros.push_back(static_cast<uint8_t>((i / 7) % 16));
+      matrix.scales.push_back(DecodeBf16(EncodeBf16(kScales[i % 7])));
+    }
+    ASSERT_TRUE(matrix.Validate().ok());
+    const Int4Weights uploaded = UploadInt4Weights(*cuda_, PackInt4(matrix).value()).value();
+    DeviceBuffer out = cuda_->Allocate(128 * 128 * sizeof(uint16_t)).value();
+    ASSERT_TRUE(cuda_->Fill(out, 0xFF).ok());
+    ASSERT_TRUE(gemm_cuda::DequantizeInt4OnDevice(uploaded.View(), out.as<uint16_t>()).ok());
+    EXPECT_EQ(Download<uint16_t>(*cuda_, out).value(), DequantizeInt4Matrix(matrix))
+        << Int4ConfigName(matrix.config);
+  }
 }
 
 TEST_F(GemmGpuTest, EveryRowCountAndConfigurationMeetsTheBound) {
