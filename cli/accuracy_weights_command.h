@@ -7,6 +7,7 @@
 
 namespace kvsim::cli {
 
+// The `weights` subcommand of `kvsim accuracy` (cli/main.cc adds it to the group).
 std::unique_ptr<Command> MakeAccuracyWeightsCommand();
 
 }  // namespace kvsim::cli

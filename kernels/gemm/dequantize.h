@@ -1,7 +1,7 @@
 // The dequantised weight of every format in the family, defined once: the value a kernel feeds
 // the tensor cores, the CPU backend multiplies, and the references start from. Host and device
-// share it (KVSIM_HD); where the device uses a faster instruction sequence, it computes the same
-// bits, which //tests/kernels/gemm:gemm_gpu_test checks on a GPU.
+// share it (KVSIM_HD) and run the same sequences; only single bf16x2 instructions (sub, mul, cvt)
+// have host equivalents, whose bits //tests/kernels/gemm:gemm_gpu_test checks on a GPU.
 #pragma once
 
 #include <cstdint>
@@ -44,50 +44,61 @@ KVSIM_HD_INLINE uint32_t PackBf16x2(float low, float high) {
 #endif
 }
 
-// Two INT4 weights of one column as a bf16x2 register, with a bf16 scale (its bits in
-// `scale_bf16`): `nibbles` holds the lower-k weight in bits [0, 4) and the next in bits [16, 20)
-// (other bits are ignored); both share `zero` (0..15) and the scale.
-KVSIM_HD_INLINE uint32_t DequantizeInt4PairBf16Scale(uint32_t nibbles, uint32_t zero,
-                                                     uint32_t scale_bf16) {
+// bf16x2 subtraction and multiplication, each half rounded once to nearest even. On the device one
+// sm_90 instruction each; on the host the float operation, then the rounding to bf16: the same
+// single rounding whenever the float result is exact, as it is for every operand below (integers
+// up to 143, and an integer of magnitude at most 15 times a bf16 scale).
+KVSIM_HD_INLINE uint32_t SubBf16x2(uint32_t a, uint32_t b) {
 #if defined(__CUDA_ARCH__)
-  // 0x4300 is bf16 128.0 and bf16 steps by 1 in [128, 256), so OR-ing a nibble into the mantissa
-  // gives 128 + nibble (one lop3 for both halves). Subtracting 128 + zero is exact; the multiply
-  // rounds once, as DequantizeInt4 does.
-  const uint32_t magic = (nibbles & 0x000F000Fu) | 0x43004300u;
-  const uint32_t bias = 0x43004300u | zero | (zero << 16);
-  const uint32_t scale2 = scale_bf16 | (scale_bf16 << 16);
-  uint32_t centered;
-  uint32_t result;
-  asm("sub.rn.bf16x2 %0, %1, %2;" : "=r"(centered) : "r"(magic), "r"(bias));
-  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(result) : "r"(centered), "r"(scale2));
-  return result;
+  uint32_t d;
+  asm("sub.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
 #else
-  const float scale = DecodeBf16(static_cast<uint16_t>(scale_bf16));
-  const int32_t low = static_cast<int32_t>(nibbles & 0xFu) - static_cast<int32_t>(zero);
-  const int32_t high = static_cast<int32_t>((nibbles >> 16) & 0xFu) - static_cast<int32_t>(zero);
-  return static_cast<uint32_t>(DequantizeInt4(low, scale)) |
-         (static_cast<uint32_t>(DequantizeInt4(high, scale)) << 16);
+  return PackBf16x2(
+      DecodeBf16(static_cast<uint16_t>(a)) - DecodeBf16(static_cast<uint16_t>(b)),
+      DecodeBf16(static_cast<uint16_t>(a >> 16)) - DecodeBf16(static_cast<uint16_t>(b >> 16)));
 #endif
 }
 
-// As DequantizeInt4PairBf16Scale, with an fp32 scale: the centred codes become floats exactly and
-// each product is rounded once to bf16.
-KVSIM_HD_INLINE uint32_t DequantizeInt4PairFp32Scale(uint32_t nibbles, uint32_t zero, float scale) {
+KVSIM_HD_INLINE uint32_t MulBf16x2(uint32_t a, uint32_t b) {
 #if defined(__CUDA_ARCH__)
-  // The same exact bf16 trick as above; a bf16 is the top half of the float of the same value.
+  uint32_t d;
+  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+#else
+  return PackBf16x2(
+      DecodeBf16(static_cast<uint16_t>(a)) * DecodeBf16(static_cast<uint16_t>(b)),
+      DecodeBf16(static_cast<uint16_t>(a >> 16)) * DecodeBf16(static_cast<uint16_t>(b >> 16)));
+#endif
+}
+
+// Two INT4 weights of one column minus their zero point, as exact bf16x2 integers -15..15:
+// `nibbles` holds the lower-k weight in bits [0, 4) and the next in bits [16, 20) (other bits are
+// ignored); `zero` is 0..15. 0x4300 is bf16 128.0 and bf16 steps by 1 in [128, 256), so OR-ing a
+// nibble into the mantissa gives 128 + nibble (one lop3 for both halves), and subtracting
+// 128 + zero is exact. Host and device run this same sequence.
+KVSIM_HD_INLINE uint32_t CenteredInt4PairBf16(uint32_t nibbles, uint32_t zero) {
   const uint32_t magic = (nibbles & 0x000F000Fu) | 0x43004300u;
   const uint32_t bias = 0x43004300u | zero | (zero << 16);
-  uint32_t centered;
-  asm("sub.rn.bf16x2 %0, %1, %2;" : "=r"(centered) : "r"(magic), "r"(bias));
+  return SubBf16x2(magic, bias);
+}
+
+// Two INT4 weights of one column as a bf16x2 register (operands as CenteredInt4PairBf16), with a
+// bf16 scale (its bits in `scale_bf16`): one bf16x2 multiply rounds each product once, as
+// DequantizeInt4 does.
+KVSIM_HD_INLINE uint32_t DequantizeInt4PairBf16Scale(uint32_t nibbles, uint32_t zero,
+                                                     uint32_t scale_bf16) {
+  return MulBf16x2(CenteredInt4PairBf16(nibbles, zero), scale_bf16 | (scale_bf16 << 16));
+}
+
+// As DequantizeInt4PairBf16Scale, with an fp32 scale: the centred codes become floats exactly (a
+// bf16 is the top half of the float of the same value) and each fp32 product is rounded to bf16,
+// as DequantizeInt4 does.
+KVSIM_HD_INLINE uint32_t DequantizeInt4PairFp32Scale(uint32_t nibbles, uint32_t zero, float scale) {
+  const uint32_t centered = CenteredInt4PairBf16(nibbles, zero);
   const float low = BitsToFloat(centered << 16);
   const float high = BitsToFloat(centered & 0xFFFF0000u);
   return PackBf16x2(low * scale, high * scale);
-#else
-  const int32_t low = static_cast<int32_t>(nibbles & 0xFu) - static_cast<int32_t>(zero);
-  const int32_t high = static_cast<int32_t>((nibbles >> 16) & 0xFu) - static_cast<int32_t>(zero);
-  return static_cast<uint32_t>(DequantizeInt4(low, scale)) |
-         (static_cast<uint32_t>(DequantizeInt4(high, scale)) << 16);
-#endif
 }
 
 // Two FP8 weights of one column (codes in bits [0, 8) and [8, 16), lower k first) as a bf16x2

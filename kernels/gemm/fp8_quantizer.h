@@ -16,8 +16,9 @@ struct Fp8BlockMatrix {
   std::vector<uint8_t> codes;  // [k, n] row-major e4m3 codes, never NaN (0x7F, 0xFF)
   std::vector<float> scales;   // [k / 128, n / 128] row-major, finite, >= 0
 
-  int block_rows() const;
-  int block_columns() const;
+  int block_rows() const;     // k / 128
+  int block_columns() const;  // n / 128
+  // The scale of the block that holds weight (row, column).
   float ScaleOf(int row, int column) const;
   // The dequantised weight (row, column) as bf16 bits: DequantizeFp8(code, block scale).
   uint16_t Dequantized(int row, int column) const;

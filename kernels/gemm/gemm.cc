@@ -20,10 +20,8 @@ Status CheckBuffer(const char* what, const char* name, const Backend& backend,
   return CheckBufferRange(backend, *buffer, 0, bytes).WithContext(std::string(what) + ": " + name);
 }
 
-// The checks both kernels share: m, n, and the activation, bias and output buffers.
-Status CheckCommon(const char* what, const Backend& backend, int m, int k, int n,
-                   const DeviceBuffer* activations, const DeviceBuffer* bias,
-                   const DeviceBuffer* output) {
+// m in 1..kGemmMaxM and n a multiple of 128 (the weights' own checks bound n).
+Status CheckRowsAndColumns(const char* what, int m, int n) {
   if (m < 1 || m > kGemmMaxM) {
     return OutOfRangeError(std::string(what) + ": m = " + std::to_string(m) +
                            " is out of range; supported: 1 to " + std::to_string(kGemmMaxM));
@@ -32,6 +30,14 @@ Status CheckCommon(const char* what, const Backend& backend, int m, int k, int n
     return InvalidArgumentError(std::string(what) + ": n = " + std::to_string(n) +
                                 " is not supported; n must be a multiple of 128");
   }
+  return Status::Ok();
+}
+
+// The checks both kernels share: m, n, and the activation, bias and output buffers.
+Status CheckCommon(const char* what, const Backend& backend, int m, int k, int n,
+                   const DeviceBuffer* activations, const DeviceBuffer* bias,
+                   const DeviceBuffer* output) {
+  KVSIM_RETURN_IF_ERROR(CheckRowsAndColumns(what, m, n));
   const size_t bf16 = sizeof(uint16_t);
   KVSIM_RETURN_IF_ERROR(
       CheckBuffer(what, "activations", backend, activations, static_cast<size_t>(m) * k * bf16));
@@ -160,6 +166,15 @@ Status Fp8Gemm(Backend& backend, const Fp8GemmArgs& args) {
 size_t GemmWorkspaceBytes(int m, int n, int k) { return PlanGemmLaunch(m, n, k).workspace_bytes; }
 
 Result<DeviceBuffer> AllocateGemmWorkspace(Backend& backend, int m, int n, int k) {
+  constexpr const char* kWhat = "gemm workspace";
+  KVSIM_RETURN_IF_ERROR(CheckRowsAndColumns(kWhat, m, n));
+  if (n < 1 || n > kMaxWeightDim || k < 1 || k > kMaxWeightDim || k % kTileK != 0) {
+    return InvalidArgumentError(std::string(kWhat) + ": [k, n] = [" + std::to_string(k) + ", " +
+                                std::to_string(n) +
+                                "] is not supported; k must be a multiple of 16 and n of 128, "
+                                "both from 1 to " +
+                                std::to_string(kMaxWeightDim));
+  }
   const size_t bytes = std::max<size_t>(GemmWorkspaceBytes(m, n, k), sizeof(int32_t));
   KVSIM_ASSIGN_OR_RETURN(DeviceBuffer workspace, backend.Allocate(bytes));
   KVSIM_RETURN_IF_ERROR(backend.Fill(workspace, 0));

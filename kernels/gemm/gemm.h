@@ -33,6 +33,7 @@ struct Fp8Weights {
   DeviceBuffer codes;   // k * n bytes
   DeviceBuffer scales;  // float [k / 128, n / 128]
 
+  // A view of the buffers (pointers into the backend's memory, host or device).
   Fp8WeightsView View() const;
 };
 
@@ -46,8 +47,9 @@ struct Int4GemmArgs {
   const Int4Weights* weights = nullptr;       // [k, n]
   const DeviceBuffer* bias = nullptr;         // optional bf16 [n]
   DeviceBuffer* output = nullptr;             // bf16 [m, n] row-major; every element is written
-  // CUDA only, optional: scratch of GemmWorkspaceBytes(m, n, k) bytes from AllocateGemmWorkspace,
-  // reusable across calls (not concurrently). Without it a call that splits k allocates its own.
+  // CUDA only, optional: scratch of at least GemmWorkspaceBytes(m, n, k) bytes from
+  // AllocateGemmWorkspace; one serves calls of any shape it is large enough for, one call at a
+  // time. Without it a call that splits k allocates its own.
   DeviceBuffer* workspace = nullptr;
 };
 
@@ -76,7 +78,10 @@ Status Fp8Gemm(Backend& backend, const Fp8GemmArgs& args);
 size_t GemmWorkspaceBytes(int m, int n, int k);
 
 // A zero-filled workspace of GemmWorkspaceBytes(m, n, k) bytes (at least 4, so one buffer can
-// serve shapes that need none).
+// serve shapes that need none). It serves every shape that needs at most as many bytes: the
+// counters sit at the same offset for every shape and calls leave them zero (gemm_plan.h). A shape
+// no entry point accepts (m outside 1..65536, k not a multiple of 16, n not of 128, k or n above
+// 65536) is an InvalidArgument or OutOfRange error.
 Result<DeviceBuffer> AllocateGemmWorkspace(Backend& backend, int m, int n, int k);
 
 }  // namespace kvsim

@@ -230,8 +230,8 @@ Status LaunchGemm(const GemmOperands& op, const typename Format::View& weights) 
   float* partials = nullptr;
   int* counters = nullptr;
   if (plan.splits > 1) {
-    partials = static_cast<float*>(op.workspace);
-    counters = reinterpret_cast<int*>(partials + plan.partial_floats);
+    counters = static_cast<int*>(op.workspace);
+    partials = reinterpret_cast<float*>(counters + kGemmCounterSlots);
   }
   const dim3 grid(plan.grid_x, plan.grid_y, plan.splits);
   if (plan.config == GemmTileConfig::kSmallM) {

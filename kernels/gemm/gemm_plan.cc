@@ -32,7 +32,8 @@ GemmLaunchPlan PlanGemmLaunch(int m, int n, int k) {
   if (plan.splits > 1) {
     plan.partial_floats = static_cast<size_t>(plan.splits) * m * n;
     plan.counters = static_cast<size_t>(output_blocks);
-    plan.workspace_bytes = plan.partial_floats * sizeof(float) + plan.counters * sizeof(int32_t);
+    plan.workspace_bytes = kGemmCounterBytes + plan.partial_floats * sizeof(float);
+    KVSIM_CHECK_LE(plan.counters, static_cast<size_t>(kGemmCounterSlots));
   }
   KVSIM_CHECK_GE(plan.splits, 1);
   KVSIM_CHECK_LE(plan.splits, kGemmMaxSplits);

@@ -24,11 +24,19 @@ inline constexpr int kGemmLargeMRows = 64;
 // Blocks a launch aims for: two per SM on a 132-SM H100/H200. A constant, not the device's SM
 // count, so a shape's reduction order (and so its bits) is the same on every GPU.
 inline constexpr int kGemmTargetBlocks = 264;
-// Split-K never leaves a warp fewer k steps (of 16) than this, nor uses more splits than the max.
+// Split-K gives each split at least this many k steps (of 16) per warp (the last split, the rest,
+// may have fewer), and uses at most kGemmMaxSplits splits.
 inline constexpr int kGemmMinStepsPerWarp = 4;
 inline constexpr int kGemmMaxSplits = 32;
 // The largest m the GEMM entry points accept.
 inline constexpr int kGemmMaxM = 65536;
+// Split-K workspaces open with this many int32 tile counters, at the same offset for every shape:
+// k is split only when the output has fewer than kGemmTargetBlocks tiles, so every split launch
+// fits, and one zeroed workspace serves calls of any shapes whose partial sums fit after them
+// (kernels leave the counters zero). 16-byte multiple, so the partials stay 16-byte aligned.
+inline constexpr int kGemmCounterSlots = kGemmTargetBlocks;
+inline constexpr size_t kGemmCounterBytes = kGemmCounterSlots * sizeof(int32_t);
+static_assert(kGemmCounterBytes % 16 == 0);
 
 struct GemmLaunchPlan {
   GemmTileConfig config = GemmTileConfig::kSmallM;
@@ -38,11 +46,12 @@ struct GemmLaunchPlan {
   int grid_y = 0;           // ceil(m / block_rows) row blocks
   int splits = 1;           // grid z: contiguous k ranges, every one non-empty
   int steps_per_split = 0;  // k steps (of 16) per split; the last may have fewer
-  // Split-K scratch: fp32 partial sums [splits, m, n], then one int counter per output tile
-  // (grid_x * grid_y), which must be zero before the first launch; kernels leave them zero.
+  // Split-K scratch: kGemmCounterSlots int32 counters, of which the first grid_x * grid_y count
+  // the finished splits of each output tile (zero before the first launch; kernels leave them
+  // zero), then fp32 partial sums [splits, m, n].
   size_t partial_floats = 0;
-  size_t counters = 0;
-  size_t workspace_bytes = 0;  // 0 when splits == 1
+  size_t counters = 0;         // output tiles whose counters a launch uses: grid_x * grid_y
+  size_t workspace_bytes = 0;  // kGemmCounterBytes + 4 partial_floats; 0 when splits == 1
 };
 
 // The plan for an [m, k] x [k, n] product; 1 <= m <= kGemmMaxM, k a positive multiple of 16, n of

@@ -21,9 +21,10 @@ struct Int4Matrix {
   std::vector<float> scales;   // [k / group_size, n]; >= 0, exactly representable in scale_type
   std::vector<uint8_t> zeros;  // [k / group_size, n], 0..15; empty for the symmetric scheme
 
-  int groups() const { return k / config.group_size; }
+  int groups() const { return k / config.group_size; }  // groups along k per column
   // The zero point of weight (row, column)'s group: 0 for the symmetric scheme.
   int32_t ZeroOf(int row, int column) const;
+  // The scale of weight (row, column)'s group.
   float ScaleOf(int row, int column) const;
   // The dequantised weight (row, column) as bf16 bits: DequantizeInt4(code - zero, scale).
   uint16_t Dequantized(int row, int column) const;

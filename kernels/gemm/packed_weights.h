@@ -35,6 +35,7 @@ struct Fp8PackedWeights {
   std::vector<uint8_t> codes;  // k * n bytes, tile layout
   std::vector<float> scales;   // [k / 128, n / 128] row-major
 
+  // A view of these host arrays.
   Fp8WeightsView View() const;
 };
 

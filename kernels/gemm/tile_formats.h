@@ -50,7 +50,7 @@ KVSIM_HD_INLINE Words4 LoadWords4(const void* address) {
 #endif
 }
 
-// One 32-bit word or float through the read-only path on the device.
+// One 32-bit word (LoadWord) or float (LoadFloat) through the read-only path on the device.
 KVSIM_HD_INLINE uint32_t LoadWord(const uint32_t* address) {
 #if defined(__CUDA_ARCH__)
   return __ldg(address);

@@ -21,8 +21,8 @@ struct Int4WeightsView {
   int group_size = 0;
   ScaleType scale_type = ScaleType::kBf16;
 
-  KVSIM_HD int k_tiles() const { return k / kTileK; }
-  KVSIM_HD int n_tiles() const { return n / kTileN; }
+  KVSIM_HD int k_tiles() const { return k / kTileK; }  // tiles along k (16 rows each)
+  KVSIM_HD int n_tiles() const { return n / kTileN; }  // tiles along n (64 columns each)
 };
 
 // A view of INT4 weight arrays with `config`'s shape parameters; `zeros` is ignored (the view
@@ -48,8 +48,8 @@ struct Fp8WeightsView {
   int k = 0;
   int n = 0;
 
-  KVSIM_HD int k_tiles() const { return k / kTileK; }
-  KVSIM_HD int n_tiles() const { return n / kTileN; }
+  KVSIM_HD int k_tiles() const { return k / kTileK; }  // tiles along k (16 rows each)
+  KVSIM_HD int n_tiles() const { return n / kTileN; }  // tiles along n (64 columns each)
 };
 
 }  // namespace kvsim

@@ -23,7 +23,7 @@ namespace {
 // A random valid INT4 matrix: every code, zero point and scale drawn directly (not through the
 // quantiser), so every nibble value and position occurs. k is a multiple of the group size, n of
 // 64. `min_zero` keeps zero points away from 0 when a format cannot store 0 (GPTQ v1).
-Int4Matrix ArbitraryInt4Matrix(Int4Scheme scheme, int min_zero) {
+Int4Matrix ArbitraryInt4Matrix(Int4Scheme scheme, uint8_t min_zero) {
   Int4Matrix matrix;
   matrix.config.group_size = kInt4GroupSizes[*rc::gen::inRange(0, 3)];
   matrix.config.scheme = scheme;
@@ -33,10 +33,9 @@ Int4Matrix ArbitraryInt4Matrix(Int4Scheme scheme, int min_zero) {
   Prng prng(*rc::gen::arbitrary<uint64_t>());
   const bool symmetric = scheme == Int4Scheme::kSymmetric;
   matrix.codes.resize(static_cast<size_t>(matrix.k) * matrix.n);
-  for (int8_t& code : matrix.codes) {
-    code =
-        static_cast<int8_t>(symmetric ? prng.range_inclusive(-8, 7) : prng.range_inclusive(0, 15));
-  }
+  const int8_t code_min = symmetric ? -8 : 0;
+  const int8_t code_max = symmetric ? 7 : 15;
+  for (int8_t& code : matrix.codes) code = prng.range_inclusive(code_min, code_max);
   const size_t entries = static_cast<size_t>(matrix.groups()) * matrix.n;
   const std::vector<uint16_t> scale_bits =
       SampleBf16(prng, entries, WeightDistribution::kStudentT3, 0.01);
@@ -48,7 +47,7 @@ Int4Matrix ArbitraryInt4Matrix(Int4Scheme scheme, int min_zero) {
   }
   if (!symmetric) {
     for (size_t i = 0; i < entries; ++i) {
-      matrix.zeros.push_back(static_cast<uint8_t>(prng.range_inclusive(min_zero, 15)));
+      matrix.zeros.push_back(prng.range_inclusive<uint8_t>(min_zero, 15));
     }
   }
   RC_ASSERT(matrix.Validate().ok());
@@ -106,7 +105,7 @@ Fp8BlockMatrix ArbitraryFp8Matrix() {
   matrix.codes.resize(static_cast<size_t>(matrix.k) * matrix.n);
   for (uint8_t& code : matrix.codes) {
     do {
-      code = static_cast<uint8_t>(prng.below(256));
+      code = prng.range_inclusive<uint8_t>(0, 255);
     } while ((code & 0x7F) == 0x7F);  // NaN codes are not weights
   }
   for (int i = 0; i < matrix.block_rows() * matrix.block_columns(); ++i) {

@@ -14,9 +14,11 @@
 #include "kernels/backend.h"
 #include "kernels/backend_factory.h"
 #include "kernels/cuda/device.h"
+#include "kernels/formats.h"
 #include "kernels/gemm/fp8_quantizer.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/gemm_cuda.h"
+#include "kernels/gemm/gemm_plan.h"
 #include "kernels/gemm/int4_quantizer.h"
 #include "kernels/gemm/packed_weights.h"
 #include "kernels/gemm/weight_samples.h"
@@ -78,6 +80,33 @@ TEST_F(GemmGpuTest, DeviceDequantizesToTheHostBits) {
   ASSERT_TRUE(cuda_->Fill(out, 0xFF).ok());
   ASSERT_TRUE(gemm_cuda::DequantizeFp8OnDevice(uploaded.View(), out.as<uint16_t>()).ok());
   EXPECT_EQ(Download<uint16_t>(*cuda_, out).value(), DequantizeFp8Matrix(fp8));
+}
+
+// The bf16x2 sub and mul and the cvt the device runs, against their host stand-ins, on every code
+// and zero point with scales the quantiser rarely makes: zero, bf16-subnormal, tiny, large, and
+// large enough that a product overflows to infinity.
+TEST_F(GemmGpuTest, DeviceDequantizesEdgeScalesToTheHostBits) {
+  const float kScales[] = {0.0f, 0x1p-130f, 1e-30f, 0.0078125f, 3.14f, 6.5e4f, 1e38f};
+  for (ScaleType scale_type : {ScaleType::kBf16, ScaleType::kFp32}) {
+    Int4Matrix matrix;
+    matrix.k = 128;
+    matrix.n = 128;
+    matrix.config = {32, Int4Scheme::kAsymmetric, scale_type};
+    for (int i = 0; i < matrix.k * matrix.n; ++i) {
+      matrix.codes.push_back(static_cast<int8_t>((i + i / matrix.n) % 16));
+    }
+    for (int i = 0; i < matrix.groups() * matrix.n; ++i) {
+      matrix.zeros.push_back(static_cast<uint8_t>((i / 7) % 16));
+      matrix.scales.push_back(DecodeBf16(EncodeBf16(kScales[i % 7])));
+    }
+    ASSERT_TRUE(matrix.Validate().ok());
+    const Int4Weights uploaded = UploadInt4Weights(*cuda_, PackInt4(matrix).value()).value();
+    DeviceBuffer out = cuda_->Allocate(128 * 128 * sizeof(uint16_t)).value();
+    ASSERT_TRUE(cuda_->Fill(out, 0xFF).ok());
+    ASSERT_TRUE(gemm_cuda::DequantizeInt4OnDevice(uploaded.View(), out.as<uint16_t>()).ok());
+    EXPECT_EQ(Download<uint16_t>(*cuda_, out).value(), DequantizeInt4Matrix(matrix))
+        << Int4ConfigName(matrix.config);
+  }
 }
 
 TEST_F(GemmGpuTest, EveryRowCountAndConfigurationMeetsTheBound) {
@@ -155,15 +184,47 @@ TEST_F(GemmGpuTest, RepeatedSplitCallsGiveTheSameBitsAndReuseTheWorkspace) {
     if (call == 0) first = result;
     EXPECT_EQ(result, first) << "call " << call;
   }
-  // The counters at the end of the workspace are back to zero.
+  // The counters at the start of the workspace are back to zero.
   const std::vector<int32_t> words = Download<int32_t>(*cuda_, workspace).value();
-  const size_t counters = PlanGemmLaunch(kM, kN, kK).counters;
-  for (size_t i = words.size() - counters; i < words.size(); ++i) EXPECT_EQ(words[i], 0);
+  for (int i = 0; i < kGemmCounterSlots; ++i) EXPECT_EQ(words[i], 0) << "counter " << i;
   // Without a workspace the call allocates its own and gives the same bits.
   args.workspace = nullptr;
   ASSERT_TRUE(cuda_->Fill(out, 0xFF).ok());
   ASSERT_TRUE(Int4Gemm(*cuda_, args).ok());
   EXPECT_EQ(Download<uint16_t>(*cuda_, out).value(), first);
+}
+
+// One workspace, allocated for the shape that needs the most, serves shapes with other split
+// counts after it (their counters must not land on its partial sums) and gives each the bits it
+// gets with a workspace of its own.
+TEST_F(GemmGpuTest, OneWorkspaceServesSmallerShapes) {
+  constexpr int kMaxM = 17, kK = 4096, kN = 1024;
+  Prng prng(13);
+  const std::vector<float> weights = SampleWeights(prng, kK, kN, WeightDistribution::kStudentT3);
+  const Int4Matrix matrix = QuantizeInt4Matrix(weights, kK, kN, Int4QuantizeOptions()).value();
+  const Int4Weights uploaded = UploadInt4Weights(*cuda_, PackInt4(matrix).value()).value();
+  const DeviceBuffer x =
+      Upload(*cuda_, SampleBf16(prng, kMaxM * kK, WeightDistribution::kGaussian, 1.0)).value();
+  DeviceBuffer out = cuda_->Allocate(kMaxM * kN * sizeof(uint16_t)).value();
+  DeviceBuffer shared = AllocateGemmWorkspace(*cuda_, kMaxM, kN, kK).value();
+  auto run = [&](int m, DeviceBuffer* workspace) {
+    Int4GemmArgs args;
+    args.m = m;
+    args.activations = &x;
+    args.weights = &uploaded;
+    args.output = &out;
+    args.workspace = workspace;
+    EXPECT_TRUE(cuda_->Fill(out, 0xFF).ok());
+    EXPECT_TRUE(Int4Gemm(*cuda_, args).ok()) << "m = " << m;
+    std::vector<uint16_t> result = Download<uint16_t>(*cuda_, out).value();
+    result.resize(static_cast<size_t>(m) * kN);
+    return result;
+  };
+  for (int m : {kMaxM, 1, 8, 3, kMaxM}) {
+    ASSERT_GT(GemmWorkspaceBytes(m, kN, kK), 0u) << "m = " << m;
+    ASSERT_LE(GemmWorkspaceBytes(m, kN, kK), shared.bytes()) << "m = " << m;
+    EXPECT_EQ(run(m, &shared), run(m, nullptr)) << "m = " << m;
+  }
 }
 
 }  // namespace

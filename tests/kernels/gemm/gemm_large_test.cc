@@ -2,6 +2,7 @@
 // count of the family with k and n up to 8192, INT4 (group sizes 32 and 128) and FP8.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <memory>
 
 #include "kernels/backend.h"

@@ -17,7 +17,7 @@ TEST(GemmPlanTest, SmallRowCountsSplitKToFillTheGpu) {
   EXPECT_EQ(plan.steps_per_split, 43);
   EXPECT_EQ(plan.partial_floats, 9u * 4096);
   EXPECT_EQ(plan.counters, 32u);
-  EXPECT_EQ(plan.workspace_bytes, 9u * 4096 * 4 + 32 * 4);
+  EXPECT_EQ(plan.workspace_bytes, 264u * 4 + 9u * 4096 * 4);
 }
 
 TEST(GemmPlanTest, LargeRowCountsDoNotSplit) {
@@ -39,8 +39,10 @@ TEST(GemmPlanTest, EverySplitHasWorkAndShortKIsNotSplit) {
         EXPECT_LT((plan.splits - 1) * plan.steps_per_split, steps);
         EXPECT_GE(plan.splits * plan.steps_per_split, steps);
         if (plan.splits > 1) {
-          EXPECT_GE(plan.steps_per_split, plan.warps_k * kGemmMinStepsPerWarp - plan.warps_k)
+          EXPECT_GE(plan.steps_per_split, plan.warps_k * kGemmMinStepsPerWarp)
               << m << " " << n << " " << k;
+          EXPECT_LE(plan.counters, static_cast<size_t>(kGemmCounterSlots));
+          EXPECT_EQ(plan.workspace_bytes, kGemmCounterBytes + plan.partial_floats * sizeof(float));
         }
       }
     }

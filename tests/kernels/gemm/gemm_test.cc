@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,16 +32,33 @@ const Int4Config kInt4Configs[] = {
     {128, Int4Scheme::kAsymmetric, ScaleType::kFp32},
 };
 
-void ExpectWithinBound(const GemmCase& c) {
-  std::unique_ptr<Backend> cpu = CreateCpuBackend();
-  const Result<GemmCaseResult> result = RunGemmCase(*cpu, c, Accumulation::kIeeeFp32);
-  ASSERT_TRUE(result.ok()) << c.ToString() << ": " << result.status().ToString();
-  EXPECT_EQ(result->check.violations, 0) << c.ToString() << "\n" << result->check.report;
-  ::testing::Test::RecordProperty("worst_error_over_bound",
-                                  std::to_string(result->check.worst_ratio));
-}
+// Runs cases on the CPU backend and records, in the test's XML output and on stdout, the largest
+// error / bound ratio over all of them.
+class GemmBoundTest : public ::testing::Test {
+ protected:
+  void ExpectWithinBound(const GemmCase& c) {
+    const Result<GemmCaseResult> result = RunGemmCase(*cpu_, c, Accumulation::kIeeeFp32);
+    ASSERT_TRUE(result.ok()) << c.ToString() << ": " << result.status().ToString();
+    EXPECT_EQ(result->check.violations, 0) << c.ToString() << "\n" << result->check.report;
+    worst_ratio_ = std::max(worst_ratio_, result->check.worst_ratio);
+    ++cases_;
+  }
 
-TEST(Int4GemmTest, EveryRowCountAndConfigurationMeetsTheBound) {
+  void TearDown() override {
+    if (cases_ == 0) return;
+    RecordProperty("worst_error_over_bound", std::to_string(worst_ratio_));
+    std::printf("worst error / bound over %d cases: %.3f\n", cases_, worst_ratio_);
+  }
+
+  std::unique_ptr<Backend> cpu_ = CreateCpuBackend();
+  double worst_ratio_ = 0;
+  int cases_ = 0;
+};
+
+class Int4GemmTest : public GemmBoundTest {};
+class Fp8GemmTest : public GemmBoundTest {};
+
+TEST_F(Int4GemmTest, EveryRowCountAndConfigurationMeetsTheBound) {
   int index = 0;
   for (int m : kRowCounts) {
     for (const Int4Config& config : kInt4Configs) {
@@ -60,7 +79,7 @@ TEST(Int4GemmTest, EveryRowCountAndConfigurationMeetsTheBound) {
   }
 }
 
-TEST(Fp8GemmTest, EveryRowCountMeetsTheBound) {
+TEST_F(Fp8GemmTest, EveryRowCountMeetsTheBound) {
   int index = 0;
   for (int m : kRowCounts) {
     GemmCase c;
@@ -79,7 +98,7 @@ TEST(Fp8GemmTest, EveryRowCountMeetsTheBound) {
 
 // The largest k and n the suite reaches by default; //tests/kernels/gemm:gemm_large_test (manual)
 // sweeps 8192 x 8192.
-TEST(Int4GemmTest, LongAndWideMatricesMeetTheBound) {
+TEST_F(Int4GemmTest, LongAndWideMatricesMeetTheBound) {
   GemmCase deep;
   deep.m = 3;
   deep.k = 8192;
@@ -98,18 +117,17 @@ TEST(Int4GemmTest, LongAndWideMatricesMeetTheBound) {
   ExpectWithinBound(fp8);
 }
 
-TEST(Int4GemmTest, SameInputsSameBits) {
-  std::unique_ptr<Backend> cpu = CreateCpuBackend();
+TEST_F(Int4GemmTest, SameInputsSameBits) {
   GemmCase c;
   c.m = 17;
   c.k = 256;
   c.n = 256;
-  const Result<GemmCaseResult> first = RunGemmCase(*cpu, c, Accumulation::kIeeeFp32);
-  const Result<GemmCaseResult> second = RunGemmCase(*cpu, c, Accumulation::kIeeeFp32);
+  const Result<GemmCaseResult> first = RunGemmCase(*cpu_, c, Accumulation::kIeeeFp32);
+  const Result<GemmCaseResult> second = RunGemmCase(*cpu_, c, Accumulation::kIeeeFp32);
   ASSERT_TRUE(first.ok() && second.ok());
   EXPECT_EQ(first->output, second->output);
   c.seed = 2;
-  const Result<GemmCaseResult> other = RunGemmCase(*cpu, c, Accumulation::kIeeeFp32);
+  const Result<GemmCaseResult> other = RunGemmCase(*cpu_, c, Accumulation::kIeeeFp32);
   ASSERT_TRUE(other.ok());
   EXPECT_NE(first->output, other->output);
 }
@@ -198,6 +216,22 @@ TEST(Fp8GemmChecksTest, BlockMultiplesOnly) {
   EXPECT_EQ(Fp8Gemm(*cpu, args).message(),
             "fp8_gemm: [k, n] = [192, 128] is not supported; both must be multiples of the 128 x "
             "128 scale block");
+}
+
+TEST(GemmWorkspaceTest, UnsupportedShapesAreErrorsNotAborts) {
+  std::unique_ptr<Backend> cpu = CreateCpuBackend();
+  EXPECT_EQ(AllocateGemmWorkspace(*cpu, 1, 64, 128).status().message(),
+            "gemm workspace: n = 64 is not supported; n must be a multiple of 128");
+  EXPECT_EQ(AllocateGemmWorkspace(*cpu, 0, 128, 128).status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(AllocateGemmWorkspace(*cpu, 1, 128, 100).status().message(),
+            "gemm workspace: [k, n] = [100, 128] is not supported; k must be a multiple of 16 and "
+            "n of 128, both from 1 to 65536");
+  EXPECT_FALSE(AllocateGemmWorkspace(*cpu, 1, 0, 128).ok());
+  EXPECT_FALSE(AllocateGemmWorkspace(*cpu, 1, 128, 65536 + 16).ok());
+  // A shape that splits k gets the counters and its partial sums; one that does not, 4 bytes.
+  EXPECT_EQ(AllocateGemmWorkspace(*cpu, 1, 4096, 6144).value().bytes(),
+            GemmWorkspaceBytes(1, 4096, 6144));
+  EXPECT_EQ(AllocateGemmWorkspace(*cpu, 4096, 4096, 6144).value().bytes(), 4u);
 }
 
 TEST(HostGemmTest, WrongHostSizesAreErrors) {

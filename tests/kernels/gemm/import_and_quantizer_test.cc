@@ -94,6 +94,25 @@ TEST(Int4QuantizerTest, ClipSearchHelpsAGroupWithOneOutlier) {
   EXPECT_LT(clipped, plain);
 }
 
+TEST(Fp8QuantizerTest, AllZeroBlockHasZeroScaleAndCodes) {
+  // Block (0, 0) is all zero; block (0, 1) holds -3 and 1.5 (absmax 3: scale 3 / 448).
+  std::vector<float> weights(128 * 256, 0.0f);
+  weights[5 * 256 + 130] = -3.0f;
+  weights[7 * 256 + 200] = 1.5f;
+  const Fp8BlockMatrix matrix = QuantizeFp8Blocks(weights, 128, 256).value();
+  EXPECT_EQ(matrix.scales[0], 0.0f);
+  EXPECT_EQ(matrix.scales[1], 3.0f / 448.0f);
+  for (int row = 0; row < 128; ++row) {
+    for (int column = 0; column < 128; ++column) {
+      ASSERT_EQ(matrix.codes[static_cast<size_t>(row) * 256 + column], 0);
+    }
+  }
+  EXPECT_EQ(matrix.codes[5 * 256 + 130], 0xFE);  // -448, the largest e4m3 magnitude
+  EXPECT_EQ(DecodeBf16(matrix.Dequantized(0, 0)), 0.0f);
+  EXPECT_EQ(DecodeBf16(matrix.Dequantized(5, 130)), -3.0f);
+  EXPECT_EQ(DecodeBf16(matrix.Dequantized(7, 200)), 1.5f);  // 224 x 3/448, exact
+}
+
 TEST(Int4QuantizerTest, BadMatricesAreErrors) {
   const Int4QuantizeOptions options = Options(32, Int4Scheme::kSymmetric, ScaleType::kBf16);
   EXPECT_EQ(QuantizeInt4Matrix(std::vector<float>(48 * 8), 48, 8, options).status().message(),

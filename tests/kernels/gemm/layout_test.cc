@@ -1,5 +1,6 @@
 // The packed layouts pinned by example (docs/kernels.md describes the same positions), and the
-// register dequantisers checked exhaustively against the element formulas.
+// register dequantisers (the bf16 bit sequence the CUDA kernels run, here with the host's
+// equivalents of its bf16x2 instructions) checked exhaustively against the element formulas.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -94,7 +95,8 @@ TEST(DequantizeTest, Fp8FastDecodeEqualsTheCodecForEveryFiniteCode) {
 }
 
 TEST(DequantizeTest, Int4PairsEqualTheElementFormula) {
-  const float scales[] = {0.0f, 1.0f, 0.0078125f, 3.1415927f, 1e-30f, 6.5e4f};
+  // Zero, ordinary, bf16-subnormal and overflowing (15 x 1e38 is infinite) scales.
+  const float scales[] = {0.0f, 1.0f, 0.0078125f, 3.1415927f, 1e-30f, 6.5e4f, 0x1p-130f, 1e38f};
   for (float scale : scales) {
     const uint16_t scale_bf16 = EncodeBf16(scale);
     for (uint32_t zero = 0; zero < 16; ++zero) {
