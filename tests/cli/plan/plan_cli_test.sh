@@ -64,6 +64,24 @@ expect_exit 2 "kimi-k2.6 has no weight variant 'int8'; available: int4, fp8" pla
 expect_exit 2 "give --json or --csv, not both" plan --json --csv
 expect_exit 2 "plot file 'x.pdf' must end in .png or .svg" plan --plot x.pdf
 expect_no_match "configuration" plan --plot x.pdf
+expect_exit 2 "folder '$tmp/no-such-folder' does not exist" plan --plot "$tmp/no-such-folder/p.svg"
+# gnuplot missing: an error that says so, never death by SIGPIPE (the race lost some runs).
+for _ in 1 2 3 4 5; do
+  output=$(PATH=/nonexistent "$kvsim" plan --plot "$tmp/p.svg" --concurrency 1 2>&1)
+  code=$?
+  if [ "$code" -ne 1 ] || ! grep -q "gnuplot failed to write" <<<"$output"; then
+    echo "FAIL: --plot without gnuplot exited $code, expected 1 and a message"
+    failures=$((failures + 1))
+  fi
+done
+# A plot gnuplot cannot open (here a folder) fails without drawing into the --json document.
+mkdir -p "$tmp/folder.svg"
+json=$("$kvsim" plan --json --concurrency 1 --plot "$tmp/folder.svg" 2>/dev/null)
+code=$?
+if [ "$code" -ne 1 ] || [ "${json:0:1}" != "{" ] || grep -q "<svg" <<<"$json"; then
+  echo "FAIL: --plot into a folder exited $code with stdout starting '${json:0:40}'"
+  failures=$((failures + 1))
+fi
 expect_exit 2 "configs folder 'nowhere' not found" plan --configs nowhere
 expect_exit 2 "--concurrency '1,0'" plan --concurrency 1,0
 expect_exit 2 "--mem-fraction: mem-fraction 0 is out of range" plan --mem-fraction 0
