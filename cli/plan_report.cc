@@ -226,7 +226,11 @@ void PrintPlanText(std::ostream& out, const std::vector<LabeledPlan>& plans) {
 void PrintPlanJson(std::ostream& out, const std::vector<LabeledPlan>& plans) {
   nlohmann::json configurations = nlohmann::json::array();
   for (const auto& plan : plans) configurations.push_back(PlanJson(plan));
-  out << nlohmann::json{{"configurations", configurations}}.dump(2) << "\n";
+  // Labels and names come from flags and files and need not be UTF-8; JSON must be, so invalid
+  // bytes become U+FFFD instead of an exception.
+  out << nlohmann::json{{"configurations", configurations}}.dump(
+             2, ' ', false, nlohmann::json::error_handler_t::replace)
+      << "\n";
 }
 
 void PrintPlanCsv(std::ostream& out, const std::vector<LabeledPlan>& plans) {

@@ -88,6 +88,11 @@ expect_exit 2 "configs folder 'nowhere' not found" plan --configs nowhere
 expect_exit 2 "--concurrency '1,0'" plan --concurrency 1,0
 expect_exit 2 "--mem-fraction: mem-fraction 0 is out of range" plan --mem-fraction 0
 
+# A label that is not UTF-8 (from a file name) still makes a JSON document.
+latin1="$tmp/$(printf 'k\xe9')"
+cp configs/models/kimi-k2.6.yaml "$latin1.yaml"
+expect_exit 0 $'"label": "model=.*k\xef\xbf\xbd\\.yaml"' plan --json --concurrency 1 --compare "model=$latin1.yaml"
+
 first=$("$kvsim" plan --compare kv-dtype=bf16,fp8_e4m3 --json)
 second=$("$kvsim" plan --compare kv-dtype=bf16,fp8_e4m3 --json)
 [ "$first" = "$second" ] || { echo "FAIL: two identical plans differ"; failures=$((failures + 1)); }
