@@ -88,6 +88,12 @@ expect_exit 2 "configs folder 'nowhere' not found" plan --configs nowhere
 expect_exit 2 "--concurrency '1,0'" plan --concurrency 1,0
 expect_exit 2 "--mem-fraction: mem-fraction 0 is out of range" plan --mem-fraction 0
 
+# Names from user YAML are CSV fields even with a comma or a quote in them.
+sed 's/^name: kimi-k2.6$/name: kimi "k2", six/' configs/models/kimi-k2.6.yaml >"$tmp/comma.yaml"
+expect_exit 0 '^"","kimi ""k2"", six",h200-sxm,8,' plan --csv --concurrency 1 --model "$tmp/comma.yaml"
+expect_exit 0 '^"model=[^"]*comma.yaml","kimi ""k2"", six",h200-sxm,8,' plan --csv --concurrency 1 \
+  --compare "model=$tmp/comma.yaml"
+
 # A label that is not UTF-8 (from a file name) still makes a JSON document.
 latin1="$tmp/$(printf 'k\xe9')"
 cp configs/models/kimi-k2.6.yaml "$latin1.yaml"
