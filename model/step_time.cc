@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "base/check.h"
 #include "base/units.h"
@@ -29,6 +30,13 @@ double AttentionFlopPerTokenHead(const ModelSpec& m, bool decode) {
 
 int QueryHeads(const ModelSpec& m) {
   return m.attention_kind == AttentionKind::kGqa ? m.gqa.heads : m.mla.heads;
+}
+
+// `bytes` as a count. A batch far beyond any GPU's cache (it never fits) can read more than 2^64
+// bytes a step; its count stays at the largest uint64_t instead of wrapping round to a small one.
+uint64_t ByteCount(double bytes) {
+  constexpr double kTwoTo64 = 18446744073709551616.0;
+  return bytes >= kTwoTo64 ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(bytes);
 }
 
 // The mean over a prompt of `context` positions of min(position, limit).
@@ -89,12 +97,18 @@ DecodeEstimate EstimateDecode(const ModelSpec& m, const GpuSpec& gpu, const Depl
   const int64_t context = d.context_tokens;
   const int64_t attended = AttendedTokens(m, context);
   const uint64_t requests = static_cast<uint64_t>(e.requests_per_pool);
-  e.kv_read_bytes = requests * (static_cast<uint64_t>(attended) * kv.attention_bytes() +
-                                static_cast<uint64_t>(context) * kv.indexer_bytes());
-  e.fp8_read_bytes = requests * static_cast<uint64_t>(attended) * kv.fp8_bytes;
+  // One request's reads fit in 64 bits (context < 2^25, bytes per token < 2^33 by the config
+  // bounds); the batch's need not, so they are multiplied in double.
+  const uint64_t kv_request_bytes = static_cast<uint64_t>(attended) * kv.attention_bytes() +
+                                    static_cast<uint64_t>(context) * kv.indexer_bytes();
+  const double kv_read = static_cast<double>(requests) * static_cast<double>(kv_request_bytes);
+  const double fp8_read = static_cast<double>(requests) *
+                          static_cast<double>(static_cast<uint64_t>(attended) * kv.fp8_bytes);
+  e.kv_read_bytes = ByteCount(kv_read);
+  e.fp8_read_bytes = ByteCount(fp8_read);
 
   const double bandwidth = gpu.memory_bytes_per_s * p.bandwidth_fraction;
-  e.memory_s = static_cast<double>(e.weight_read_bytes + e.kv_read_bytes) / bandwidth;
+  e.memory_s = (static_cast<double>(e.weight_read_bytes) + kv_read) / bandwidth;
   const int heads_per_rank = (QueryHeads(m) + d.attention_tp() - 1) / d.attention_tp();
   const double attention_flop = static_cast<double>(requests) * static_cast<double>(attended) *
                                 heads_per_rank * AttentionFlopPerTokenHead(m, true) * m.layers;
@@ -102,8 +116,7 @@ DecodeEstimate EstimateDecode(const ModelSpec& m, const GpuSpec& gpu, const Depl
                 attention_flop / (gpu.bf16_flop_per_s * p.compute_efficiency);
   if (e.fp8_read_bytes > 0) {
     const double rate_ratio = p.calibration_bf16_flop_per_s / gpu.bf16_flop_per_s;
-    e.fp8_s = p.fp8_kv_overhead_s +
-              static_cast<double>(e.fp8_read_bytes) * p.fp8_kv_convert_s_per_byte * rate_ratio;
+    e.fp8_s = p.fp8_kv_overhead_s + fp8_read * p.fp8_kv_convert_s_per_byte * rate_ratio;
   }
   e.step_s = p.step_overhead_s + std::max(e.memory_s, e.compute_s) + e.fp8_s;
   e.tokens_per_s = static_cast<double>(concurrency) / e.step_s;
