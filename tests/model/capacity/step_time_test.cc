@@ -130,6 +130,23 @@ TEST_F(StepTimeTest, SparseAttentionReadsOnlyTheTopKOfLongContexts) {
   EXPECT_EQ(e.kv_read_bytes, 2048 * r.kv.attention_bytes() + 21000 * r.kv.indexer_bytes());
 }
 
+TEST_F(StepTimeTest, DataParallelAttentionSplitsTheReplicasPrefillWorkLikeTensorParallelism) {
+  // Kimi's attention projections split exactly 8 ways (64 heads; q_a 1536 and kv_a 576 rows), so
+  // a token's attention work per GPU is the same whether the 8 ranks share every token (one pool,
+  // projections sharded) or each runs whole projections for an eighth of the tokens (8 pools).
+  PlanSettings tp;
+  tp.deployment.replicate_latent_projections = false;
+  PlanSettings dp = tp;
+  dp.deployment.pools = 8;
+  const PlanResult a = PlanOf(tp, {8});
+  const PlanResult b = PlanOf(dp, {8});
+  EXPECT_GT(b.weights.attention_params_bf16_per_gpu, 7 * a.weights.attention_params_bf16_per_gpu);
+  EXPECT_NEAR(b.prefill.flop_per_token_per_gpu / a.prefill.flop_per_token_per_gpu, 1, 1e-12);
+  EXPECT_NEAR(b.prefill.tokens_per_s / a.prefill.tokens_per_s, 1, 1e-12);
+  // Decode: 8 requests, one per pool: each GPU multiplies one token through its attention.
+  EXPECT_NEAR(b.decode[0].compute_s / a.decode[0].compute_s, 1, 1e-12);
+}
+
 TEST_F(StepTimeTest, ABatchReadingMoreThan2To64BytesSaturatesInsteadOfWrapping) {
   // 64 KV heads of 1024 on 8 ranks over 1024 layers: 32 MiB per token and GPU (2^25). 2^20
   // requests of 2^24 tokens read 2^69 bytes a step, which wraps to exactly 0 in 64 bits.
