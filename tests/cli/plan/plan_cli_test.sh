@@ -20,7 +20,7 @@ expect_exit 0 "bytes per token per GPU +70,272 +35,136" plan --compare kv-dtype=
 expect_exit 0 "^  64 +out of memory +- +- +1962 " plan --compare kv-dtype=bf16,fp8_e4m3
 expect_exit 0 "largest prediction error: 10.5%" plan --calibration-report
 expect_exit 0 "bf16 +64 +predicted +out of memory +out of memory +agrees" plan --calibration-report
-expect_exit 0 "checkpoint \(all GPUs, GiB\) +703.64 +419.92" plan --model glm-5.2 \
+expect_exit 0 "checkpoint \(all GPUs, GiB\) +703.65 +419.93" plan --model glm-5.2 \
   --compare weights=fp8,int4
 
 # Formats.
