@@ -4,7 +4,10 @@
 #include <fmt/format.h>
 #include <sys/wait.h>
 
+#include <csignal>
 #include <cstdio>
+#include <filesystem>
+#include <system_error>
 
 namespace kvsim::cli {
 namespace {
@@ -22,6 +25,25 @@ std::string Unquoted(std::string text) {
   return text;
 }
 
+// A gnuplot that is missing, or that stops at an error, closes the pipe before it has read the
+// whole script; the write that follows raises SIGPIPE, whose default action kills kvsim without a
+// message. While this lives, SIGPIPE is ignored: the write fails and pclose reports the status.
+class SigpipeIgnored {
+ public:
+  SigpipeIgnored() {
+    struct sigaction ignore = {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    sigaction(SIGPIPE, &ignore, &previous_);
+  }
+  ~SigpipeIgnored() { sigaction(SIGPIPE, &previous_, nullptr); }
+  SigpipeIgnored(const SigpipeIgnored&) = delete;
+  SigpipeIgnored& operator=(const SigpipeIgnored&) = delete;
+
+ private:
+  struct sigaction previous_ = {};
+};
+
 }  // namespace
 
 Status CheckPlotPath(const std::string& path) {
@@ -31,6 +53,13 @@ Status CheckPlotPath(const std::string& path) {
   if (path.find('\'') != std::string::npos || path.find('\n') != std::string::npos) {
     return InvalidArgumentError(
         fmt::format("plot file '{}' must not contain a quote or a newline", path));
+  }
+  // Checked here, before any work: gnuplot would only warn and draw onto its standard output.
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  std::error_code error;
+  if (!folder.empty() && !std::filesystem::is_directory(folder, error)) {
+    return InvalidArgumentError(
+        fmt::format("plot file '{}': folder '{}' does not exist", path, folder.string()));
   }
   return Status::Ok();
 }
@@ -74,7 +103,10 @@ Result<std::string> PlanPlotScript(const std::vector<LabeledPlan>& plans, const 
 Status WritePlanPlot(const std::vector<LabeledPlan>& plans, const std::string& path,
                      const std::string& title) {
   KVSIM_ASSIGN_OR_RETURN(const std::string script, PlanPlotScript(plans, path, title));
-  FILE* pipe = popen("gnuplot", "w");
+  const SigpipeIgnored sigpipe_ignored;
+  // gnuplot's standard output is kvsim's; a plot it cannot write to `path` (a folder that is not
+  // writable) would land there, inside a table or the --json document.
+  FILE* pipe = popen("gnuplot >/dev/null", "w");
   if (pipe == nullptr) return UnavailableError("cannot start gnuplot");
   const size_t written = std::fwrite(script.data(), 1, script.size(), pipe);
   const int status = pclose(pipe);

@@ -10,11 +10,11 @@
 
 namespace kvsim::cli {
 
-// Ok when `path` ends in .png or .svg and gnuplot can quote it.
+// Ok when `path` ends in .png or .svg, gnuplot can quote it, and its folder exists.
 Status CheckPlotPath(const std::string& path);
 
 // The gnuplot script that draws `plans` into `path` (.png or .svg). Errors: another extension,
-// or a path gnuplot cannot quote.
+// a path gnuplot cannot quote, or a folder that does not exist.
 Result<std::string> PlanPlotScript(const std::vector<LabeledPlan>& plans, const std::string& path,
                                    const std::string& title);
 

@@ -26,6 +26,15 @@ std::string Grouped(int64_t value) {
   return value < 0 ? "-" + out : out;
 }
 
+// `text` as one CSV field (RFC 4180): quoted, with its quotes doubled, when it holds a comma, a
+// quote or a line break (names come from user YAML and may); `always` quotes it regardless.
+std::string CsvField(const std::string& text, bool always = false) {
+  if (!always && text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
 std::string Gib(uint64_t bytes) { return fmt::format("{:.2f}", BytesToGiB(bytes)); }
 
 std::vector<std::string> Headers(const std::string& first, const std::vector<LabeledPlan>& plans) {
@@ -226,7 +235,11 @@ void PrintPlanText(std::ostream& out, const std::vector<LabeledPlan>& plans) {
 void PrintPlanJson(std::ostream& out, const std::vector<LabeledPlan>& plans) {
   nlohmann::json configurations = nlohmann::json::array();
   for (const auto& plan : plans) configurations.push_back(PlanJson(plan));
-  out << nlohmann::json{{"configurations", configurations}}.dump(2) << "\n";
+  // Labels and names come from flags and files and need not be UTF-8; JSON must be, so invalid
+  // bytes become U+FFFD instead of an exception.
+  out << nlohmann::json{{"configurations", configurations}}.dump(
+             2, ' ', false, nlohmann::json::error_handler_t::replace)
+      << "\n";
 }
 
 void PrintPlanCsv(std::ostream& out, const std::vector<LabeledPlan>& plans) {
@@ -238,12 +251,13 @@ void PrintPlanCsv(std::ostream& out, const std::vector<LabeledPlan>& plans) {
     const PlanResult& r = plan.result;
     const model::Deployment& d = r.settings.deployment;
     for (const auto& e : r.decode) {
-      out << fmt::format("\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1f},{},{},", plan.label,
-                         r.model.name, r.gpu.name, d.gpus, d.tp, d.pool_count(),
-                         model::KvDtypeName(d.kv_dtype), r.weight_variant, d.context_tokens,
-                         d.memory_fraction, r.capacity.weight_bytes, r.kv.total(),
-                         r.capacity.tokens_total, r.capacity.max_requests_total,
-                         r.prefill.tokens_per_s, e.concurrency, e.fits ? "true" : "false");
+      out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1f},{},{},",
+                         CsvField(plan.label, true), CsvField(r.model.name), CsvField(r.gpu.name),
+                         d.gpus, d.tp, d.pool_count(), model::KvDtypeName(d.kv_dtype),
+                         CsvField(r.weight_variant), d.context_tokens, d.memory_fraction,
+                         r.capacity.weight_bytes, r.kv.total(), r.capacity.tokens_total,
+                         r.capacity.max_requests_total, r.prefill.tokens_per_s, e.concurrency,
+                         e.fits ? "true" : "false");
       if (e.fits) {
         out << fmt::format("{:.1f},{:.3f},{:.4f}\n", e.tokens_per_s, e.ms_per_token,
                            e.usd_per_million_tokens);

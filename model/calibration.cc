@@ -174,6 +174,11 @@ Result<Calibration> Calibrate(const CalibrationSpec& spec, const Catalog& catalo
   if (fp8_points.size() == 2) {
     for (int i = 0; i < 2; ++i) {
       KVSIM_ASSIGN_OR_RETURN(const PointModel m, evaluate.Evaluate(fp8_points[i], params));
+      if (m.out_of_memory) {
+        return InvalidArgumentError(fmt::format(
+            "{}: the fitted {} point at concurrency {} does not fit in the modelled KV cache",
+            spec.path, KvDtypeName(fp8_points[i].kv_dtype), fp8_points[i].concurrency));
+      }
       const double measured =
           static_cast<double>(fp8_points[i].concurrency) / fp8_points[i].tokens_per_s;
       // What the BF16 coefficients leave unexplained, against the FP8 bytes converted.

@@ -56,7 +56,8 @@ Result<CalibrationSpec> LoadCalibrationSpec(const std::string& path);
 // Fits the four step-time coefficients to the spec's fitted points and predicts every point.
 // BF16 points fix the per-step overhead and the bandwidth fraction (two equations, two
 // unknowns); FP8 points then fix the FP8 overhead and conversion cost. Fails, naming the
-// coefficient, if a fit comes out negative or a fitted point is compute-bound.
+// coefficient or the point, if a fit comes out negative or a fitted point is compute-bound or
+// does not fit in the modelled cache.
 Result<Calibration> Calibrate(const CalibrationSpec& spec, const Catalog& catalog);
 
 }  // namespace kvsim::model

@@ -27,8 +27,6 @@ class Catalog {
   std::vector<std::string> ModelNames() const;
   std::vector<std::string> GpuNames() const;
 
-  const std::string& root() const { return root_; }
-
  private:
   explicit Catalog(std::string root) : root_(std::move(root)) {}
   std::vector<std::string> Names(const std::string& folder) const;

@@ -54,8 +54,6 @@ Result<bool> ParseOnOff(const std::string& field, const std::string& text) {
   return InvalidArgumentError(fmt::format("{} '{}' is not allowed; allowed: on, off", field, text));
 }
 
-std::string FormatNumber(double value) { return fmt::format("{}", value); }
-
 // "model, gpu, gpus, ...": for messages about unknown fields.
 std::string FieldNameList() {
   std::string names;
@@ -126,34 +124,10 @@ Status SetPlanField(PlanSettings& s, const std::string& raw_field, const std::st
   } else if (field == "usd-per-gpu-hour") {
     KVSIM_ASSIGN_OR_RETURN(d.usd_per_gpu_hour, ParseNumber(field, value, 0, 1000));
   } else {
-    std::string names;
-    for (const auto& name : PlanFieldNames()) names += (names.empty() ? "" : ", ") + name;
-    return InvalidArgumentError(fmt::format("unknown field '{}'; allowed: {}", raw_field, names));
+    return InvalidArgumentError(
+        fmt::format("unknown field '{}'; allowed: {}", raw_field, FieldNameList()));
   }
   return Status::Ok();
-}
-
-std::string GetPlanField(const PlanSettings& s, const std::string& raw_field) {
-  const std::string field = Canonical(raw_field);
-  const Deployment& d = s.deployment;
-  if (field == "model") return s.model;
-  if (field == "gpu") return s.gpu;
-  if (field == "gpus") return std::to_string(d.gpus);
-  if (field == "tp") return std::to_string(d.tp);
-  if (field == "pools") return std::to_string(d.pool_count());
-  if (field == "mem-fraction") return FormatNumber(d.memory_fraction);
-  if (field == "reserved-gib") return FormatNumber(BytesToGiB(d.reserved_bytes));
-  if (field == "kv-dtype") return KvDtypeName(d.kv_dtype);
-  if (field == "page-size") return std::to_string(d.page_size);
-  if (field == "weights") return d.weight_variant.empty() ? "default" : d.weight_variant;
-  if (field == "latent-projections")
-    return d.replicate_latent_projections ? "replicated" : "sharded";
-  if (field == "mtp") return d.load_mtp ? "on" : "off";
-  if (field == "context") return std::to_string(d.context_tokens);
-  if (field == "usd-per-gpu-hour") {
-    return d.usd_per_gpu_hour < 0 ? "gpu default" : FormatNumber(d.usd_per_gpu_hour);
-  }
-  return "?";
 }
 
 Status ApplyPlanYaml(PlanSettings& settings, const std::string& path) {

@@ -25,9 +25,6 @@ const std::vector<std::string>& PlanFieldNames();
 // allowed. Cross-field checks (tp divides gpus) happen later, in ValidateDeployment.
 Status SetPlanField(PlanSettings& settings, const std::string& field, const std::string& value);
 
-// The text of `field` in `settings` (column headers, reproduction lines).
-std::string GetPlanField(const PlanSettings& settings, const std::string& field);
-
 // Applies every field of the YAML file `path` (a mapping of field: value) to `settings`.
 Status ApplyPlanYaml(PlanSettings& settings, const std::string& path);
 // Applies every field of `map`; errors are located in its file.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "base/check.h"
 #include "base/units.h"
@@ -31,6 +32,13 @@ int QueryHeads(const ModelSpec& m) {
   return m.attention_kind == AttentionKind::kGqa ? m.gqa.heads : m.mla.heads;
 }
 
+// `bytes` as a count. A batch far beyond any GPU's cache (it never fits) can read more than 2^64
+// bytes a step; its count stays at the largest uint64_t instead of wrapping round to a small one.
+uint64_t ByteCount(double bytes) {
+  constexpr double kTwoTo64 = 18446744073709551616.0;
+  return bytes >= kTwoTo64 ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(bytes);
+}
+
 // The mean over a prompt of `context` positions of min(position, limit).
 double MeanAttended(int64_t context, int64_t limit) {
   const double c = static_cast<double>(context);
@@ -39,18 +47,31 @@ double MeanAttended(int64_t context, int64_t limit) {
   return (k * (k + 1) / 2 + (c - k) * k) / c;
 }
 
-// Seconds one GPU spends on the linear layers for `tokens` tokens, at `efficiency` of peak.
+// Parameters one token multiplies through the routed experts on one GPU.
+double ExpertParamsPerToken(const WeightBreakdown& w) {
+  return static_cast<double>(w.experts_per_token) * w.moe_layers *
+         static_cast<double>(w.expert_params_per_gpu);
+}
+
+// Seconds one GPU spends on the linear layers, at `compute_efficiency` of peak: the replica's
+// `tokens` through the MLP, expert, router and head weights, and `attention_tokens` (its own
+// pool's) through the attention and indexer projections.
 double LinearSeconds(const WeightBreakdown& w, const GpuSpec& gpu, const StepTimeParams& p,
-                     double tokens) {
+                     double tokens, double attention_tokens) {
   const double bf16_rate = gpu.bf16_flop_per_s * p.compute_efficiency;
   const double fp8_rate = gpu.fp8_flop_per_s * p.compute_efficiency;
   double expert_rate = w.experts_on_fp8_cores ? fp8_rate : bf16_rate;
   if (w.experts_int4) expert_rate *= p.int4_dequant_efficiency;
-  const double expert_params = static_cast<double>(w.experts_per_token) * w.moe_layers *
-                               static_cast<double>(w.expert_params_per_gpu);
+  const double other_bf16 =
+      static_cast<double>(w.step_params_bf16_per_gpu - w.attention_params_bf16_per_gpu);
+  const double other_fp8 =
+      static_cast<double>(w.step_params_fp8_per_gpu - w.attention_params_fp8_per_gpu);
   return 2 * tokens *
-         (static_cast<double>(w.step_params_bf16_per_gpu) / bf16_rate +
-          static_cast<double>(w.step_params_fp8_per_gpu) / fp8_rate + expert_params / expert_rate);
+             (other_bf16 / bf16_rate + other_fp8 / fp8_rate +
+              ExpertParamsPerToken(w) / expert_rate) +
+         2 * attention_tokens *
+             (static_cast<double>(w.attention_params_bf16_per_gpu) / bf16_rate +
+              static_cast<double>(w.attention_params_fp8_per_gpu) / fp8_rate);
 }
 
 }  // namespace
@@ -89,21 +110,27 @@ DecodeEstimate EstimateDecode(const ModelSpec& m, const GpuSpec& gpu, const Depl
   const int64_t context = d.context_tokens;
   const int64_t attended = AttendedTokens(m, context);
   const uint64_t requests = static_cast<uint64_t>(e.requests_per_pool);
-  e.kv_read_bytes = requests * (static_cast<uint64_t>(attended) * kv.attention_bytes() +
-                                static_cast<uint64_t>(context) * kv.indexer_bytes());
-  e.fp8_read_bytes = requests * static_cast<uint64_t>(attended) * kv.fp8_bytes;
+  // One request's reads fit in 64 bits (context < 2^25, bytes per token < 2^33 by the config
+  // bounds); the batch's need not, so they are multiplied in double.
+  const uint64_t kv_request_bytes = static_cast<uint64_t>(attended) * kv.attention_bytes() +
+                                    static_cast<uint64_t>(context) * kv.indexer_bytes();
+  const double kv_read = static_cast<double>(requests) * static_cast<double>(kv_request_bytes);
+  const double fp8_read = static_cast<double>(requests) *
+                          static_cast<double>(static_cast<uint64_t>(attended) * kv.fp8_bytes);
+  e.kv_read_bytes = ByteCount(kv_read);
+  e.fp8_read_bytes = ByteCount(fp8_read);
 
   const double bandwidth = gpu.memory_bytes_per_s * p.bandwidth_fraction;
-  e.memory_s = static_cast<double>(e.weight_read_bytes + e.kv_read_bytes) / bandwidth;
+  e.memory_s = (static_cast<double>(e.weight_read_bytes) + kv_read) / bandwidth;
   const int heads_per_rank = (QueryHeads(m) + d.attention_tp() - 1) / d.attention_tp();
   const double attention_flop = static_cast<double>(requests) * static_cast<double>(attended) *
                                 heads_per_rank * AttentionFlopPerTokenHead(m, true) * m.layers;
-  e.compute_s = LinearSeconds(w, gpu, p, static_cast<double>(e.tokens_per_replica)) +
+  e.compute_s = LinearSeconds(w, gpu, p, static_cast<double>(e.tokens_per_replica),
+                              static_cast<double>(e.requests_per_pool)) +
                 attention_flop / (gpu.bf16_flop_per_s * p.compute_efficiency);
   if (e.fp8_read_bytes > 0) {
     const double rate_ratio = p.calibration_bf16_flop_per_s / gpu.bf16_flop_per_s;
-    e.fp8_s = p.fp8_kv_overhead_s +
-              static_cast<double>(e.fp8_read_bytes) * p.fp8_kv_convert_s_per_byte * rate_ratio;
+    e.fp8_s = p.fp8_kv_overhead_s + fp8_read * p.fp8_kv_convert_s_per_byte * rate_ratio;
   }
   e.step_s = p.step_overhead_s + std::max(e.memory_s, e.compute_s) + e.fp8_s;
   e.tokens_per_s = static_cast<double>(concurrency) / e.step_s;
@@ -138,9 +165,11 @@ DecodeEstimate EstimateDecode(const ModelSpec& m, const GpuSpec& gpu, const Depl
                     e.kv_read_bytes, gpu.memory_bytes_per_s / 1e12, p.bandwidth_fraction),
         fmt::format("{:.3f} ms", e.memory_s * 1e3));
     trace->Add("compute time",
-               fmt::format("2 x {} tokens x parameters per GPU / (tensor-core rate x {:.2f}) + "
+               fmt::format("2 x ({} tokens x MLP, expert and head parameters + {} tokens x "
+                           "attention parameters) per GPU / (tensor-core rate x {:.2f}) + "
                            "attention {:.3g} FLOP",
-                           e.tokens_per_replica, p.compute_efficiency, attention_flop),
+                           e.tokens_per_replica, e.requests_per_pool, p.compute_efficiency,
+                           attention_flop),
                fmt::format("{:.3f} ms", e.compute_s * 1e3));
     if (e.fp8_read_bytes > 0) {
       trace->Add(
@@ -179,14 +208,17 @@ PrefillEstimate EstimatePrefill(const ModelSpec& m, const GpuSpec& gpu, const De
   }
   attention_flop /= d.tp;
   indexer_flop /= d.tp;
-  const double linear_s = LinearSeconds(w, gpu, p, 1.0);
+  // Per token of a replica: with data-parallel attention its pools split the replica's tokens.
+  const double attention_share = static_cast<double>(d.replicas()) / d.pool_count();
+  const double linear_s = LinearSeconds(w, gpu, p, 1.0, attention_share);
   const double attention_s = attention_flop / (gpu.bf16_flop_per_s * p.compute_efficiency) +
                              indexer_flop / (gpu.fp8_flop_per_s * p.compute_efficiency);
-  const double expert_params = static_cast<double>(w.experts_per_token) * w.moe_layers *
-                               static_cast<double>(w.expert_params_per_gpu);
+  const uint64_t attention_params =
+      w.attention_params_bf16_per_gpu + w.attention_params_fp8_per_gpu;
   e.flop_per_token_per_gpu =
-      2 * (static_cast<double>(w.step_params_bf16_per_gpu + w.step_params_fp8_per_gpu) +
-           expert_params) +
+      2 * (static_cast<double>(w.step_params_bf16_per_gpu + w.step_params_fp8_per_gpu -
+                               attention_params) +
+           static_cast<double>(attention_params) * attention_share + ExpertParamsPerToken(w)) +
       attention_flop + indexer_flop;
   e.tokens_per_s = d.replicas() / (linear_s + attention_s);
   e.usd_per_million_tokens = DeploymentUsdPerHour(gpu, d) / 3600.0 / e.tokens_per_s * 1e6;

@@ -45,8 +45,10 @@ struct DecodeEstimate {
   int64_t tokens_per_replica = 0;  // tokens one replica's MoE layers see per step
   double experts_touched = 0;      // expected distinct routed experts per MoE layer
   uint64_t weight_read_bytes = 0;  // per GPU per step
-  uint64_t kv_read_bytes = 0;      // per GPU per step
-  uint64_t fp8_read_bytes = 0;     // of kv_read_bytes, those in FP8
+  // Per GPU per step; a batch that reads 2^64 bytes or more (one far beyond any GPU's cache, which
+  // never fits) counts the largest uint64_t.
+  uint64_t kv_read_bytes = 0;
+  uint64_t fp8_read_bytes = 0;  // of kv_read_bytes, those in FP8
   double memory_s = 0;
   double compute_s = 0;
   double fp8_s = 0;

@@ -61,18 +61,6 @@ std::string Describe(const WeightFormat& format) {
   return "?";
 }
 
-std::string ShortName(const WeightFormat& format) {
-  switch (format.dtype) {
-    case WeightDtype::kBf16:
-      return "bf16";
-    case WeightDtype::kFp8:
-      return "fp8";
-    case WeightDtype::kInt4:
-      return fmt::format("int4_g{}", format.group_size);
-  }
-  return "?";
-}
-
 bool UsesFp8TensorCores(const WeightFormat& format) { return format.dtype == WeightDtype::kFp8; }
 
 }  // namespace kvsim::model

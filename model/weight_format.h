@@ -31,8 +31,6 @@ uint64_t MatrixBytes(const WeightFormat& format, uint64_t rows, uint64_t cols);
 
 // "bf16", "fp8 (128x128 blocks, fp32 scales)", "int4 (group 32, bf16 scales)".
 std::string Describe(const WeightFormat& format);
-// "bf16", "fp8", "int4_g32": short enough for a table column.
-std::string ShortName(const WeightFormat& format);
 
 // The arithmetic rate a matrix multiply in this format runs at: FP8 weights multiply on FP8 tensor
 // cores (W8A8); BF16 and INT4 (W4A16: dequantised to BF16 first) on BF16 tensor cores.

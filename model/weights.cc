@@ -58,9 +58,12 @@ class Accumulator {
       if (on_gpu) sums.per_gpu_bytes += shard_bytes * count;
       if (read_each_step) {
         out_.step_read_bytes_per_gpu += shard_bytes * count;
-        uint64_t& params = UsesFp8TensorCores(format) ? out_.step_params_fp8_per_gpu
-                                                      : out_.step_params_bf16_per_gpu;
-        params += shard_rows * shard_cols * count;
+        const bool fp8 = UsesFp8TensorCores(format);
+        const uint64_t params = shard_rows * shard_cols * count;
+        (fp8 ? out_.step_params_fp8_per_gpu : out_.step_params_bf16_per_gpu) += params;
+        if (component == Component::kAttention || component == Component::kIndexer) {
+          (fp8 ? out_.attention_params_fp8_per_gpu : out_.attention_params_bf16_per_gpu) += params;
+        }
       }
       if (tracing_) {
         const char* how = m.split == Split::kWhole || ways == 1 ? "" : " / ranks";

@@ -35,6 +35,10 @@ struct WeightBreakdown {
   // tensor cores that run it (FP8 for FP8 weights, BF16 for BF16 and dequantised INT4).
   uint64_t step_params_bf16_per_gpu = 0;  // attention, dense, shared, router, LM head
   uint64_t step_params_fp8_per_gpu = 0;
+  // Of the two above, the attention and indexer layers. Split over one pool's attention ranks,
+  // they run only that pool's tokens: with data-parallel attention, a share of the replica's.
+  uint64_t attention_params_bf16_per_gpu = 0;
+  uint64_t attention_params_fp8_per_gpu = 0;
   uint64_t expert_params_per_gpu = 0;  // one expert, one layer, on one GPU
   bool experts_on_fp8_cores = false;
   bool experts_int4 = false;

@@ -2,7 +2,6 @@
 #include "model/yaml_reader.h"
 
 #include <fstream>
-#include <sstream>
 #include <utility>
 
 #include <fmt/format.h>
@@ -45,15 +44,20 @@ Result<YamlMap> YamlMap::LoadString(const std::string& text, const std::string& 
 }
 
 Result<YamlMap> YamlMap::LoadFile(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) return NotFoundError(fmt::format("{}: cannot open the file", path));
-  std::ostringstream text;
-  text << in.rdbuf();
   // One MiB is far beyond any config; a bigger file is a mistake (a wrong path), not a config.
-  if (text.str().size() > (1u << 20)) {
+  // Reading stops one byte past the limit, so an endless input (/dev/zero, a FIFO) is refused
+  // rather than read until memory runs out.
+  constexpr size_t kMaxBytes = size_t{1} << 20;
+  std::string text(kMaxBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (in.bad()) return InvalidArgumentError(fmt::format("{}: cannot read the file", path));
+  if (text.size() > kMaxBytes) {
     return InvalidArgumentError(fmt::format("{}: larger than 1 MiB; not a config file", path));
   }
-  return LoadString(text.str(), path);
+  return LoadString(text, path);
 }
 
 std::string YamlMap::FieldName(const std::string& key) const { return prefix_ + key; }

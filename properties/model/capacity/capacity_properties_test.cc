@@ -164,7 +164,7 @@ RC_GTEST_PROP(CapacityProperties, DecodeStepGrowsWithConcurrencyAndFitIsAPrefix,
   for (int64_t n = 1; n <= 4096; n = n * 2 + *rc::gen::inRange(0, 3)) concurrencies.push_back(n);
   const Result<PlanResult> r = PlanLoaded(PlanSettings{c.model->name, c.gpu->name, c.deployment},
                                           *c.model, *c.gpu, params, concurrencies, nullptr);
-  RC_PRE(r.ok());
+  RC_ASSERT(r.ok());
   bool fitted = true;
   double previous = 0;
   for (const DecodeEstimate& e : r->decode) {

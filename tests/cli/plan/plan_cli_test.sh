@@ -20,7 +20,7 @@ expect_exit 0 "bytes per token per GPU +70,272 +35,136" plan --compare kv-dtype=
 expect_exit 0 "^  64 +out of memory +- +- +1962 " plan --compare kv-dtype=bf16,fp8_e4m3
 expect_exit 0 "largest prediction error: 10.5%" plan --calibration-report
 expect_exit 0 "bf16 +64 +predicted +out of memory +out of memory +agrees" plan --calibration-report
-expect_exit 0 "checkpoint \(all GPUs, GiB\) +703.64 +419.92" plan --model glm-5.2 \
+expect_exit 0 "checkpoint \(all GPUs, GiB\) +703.65 +419.93" plan --model glm-5.2 \
   --compare weights=fp8,int4
 
 # Formats.
@@ -53,6 +53,8 @@ expect_exit 2 "broken.yaml:4:1: YAML syntax error" plan --model "$tmp/broken.yam
 sed 's/qk_rope_head_dim: 64/qk_rope_head_dim: -64/' configs/models/kimi-k2.6.yaml >"$tmp/neg.yaml"
 expect_exit 2 "neg.yaml:[0-9]+:21: field 'attention.qk_rope_head_dim': -64 is out of range" \
   plan --model "$tmp/neg.yaml"
+expect_exit 2 "/dev/zero: larger than 1 MiB; not a config file" plan --model /dev/zero
+expect_exit 2 "cannot (open|read) the file" plan --deployment "$tmp"
 printf 'tp: 3\n' >"$tmp/tp3.yaml"
 expect_exit 2 "tp 3 must divide the GPU count 8" plan --deployment "$tmp/tp3.yaml"
 printf 'colour: red\n' >"$tmp/colour.yaml"
@@ -64,9 +66,38 @@ expect_exit 2 "kimi-k2.6 has no weight variant 'int8'; available: int4, fp8" pla
 expect_exit 2 "give --json or --csv, not both" plan --json --csv
 expect_exit 2 "plot file 'x.pdf' must end in .png or .svg" plan --plot x.pdf
 expect_no_match "configuration" plan --plot x.pdf
+expect_exit 2 "folder '$tmp/no-such-folder' does not exist" plan --plot "$tmp/no-such-folder/p.svg"
+# gnuplot missing: an error that says so, never death by SIGPIPE (the race lost some runs).
+for _ in 1 2 3 4 5; do
+  output=$(PATH=/nonexistent "$kvsim" plan --plot "$tmp/p.svg" --concurrency 1 2>&1)
+  code=$?
+  if [ "$code" -ne 1 ] || ! grep -q "gnuplot failed to write" <<<"$output"; then
+    echo "FAIL: --plot without gnuplot exited $code, expected 1 and a message"
+    failures=$((failures + 1))
+  fi
+done
+# A plot gnuplot cannot open (here a folder) fails without drawing into the --json document.
+mkdir -p "$tmp/folder.svg"
+json=$("$kvsim" plan --json --concurrency 1 --plot "$tmp/folder.svg" 2>/dev/null)
+code=$?
+if [ "$code" -ne 1 ] || [ "${json:0:1}" != "{" ] || grep -q "<svg" <<<"$json"; then
+  echo "FAIL: --plot into a folder exited $code with stdout starting '${json:0:40}'"
+  failures=$((failures + 1))
+fi
 expect_exit 2 "configs folder 'nowhere' not found" plan --configs nowhere
 expect_exit 2 "--concurrency '1,0'" plan --concurrency 1,0
 expect_exit 2 "--mem-fraction: mem-fraction 0 is out of range" plan --mem-fraction 0
+
+# Names from user YAML are CSV fields even with a comma or a quote in them.
+sed 's/^name: kimi-k2.6$/name: kimi "k2", six/' configs/models/kimi-k2.6.yaml >"$tmp/comma.yaml"
+expect_exit 0 '^"","kimi ""k2"", six",h200-sxm,8,' plan --csv --concurrency 1 --model "$tmp/comma.yaml"
+expect_exit 0 '^"model=[^"]*comma.yaml","kimi ""k2"", six",h200-sxm,8,' plan --csv --concurrency 1 \
+  --compare "model=$tmp/comma.yaml"
+
+# A label that is not UTF-8 (from a file name) still makes a JSON document.
+latin1="$tmp/$(printf 'k\xe9')"
+cp configs/models/kimi-k2.6.yaml "$latin1.yaml"
+expect_exit 0 $'"label": "model=.*k\xef\xbf\xbd\\.yaml"' plan --json --concurrency 1 --compare "model=$latin1.yaml"
 
 first=$("$kvsim" plan --compare kv-dtype=bf16,fp8_e4m3 --json)
 second=$("$kvsim" plan --compare kv-dtype=bf16,fp8_e4m3 --json)

@@ -112,6 +112,18 @@ TEST(CalibrationTest, BadSpecsAreRefusedWithTheReason) {
   EXPECT_NE(c.status().message().find("an out-of-memory point cannot be fitted"),
             std::string::npos);
 
+  // A fitted point the modelled cache cannot hold (66 FP8 requests; 65 fit) cannot be fitted.
+  c = FromText(Replace(Replace(ShippedText(), "concurrency: 32, tokens_per_s: 1489, role: fit",
+                               "concurrency: 32, tokens_per_s: 1489, role: predict"),
+                       "concurrency: 64, tokens_per_s: 2192, role: predict",
+                       "concurrency: 66, tokens_per_s: 2192, role: fit"));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(
+      c.status().message().find(
+          "the fitted fp8_e4m3 point at concurrency 66 does not fit in the modelled KV cache"),
+      std::string::npos)
+      << c.status().message();
+
   // Faster at concurrency 32 than at 1 per request makes a negative overhead: refused.
   c = FromText(
       Replace(ShippedText(), "tokens_per_s: 137, role: fit", "tokens_per_s: 20, role: fit"));

@@ -67,7 +67,7 @@ TEST(ConfigLoaderTest, ReadsTheFieldsItIsGiven) {
   EXPECT_EQ(glm->attention_kind, AttentionKind::kMla);
   EXPECT_EQ(glm->mla.v_head_dim, 256);
   ASSERT_TRUE(glm->indexer.has_value());
-  EXPECT_EQ(glm->indexer->layers, 20);
+  EXPECT_EQ(glm->indexer->layers, 21);
   EXPECT_EQ(glm->variants.front().name, "fp8");
   const WeightVariant* int4 = glm->FindVariant("int4");
   ASSERT_NE(int4, nullptr);

@@ -62,10 +62,10 @@ TEST(KvBytesTest, GqaCellIsKvHeadsOnThisRankTimesKeyAndValue) {
 TEST(KvBytesTest, Glm52AddsTheIndexerKeysOfItsIndexerLayers) {
   const KvBreakdown bf16 = Kv("glm-5.2", KvDtype::kBf16);
   EXPECT_EQ(bf16.attention_bytes(), 576u * 78 * 2);
-  EXPECT_EQ(bf16.indexer_keys, 128u * 20);
-  EXPECT_EQ(bf16.indexer_scales, 4u * 20);
-  EXPECT_EQ(bf16.total(), 92'496u);
-  EXPECT_EQ(Kv("glm-5.2", KvDtype::kFp8E4m3).total(), 576u * 78 + 132 * 20);
+  EXPECT_EQ(bf16.indexer_keys, 128u * 21);
+  EXPECT_EQ(bf16.indexer_scales, 4u * 21);
+  EXPECT_EQ(bf16.total(), 92'628u);
+  EXPECT_EQ(Kv("glm-5.2", KvDtype::kFp8E4m3).total(), 576u * 78 + 132 * 21);
 }
 
 TEST(KvBytesTest, TraceShowsTheFormula) {

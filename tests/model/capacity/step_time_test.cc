@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "model/calibration.h"
+#include "model/config_loader.h"
 #include "model/plan.h"
 
 namespace kvsim::model {
@@ -126,6 +128,55 @@ TEST_F(StepTimeTest, SparseAttentionReadsOnlyTheTopKOfLongContexts) {
   const PlanResult r = PlanOf(s, {1});
   const DecodeEstimate& e = r.decode[0];
   EXPECT_EQ(e.kv_read_bytes, 2048 * r.kv.attention_bytes() + 21000 * r.kv.indexer_bytes());
+}
+
+TEST_F(StepTimeTest, DataParallelAttentionSplitsTheReplicasPrefillWorkLikeTensorParallelism) {
+  // Kimi's attention projections split exactly 8 ways (64 heads; q_a 1536 and kv_a 576 rows), so
+  // a token's attention work per GPU is the same whether the 8 ranks share every token (one pool,
+  // projections sharded) or each runs whole projections for an eighth of the tokens (8 pools).
+  PlanSettings tp;
+  tp.deployment.replicate_latent_projections = false;
+  PlanSettings dp = tp;
+  dp.deployment.pools = 8;
+  const PlanResult a = PlanOf(tp, {8});
+  const PlanResult b = PlanOf(dp, {8});
+  EXPECT_GT(b.weights.attention_params_bf16_per_gpu, 7 * a.weights.attention_params_bf16_per_gpu);
+  EXPECT_NEAR(b.prefill.flop_per_token_per_gpu / a.prefill.flop_per_token_per_gpu, 1, 1e-12);
+  EXPECT_NEAR(b.prefill.tokens_per_s / a.prefill.tokens_per_s, 1, 1e-12);
+  // Decode: 8 requests, one per pool: each GPU multiplies one token through its attention.
+  EXPECT_NEAR(b.decode[0].compute_s / a.decode[0].compute_s, 1, 1e-12);
+}
+
+TEST_F(StepTimeTest, ABatchReadingMoreThan2To64BytesSaturatesInsteadOfWrapping) {
+  // 64 KV heads of 1024 on 8 ranks over 1024 layers: 32 MiB per token and GPU (2^25). 2^20
+  // requests of 2^24 tokens read 2^69 bytes a step, which wraps to exactly 0 in 64 bits.
+  const Result<ModelSpec> model = ParseModelSpec(R"(name: wide
+layers: 1024
+hidden_size: 64
+vocab_size: 1000
+dense_intermediate_size: 64
+attention: {kind: gqa, heads: 64, kv_heads: 64, head_dim: 1024}
+weights: [{name: bf16, default: {format: bf16}}]
+)",
+                                                 "wide.yaml");
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  Result<GpuSpec> gpu = catalog_->LoadGpu("h200-sxm");
+  ASSERT_TRUE(gpu.ok());
+  PlanSettings s;
+  s.model = "wide";
+  s.deployment.context_tokens = int64_t{1} << 24;
+  const Result<PlanResult> r = PlanLoaded(s, *model, *gpu, params_, {1, int64_t{1} << 20}, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->kv.total(), uint64_t{1} << 25);
+  const DecodeEstimate& one = r->decode[0];
+  const DecodeEstimate& many = r->decode[1];
+  EXPECT_EQ(one.kv_read_bytes, uint64_t{1} << 49);
+  EXPECT_FALSE(many.fits);
+  EXPECT_EQ(many.kv_read_bytes, std::numeric_limits<uint64_t>::max());
+  // The step time follows the true 2^69 bytes: 2^20 times the single request's KV time.
+  const double bandwidth = gpu->memory_bytes_per_s * params_.bandwidth_fraction;
+  EXPECT_GT(many.memory_s, 0x1p69 / bandwidth);
+  EXPECT_GT(many.step_s, one.step_s * 1e5);
 }
 
 }  // namespace

@@ -31,7 +31,6 @@ TEST(WeightFormatTest, Int4PacksTwoPerByteWithOneScalePerGroupOfARow) {
 
 TEST(WeightFormatTest, NamesAndEquality) {
   const WeightFormat int4{WeightDtype::kInt4, 0, 64, 2};
-  EXPECT_EQ(ShortName(int4), "int4_g64");
   EXPECT_EQ(Describe(int4), "int4 (group 64, bf16 scales)");
   EXPECT_EQ(Describe(WeightFormat{WeightDtype::kFp8, 128, 0, 4}),
             "fp8 e4m3 (128x128 blocks, fp32 scales)");
