@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cfloat>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -40,6 +41,24 @@ TEST(KvRowTest, ScalesFollowTheDocumentedRules) {
   EXPECT_EQ(EncodeKvFp8(NAN, 1.0f, KvDtype::kFp8E4M3), 0x7F);
   EXPECT_EQ(EncodeKvFp8(-INFINITY, 1.0f, KvDtype::kFp8E4M3), 0xFE);
   EXPECT_EQ(EncodeKvFp8(INFINITY, 2.0f, KvDtype::kFp8E5M2), 0x7B);
+}
+
+// Fp8Saturates says exactly when storing rounds beyond the largest finite value, ties included.
+TEST(KvRowTest, SaturatesExactlyWhenRoundingLeavesTheFiniteRange) {
+  for (KvDtype dtype : {KvDtype::kFp8E4M3, KvDtype::kFp8E5M2}) {
+    const float threshold = Fp8SaturationThreshold(dtype);
+    for (float x : {threshold, std::nextafter(threshold, 0.0f), std::nextafter(threshold, 1e9f),
+                    Fp8MaxFinite(dtype), 1e30f, INFINITY}) {
+      for (float sign : {1.0f, -1.0f}) {
+        const uint8_t unclamped = dtype == KvDtype::kFp8E5M2
+                                      ? EncodeFp8E5M2(sign * x, Fp8Overflow::kNonFinite)
+                                      : EncodeFp8E4M3(sign * x, Fp8Overflow::kNonFinite);
+        const float rounded = DecodeKvFp8(unclamped, dtype);
+        EXPECT_EQ(Fp8Saturates(sign * x, 1.0f, dtype), !std::isfinite(rounded))
+            << "x " << sign * x << " dtype " << static_cast<int>(dtype);
+      }
+    }
+  }
 }
 
 // A one-page GQA cache (page size 4, 1 head of 64) with two requests' block-table rows.
