@@ -50,13 +50,6 @@ float AbsMax(const std::vector<uint16_t>& values) {
   return absmax;
 }
 
-// Values that storing with `scale` clamps.
-int64_t CountSaturated(const std::vector<uint16_t>& values, float scale, KvDtype dtype) {
-  int64_t count = 0;
-  for (uint16_t bits : values) count += Fp8Saturates(DecodeBf16(bits), scale, dtype) ? 1 : 0;
-  return count;
-}
-
 }  // namespace
 
 const char* ValueDistributionName(ValueDistribution distribution) {
@@ -181,13 +174,8 @@ AttentionCase MakeAttentionCase(const AttentionCaseParams& params) {
   c.k_scale = 1.0f;
   c.v_scale = 1.0f;
   if (c.shape.format.scaling == KvScaling::kPerTensor) {
-    c.k_scale =
-        params.k_scale > 0 ? params.k_scale : std::fmax(AbsMax(c.k_new) / max_finite, 1e-30f);
-    c.v_scale = mla ? c.k_scale
-                    : (params.v_scale > 0 ? params.v_scale
-                                          : std::fmax(AbsMax(c.v_new) / max_finite, 1e-30f));
-    c.saturated_values = CountSaturated(c.k_new, c.k_scale, c.shape.format.dtype);
-    if (!mla) c.saturated_values += CountSaturated(c.v_new, c.v_scale, c.shape.format.dtype);
+    c.k_scale = std::fmax(AbsMax(c.k_new) / max_finite, 1e-30f);
+    c.v_scale = mla ? c.k_scale : std::fmax(AbsMax(c.v_new) / max_finite, 1e-30f);
   }
   c.softmax_scale = 1.0f / std::sqrt(static_cast<float>(dim));
   return c;

@@ -35,9 +35,6 @@ struct AttentionCaseParams {
   int row_padding = 2;  // block-table entries past max_pages_per_request in each row
   ValueDistribution distribution = ValueDistribution::kGaussian;
   double value_scale = 1.0;  // K and V values are multiplied by this
-  // kPerTensor scales: <= 0 means calibrated (absmax / largest finite over the values drawn).
-  float k_scale = 0.0f;
-  float v_scale = 0.0f;
   uint64_t seed = 1;
 };
 
@@ -57,11 +54,10 @@ struct AttentionCase {
   std::vector<uint16_t> k_new;  // bf16 [tokens, num_kv_heads, head_dim]
   std::vector<uint16_t> v_new;  // GQA: as k_new; MLA: empty
   std::vector<uint16_t> q;      // bf16 [batch, num_q_heads, head_dim]
+  // kPerTensor: calibrated, absmax / largest finite over the values drawn (MLA: v_scale = k_scale).
   float k_scale = 1.0f;
   float v_scale = 1.0f;
   float softmax_scale = 0.0f;
-  // Values per-tensor scaling clamps on append (they round beyond the largest finite value).
-  int64_t saturated_values = 0;
 };
 
 // Draws the case's data from `params.seed`. Deterministic.
