@@ -13,8 +13,9 @@
 
 namespace kvsim {
 
-// What a kernel reports for one request (decode) or one new token (append). A request or token
-// that is not kOk is not computed and its slots are never addressed; the rest of the batch runs.
+// What a kernel reports for one request (decode) or one new token (append). A token that is not
+// kOk writes nothing; a request that is not kOk gets NaN outputs. An id outside the pool is never
+// used as an address, and the rest of the batch runs.
 enum class KvAccessStatus : int32_t {
   kOk = 0,
   // Decode: the sequence length is below 1 or beyond the block table's row (max pages * page size).
