@@ -12,6 +12,7 @@
 
 namespace kvsim {
 
+// The arguments of one decode attention call: buffers on the backend the call runs on.
 struct DecodeAttentionArgs {
   KvCache cache;
   BlockTable block_table;

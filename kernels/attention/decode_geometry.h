@@ -10,6 +10,7 @@ namespace kvsim {
 
 // Bytes of one load of a K/V row, and of the chunk of a row one lane holds: a uint4.
 inline constexpr int kDecodeChunkBytes = 16;
+// Threads of a warp: an MLA head row takes a whole warp; a GQA row's lanes stay within one.
 inline constexpr int kDecodeWarpThreads = 32;
 // Threads a GQA block aims for (more token strides when the group is small).
 inline constexpr int kDecodeGqaTargetThreads = 128;

@@ -14,6 +14,7 @@
 
 namespace kvsim {
 
+// The study's shape: every request holds `tokens` tokens of each distribution's K and V.
 struct KvAccuracyConfig {
   AttentionKind kind = AttentionKind::kGqa;
   int requests = 4;      // 1..64

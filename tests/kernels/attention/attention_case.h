@@ -22,8 +22,10 @@ enum class ValueDistribution {
   kOutlierChannels  // N(0, 1) with a few fixed channels per head 100x larger, as real K caches have
 };
 
+// "gaussian", "student-t3", "outlier channels".
 const char* ValueDistributionName(ValueDistribution distribution);
 
+// What a case is made of; its values come from `seed` (MakeAttentionCase).
 struct AttentionCaseParams {
   KvCacheShape shape;  // num_pages is set by MakeAttentionCase (pages needed + spare_pages)
   int num_q_heads = 1;
