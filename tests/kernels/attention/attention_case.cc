@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <numeric>
 #include <sstream>
 #include <utility>
@@ -179,6 +180,17 @@ AttentionCase MakeAttentionCase(const AttentionCaseParams& params) {
   }
   c.softmax_scale = 1.0f / std::sqrt(static_cast<float>(dim));
   return c;
+}
+
+void InjectSpecialValues(AttentionCase& c, uint64_t seed) {
+  static constexpr uint16_t kSpecialBf16[] = {0x7FC0, 0xFFC1, 0x7F80, 0xFF80, 0x0000, 0x8000,
+                                              0x0001, 0x7F7F, 0x4400, 0xC4F0, 0x3C00};
+  Prng prng(seed);
+  for (std::vector<uint16_t>* values : {&c.k_new, &c.v_new}) {
+    for (uint16_t& value : *values) {
+      if (prng.chance(1, 64)) value = kSpecialBf16[prng.below(std::size(kSpecialBf16))];
+    }
+  }
 }
 
 BlockTable DeviceCase::table(const AttentionCase& c) const {

@@ -65,6 +65,11 @@ struct AttentionCase {
 // Draws the case's data from `params.seed`. Deterministic.
 AttentionCase MakeAttentionCase(const AttentionCaseParams& params);
 
+// Overwrites about one value in 64 of the case's new K and V rows with a bf16 value the NaN and
+// infinity policy must handle: NaN (both signs, a payload), infinities, signed zeros, the smallest
+// subnormal, the largest finite value, values beyond e4m3's range. Deterministic for `seed`.
+void InjectSpecialValues(AttentionCase& c, uint64_t seed);
+
 // The pages and inputs of a case on one backend.
 struct DeviceCase {
   KvCacheStorage storage;

@@ -41,8 +41,11 @@ class AttentionGpuTest : public ::testing::Test {
   std::unique_ptr<Backend> cpu_;
 };
 
-// Appends a case on both backends; every pool byte must agree. Empty, or what differed.
-std::string CompareAppend(Backend& cuda, Backend& cpu, const AttentionCase& c) {
+// Appends a case on both backends, with special values (NaN, infinities, signed zeros,
+// subnormals, values beyond e4m3's range) injected; every pool byte must agree. Empty, or what
+// differed.
+std::string CompareAppend(Backend& cuda, Backend& cpu, AttentionCase c) {
+  testing::InjectSpecialValues(c, c.params.seed ^ 0x5bec1a15u);
   Result<DeviceCase> on_cuda = testing::UploadAndAppend(cuda, c);
   Result<DeviceCase> on_cpu = testing::UploadAndAppend(cpu, c);
   if (!on_cuda.ok()) return on_cuda.status().ToString();
