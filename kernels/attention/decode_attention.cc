@@ -32,15 +32,24 @@ Status ValidateHeads(const KvCacheShape& shape, int num_q_heads) {
   return Status::Ok();
 }
 
+// The shapes a plan depends on: the cache's, the block table's dimensions and the head count.
+Status ValidateDecodeShapes(const DecodeAttentionArgs& args) {
+  KVSIM_RETURN_IF_ERROR(ValidateKvCacheShape(args.cache.shape));
+  KVSIM_RETURN_IF_ERROR(ValidateBlockTableShape(args.block_table, args.cache.shape.page_size));
+  return ValidateHeads(args.cache.shape, args.num_q_heads);
+}
+
 }  // namespace
 
 DecodeSplitPlan DecodePlanFor(const DecodeAttentionArgs& args) {
+  if (!ValidateDecodeShapes(args).ok()) return DecodeSplitPlan{};
   const KvCacheShape& shape = args.cache.shape;
   return PlanDecodeSplits(args.block_table.batch, BlocksPerSplit(shape, args.num_q_heads),
                           int64_t{args.block_table.max_pages_per_request} * shape.page_size);
 }
 
 int64_t DecodeWorkspaceBytes(const DecodeAttentionArgs& args) {
+  if (!ValidateDecodeShapes(args).ok()) return 0;
   return MakeDecodeWorkspaceLayout(args.block_table.batch, args.num_q_heads,
                                    args.cache.shape.v_head_dim, DecodePlanFor(args))
       .total_bytes;

@@ -39,10 +39,12 @@ struct DecodeAttentionArgs {
   DeviceBuffer* workspace = nullptr;
 };
 
-// The split plan a call with these arguments uses (on either backend).
+// The split plan a call with these arguments uses (on either backend). Shapes only, no buffer
+// is read; shapes DecodeAttention would reject give an empty plan (all zero).
 DecodeSplitPlan DecodePlanFor(const DecodeAttentionArgs& args);
 
-// Bytes of CUDA workspace a call with these arguments needs (shapes only; no buffer is read).
+// Bytes of CUDA workspace a call with these arguments needs. Shapes only, no buffer is read;
+// shapes DecodeAttention would reject give 0 (the call itself says what is wrong).
 int64_t DecodeWorkspaceBytes(const DecodeAttentionArgs& args);
 
 // Validates every shape and buffer, then runs on `backend` (on CUDA, asynchronously: a fault

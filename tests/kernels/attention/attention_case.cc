@@ -296,6 +296,7 @@ DecodeSplitPlan PlanFor(const AttentionCase& c) {
   args.cache.shape = c.shape;
   args.block_table.batch = c.batch;
   args.block_table.max_pages_per_request = c.max_pages_per_request;
+  args.block_table.row_stride = c.row_stride;
   args.num_q_heads = c.params.num_q_heads;
   return DecodePlanFor(args);
 }
