@@ -39,6 +39,10 @@ struct DecodeAttentionArgs {
   DeviceBuffer* workspace = nullptr;
 };
 
+// Checks `num_q_heads` against a valid cache shape: GQA num_kv_heads times a group of 1 to
+// kMaxGqaGroup, MLA 1 to kMaxMlaQueryHeads.
+Status ValidateDecodeHeads(const KvCacheShape& shape, int num_q_heads);
+
 // The split plan a call with these arguments uses (on either backend). Shapes only, no buffer
 // is read; shapes DecodeAttention would reject give an empty plan (all zero).
 DecodeSplitPlan DecodePlanFor(const DecodeAttentionArgs& args);

@@ -45,7 +45,8 @@ struct KvAccuracyRow {
 Result<std::vector<KvAccuracyRow>> MeasureKvAccuracy(Backend& backend,
                                                      const KvAccuracyConfig& config);
 
-// Checks a configuration's ranges; the message names the field and what is allowed.
+// Checks a configuration's ranges and head shapes; the message names the field and what is
+// allowed.
 Status ValidateKvAccuracyConfig(const KvAccuracyConfig& config);
 
 }  // namespace kvsim
