@@ -75,10 +75,10 @@ class AccuracyKvCommand : public Command {
           << "rel rms = ||o_fp8 - o_bf16|| / ||o_bf16|| over every output; top-1 = requests x "
              "heads whose argmax of a\nrandom 1024-row projection of the output agrees; "
              "saturated = stored values the format clamps (they\nround beyond its largest finite "
-             "value). Scales: "
-             "calibrated = absmax / largest finite, per tensor; 1.0 = the uncalibrated default;"
-             "\ninverse = largest finite / absmax (a scale/descale mix-up); dynamic = per token "
-             "and head.\n";
+             "value). Scales: calibrated = absmax / largest finite, per tensor;\n1.0 = the "
+             "uncalibrated default; inverse = largest finite / absmax (a scale/descale mix-up);\n"
+             "dynamic = per token and head; block pow2 = FlashMLA's power-of-two scale per 128 "
+             "values.\n";
     }
     for (const KvAccuracyConfig& config : configs) {
       KVSIM_ASSIGN_OR_RETURN(const std::vector<KvAccuracyRow> rows,

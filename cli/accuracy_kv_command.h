@@ -7,6 +7,7 @@
 
 namespace kvsim::cli {
 
+// The `kv` subcommand of `kvsim accuracy`.
 std::unique_ptr<Command> MakeAccuracyKvCommand();
 
 }  // namespace kvsim::cli

@@ -11,6 +11,7 @@ namespace kvsim {
 // Tokens per call.
 inline constexpr int kMaxAppendTokens = 1 << 20;
 
+// The arguments of one append_kv call: buffers on the backend the call runs on.
 struct AppendKvArgs {
   KvCache cache;
   BlockTable block_table;

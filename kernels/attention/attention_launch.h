@@ -11,6 +11,7 @@
 
 namespace kvsim {
 
+// AppendKvArgs after validation, as raw pointers.
 struct AppendKvLaunch {
   KvPoolView pool;
   BlockTableView table;
@@ -25,6 +26,7 @@ struct AppendKvLaunch {
 // Output element type of decode attention.
 enum class AttentionOutputDtype : uint8_t { kBf16, kFp32 };
 
+// DecodeAttentionArgs after validation, as raw pointers, with the split plan.
 struct DecodeAttentionLaunch {
   KvPoolView pool;
   BlockTableView table;
@@ -37,7 +39,7 @@ struct DecodeAttentionLaunch {
   float* lse = nullptr;               // [batch, num_q_heads] or nullptr
   int32_t* request_status = nullptr;  // [batch], written (KvAccessStatus)
   DecodeSplitPlan plan;
-  // CUDA only: scratch of DecodeWorkspaceLayout(...).total_bytes bytes.
+  // CUDA only: scratch of MakeDecodeWorkspaceLayout(...).total_bytes bytes.
   uint8_t* workspace = nullptr;
 };
 
@@ -49,6 +51,7 @@ struct DecodeWorkspaceLayout {
   int64_t total_bytes = 0;
 };
 
+// The workspace layout of a call; the same arithmetic on the host (its size) and in the kernels.
 KVSIM_HD_INLINE DecodeWorkspaceLayout MakeDecodeWorkspaceLayout(int batch, int num_q_heads,
                                                                 int v_head_dim,
                                                                 const DecodeSplitPlan& plan) {

@@ -5,14 +5,8 @@
 #include <string>
 
 namespace kvsim {
-namespace {
 
-int BlocksPerSplit(const KvCacheShape& shape, int num_q_heads) {
-  if (shape.kind == AttentionKind::kGqa) return shape.num_kv_heads;
-  return (num_q_heads + kMlaHeadsPerBlock - 1) / kMlaHeadsPerBlock;
-}
-
-Status ValidateHeads(const KvCacheShape& shape, int num_q_heads) {
+Status ValidateDecodeHeads(const KvCacheShape& shape, int num_q_heads) {
   if (shape.kind == AttentionKind::kMla) {
     if (num_q_heads < 1 || num_q_heads > kMaxMlaQueryHeads) {
       return OutOfRangeError("num_q_heads " + std::to_string(num_q_heads) +
@@ -32,15 +26,31 @@ Status ValidateHeads(const KvCacheShape& shape, int num_q_heads) {
   return Status::Ok();
 }
 
+namespace {
+
+int BlocksPerSplit(const KvCacheShape& shape, int num_q_heads) {
+  if (shape.kind == AttentionKind::kGqa) return shape.num_kv_heads;
+  return (num_q_heads + kMlaHeadsPerBlock - 1) / kMlaHeadsPerBlock;
+}
+
+// The shapes a plan depends on: the cache's, the block table's dimensions and the head count.
+Status ValidateDecodeShapes(const DecodeAttentionArgs& args) {
+  KVSIM_RETURN_IF_ERROR(ValidateKvCacheShape(args.cache.shape));
+  KVSIM_RETURN_IF_ERROR(ValidateBlockTableShape(args.block_table, args.cache.shape.page_size));
+  return ValidateDecodeHeads(args.cache.shape, args.num_q_heads);
+}
+
 }  // namespace
 
 DecodeSplitPlan DecodePlanFor(const DecodeAttentionArgs& args) {
+  if (!ValidateDecodeShapes(args).ok()) return DecodeSplitPlan{};
   const KvCacheShape& shape = args.cache.shape;
   return PlanDecodeSplits(args.block_table.batch, BlocksPerSplit(shape, args.num_q_heads),
                           int64_t{args.block_table.max_pages_per_request} * shape.page_size);
 }
 
 int64_t DecodeWorkspaceBytes(const DecodeAttentionArgs& args) {
+  if (!ValidateDecodeShapes(args).ok()) return 0;
   return MakeDecodeWorkspaceLayout(args.block_table.batch, args.num_q_heads,
                                    args.cache.shape.v_head_dim, DecodePlanFor(args))
       .total_bytes;
@@ -50,7 +60,7 @@ Status DecodeAttention(Backend& backend, const DecodeAttentionArgs& args) {
   const KvCacheShape& shape = args.cache.shape;
   KVSIM_RETURN_IF_ERROR(ValidateKvCache(backend, args.cache));
   KVSIM_RETURN_IF_ERROR(ValidateBlockTable(backend, args.block_table, shape.page_size));
-  KVSIM_RETURN_IF_ERROR(ValidateHeads(shape, args.num_q_heads));
+  KVSIM_RETURN_IF_ERROR(ValidateDecodeHeads(shape, args.num_q_heads));
   if (!std::isfinite(args.softmax_scale) || !(args.softmax_scale > 0.0f)) {
     return InvalidArgumentError("softmax_scale " + std::to_string(args.softmax_scale) +
                                 " is not allowed; it must be finite and positive");

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "kernels/attention/attention_launch.h"
+#include "kernels/attention/decode_geometry.h"
 #include "kernels/attention/decode_math.h"
 #include "kernels/attention/decode_plan.h"
 #include "kernels/attention/kv_row.h"
@@ -27,11 +28,8 @@ namespace kvsim::cuda {
 namespace {
 
 constexpr int kTile = kDecodeTileTokens;
-constexpr int kChunkBytes = 16;
-constexpr int kWarp = 32;
-// Threads a GQA block aims for (more token strides when the group is small).
-constexpr int kGqaTargetThreads = 128;
-constexpr int kMaxThreads = 512;
+constexpr int kChunkBytes = kDecodeChunkBytes;
+constexpr int kWarp = kDecodeWarpThreads;
 
 // One compiled configuration. kMla: MLA (576-value latent, V its first 512) or GQA. kDtype: the
 // stored values. kBlockScales: FlashMLA's 656-byte rows. kHeadDim: the K dimension.
@@ -46,7 +44,7 @@ struct DecodeConfig {
       kBlockScales ? kMlaBlockRowBytes : (kDtype == KvDtype::kBf16 ? 2 : 1) * kHeadDim;
   static constexpr int chunks = row_bytes / kChunkBytes;
   // Threads per head row: one chunk each for GQA; a warp for MLA's long rows.
-  static constexpr int lanes = kMla ? kWarp : chunks;
+  static constexpr int lanes = DecodeRowLanes(kMla, row_bytes);
   static constexpr int chunks_per_lane = (chunks + lanes - 1) / lanes;
   static constexpr int max_chunk_values = kDtype == KvDtype::kBf16 ? 8 : 16;
   static_assert(row_bytes % kChunkBytes == 0, "rows are whole 16-byte chunks");
@@ -139,33 +137,13 @@ __device__ __forceinline__ float RowSum(float value, unsigned mask) {
   return value;
 }
 
-// Where the split kernel's shared memory goes; the same arithmetic on host and device.
-struct SmemLayout {
-  int rows_offset;    // int64 [kTile]: pool row of each tile token, -1 when it has none
-  int scales_offset;  // float [2][kTile]: K and V token scales
-  int scores_offset;  // float [heads_per_block][kTile]
-  int flag_offset;    // int: a page of this block was out of range
-  int tile_offset;    // K tile then V tile (GQA), or the z-reduction scratch afterwards
-  int total_bytes;
-
-  __host__ __device__ SmemLayout(int row_bytes, bool separate_v, int heads_per_block, int strides,
-                                 int v_dim) {
-    rows_offset = 0;
-    scales_offset = rows_offset + kTile * 8;
-    scores_offset = scales_offset + 2 * kTile * 4;
-    flag_offset = scores_offset + heads_per_block * kTile * 4;
-    tile_offset = (flag_offset + 4 + 15) / 16 * 16;
-    const int tile_bytes = kTile * row_bytes * (separate_v ? 2 : 1);
-    const int scratch_bytes = strides * heads_per_block * (v_dim + 1) * 4;
-    total_bytes = tile_offset + (tile_bytes > scratch_bytes ? tile_bytes : scratch_bytes);
-  }
-};
-
 // The split kernel. Grid: (max_splits, KV heads or MLA head blocks, batch). Block: (C::lanes,
-// heads per block, token strides). Writes each (request, head, split)'s unnormalised partial
-// (max, sum, weighted V sum) and, from head block 0, whether a page was out of range.
+// heads per block, token strides), as DecodeBlockGeometryFor gives them. Writes each (request,
+// head, split)'s unnormalised partial (max, sum, weighted V sum) and, from head block 0, whether a
+// page was out of range.
 template <class C>
-__global__ void __launch_bounds__(kMaxThreads) DecodeSplitKernel(DecodeAttentionLaunch launch) {
+__global__ void __launch_bounds__(kDecodeMaxThreads)
+    DecodeSplitKernel(DecodeAttentionLaunch launch) {
   extern __shared__ __align__(16) uint8_t smem[];
   const KvPoolView& pool = launch.pool;
   const int x = static_cast<int>(threadIdx.x);
@@ -185,7 +163,8 @@ __global__ void __launch_bounds__(kMaxThreads) DecodeSplitKernel(DecodeAttention
   if (begin >= seq_len) return;
   const int end = min(seq_len, begin + launch.plan.split_tokens);
 
-  const SmemLayout layout(C::row_bytes, !C::mla, heads_per_block, strides, C::v_dim);
+  const DecodeSmemLayout layout =
+      MakeDecodeSmemLayout(C::row_bytes, !C::mla, heads_per_block, strides, C::v_dim);
   auto* rows = reinterpret_cast<int64_t*>(smem + layout.rows_offset);
   auto* k_token_scale = reinterpret_cast<float*>(smem + layout.scales_offset);
   float* v_token_scale = k_token_scale + kTile;
@@ -441,36 +420,31 @@ __global__ void __launch_bounds__(kCombineThreads)
   if (tid == 0 && launch.lse != nullptr) launch.lse[head_row] = LogSumExp(max_log2, sum);
 }
 
-// Token strides of a GQA block: the largest power of two <= 32 keeping the block at or under
-// kGqaTargetThreads (at least 1).
-int GqaStrides(int lanes, int group) {
-  int strides = 1;
-  while (strides < kTile && lanes * group * strides * 2 <= kGqaTargetThreads) strides *= 2;
-  return strides;
-}
-
 template <class C>
 Status LaunchConfig(const DecodeAttentionLaunch& launch) {
   const KvPoolView& pool = launch.pool;
-  const int heads_per_block =
-      C::mla ? min(launch.num_q_heads, kMlaHeadsPerBlock) : launch.num_q_heads / pool.num_kv_heads;
-  const int head_blocks =
-      C::mla ? (launch.num_q_heads + kMlaHeadsPerBlock - 1) / kMlaHeadsPerBlock : pool.num_kv_heads;
-  const int strides = C::mla ? 1 : GqaStrides(C::lanes, heads_per_block);
-  const SmemLayout layout(C::row_bytes, !C::mla, heads_per_block, strides, C::v_dim);
-  const dim3 grid(static_cast<unsigned>(launch.plan.max_splits), static_cast<unsigned>(head_blocks),
-                  static_cast<unsigned>(launch.table.batch));
-  const dim3 block(C::lanes, static_cast<unsigned>(heads_per_block),
-                   static_cast<unsigned>(strides));
-  // The tile's page look-ups take kTile threads; the default dynamic shared memory is 48 KiB.
-  const int threads = static_cast<int>(block.x * block.y * block.z);
-  if (threads < kTile || threads > kMaxThreads || layout.total_bytes > 48 * 1024) {
-    return InternalError("decode block of " + std::to_string(threads) + " threads and " +
-                         std::to_string(layout.total_bytes) +
-                         " bytes of shared memory is outside " + std::to_string(kTile) + ".." +
-                         std::to_string(kMaxThreads) + " threads and 48 KiB");
+  const DecodeBlockGeometry geometry =
+      DecodeBlockGeometryFor(C::mla, C::row_bytes, C::v_dim, launch.num_q_heads, pool.num_kv_heads);
+  if (pool.row_bytes != C::row_bytes) {
+    return InternalError("decode: a pool of " + std::to_string(pool.row_bytes) +
+                         "-byte rows reached the kernel compiled for " +
+                         std::to_string(C::row_bytes) + "-byte rows");
   }
-  DecodeSplitKernel<C><<<grid, block, static_cast<size_t>(layout.total_bytes)>>>(launch);
+  // decode_geometry_test checks this for every supported shape.
+  if (!DecodeBlockFits(geometry)) {
+    return InternalError("decode block of " + std::to_string(geometry.threads) + " threads and " +
+                         std::to_string(geometry.smem.total_bytes) +
+                         " bytes of shared memory is outside " + std::to_string(kTile) + ".." +
+                         std::to_string(kDecodeMaxThreads) + " threads and " +
+                         std::to_string(kDecodeMaxSharedBytes) + " bytes");
+  }
+  const dim3 grid(static_cast<unsigned>(launch.plan.max_splits),
+                  static_cast<unsigned>(geometry.head_blocks),
+                  static_cast<unsigned>(launch.table.batch));
+  const dim3 block(static_cast<unsigned>(geometry.lanes),
+                   static_cast<unsigned>(geometry.heads_per_block),
+                   static_cast<unsigned>(geometry.strides));
+  DecodeSplitKernel<C><<<grid, block, static_cast<size_t>(geometry.smem.total_bytes)>>>(launch);
   KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   const dim3 combine_grid(static_cast<unsigned>(launch.num_q_heads),
                           static_cast<unsigned>(launch.table.batch));

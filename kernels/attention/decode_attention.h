@@ -12,6 +12,7 @@
 
 namespace kvsim {
 
+// The arguments of one decode attention call: buffers on the backend the call runs on.
 struct DecodeAttentionArgs {
   KvCache cache;
   BlockTable block_table;
@@ -30,24 +31,33 @@ struct DecodeAttentionArgs {
   DeviceBuffer* out = nullptr;
   // fp32 [batch, num_q_heads], written: ln(sum_j exp(score_j)), natural log. May be null.
   DeviceBuffer* lse = nullptr;
-  // int32 [batch], written: a KvAccessStatus per request. A request that is not kOk reads no page
-  // and gets NaN in its out and lse rows.
+  // int32 [batch], written: a KvAccessStatus per request. A request that is not kOk gets NaN in
+  // its out and lse rows.
   DeviceBuffer* request_status = nullptr;
   // CUDA: scratch of at least DecodeWorkspaceBytes(args) bytes on the backend; when null, one is
   // allocated for the call. Unused on the CPU.
   DeviceBuffer* workspace = nullptr;
 };
 
-// The split plan a call with these arguments uses (on either backend).
+// Checks `num_q_heads` against a valid cache shape: GQA num_kv_heads times a group of 1 to
+// kMaxGqaGroup, MLA 1 to kMaxMlaQueryHeads.
+Status ValidateDecodeHeads(const KvCacheShape& shape, int num_q_heads);
+
+// The split plan a call with these arguments uses (on either backend). Shapes only, no buffer
+// is read; shapes DecodeAttention would reject give an empty plan (all zero).
 DecodeSplitPlan DecodePlanFor(const DecodeAttentionArgs& args);
 
-// Bytes of CUDA workspace a call with these arguments needs (shapes only; no buffer is read).
+// Bytes of CUDA workspace a call with these arguments needs. Shapes only, no buffer is read;
+// shapes DecodeAttention would reject give 0 (the call itself says what is wrong).
 int64_t DecodeWorkspaceBytes(const DecodeAttentionArgs& args);
 
 // Validates every shape and buffer, then runs on `backend` (on CUDA, asynchronously: a fault
 // while the kernels run surfaces at the next Synchronize or CopyToHost). Per-request problems (a
 // length or a page id out of range) are not errors of the call: they are reported in
-// request_status, that request's pages are never addressed, and the other requests run.
+// request_status, an out-of-range page id is never used as an address, and the other requests
+// run. A request of bad length reads nothing; one with a bad page id reads nothing on the CPU,
+// which checks its block-table row first, while on CUDA the splits find it as they load their
+// tiles, so the request's in-range pages may be read before its outputs are set to NaN.
 //
 // Numerics: q and K products and every sum in fp32; softmax with exp2 on log2(e)-scaled scores;
 // splits combined in split order. docs/numerics.md bounds the error against exact arithmetic.

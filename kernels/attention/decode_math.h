@@ -10,6 +10,7 @@
 
 namespace kvsim {
 
+// log2(e) and ln(2), rounded to float: scores go to base 2 and the log-sum-exp comes back.
 inline constexpr float kLog2E = 1.44269504088896341f;
 inline constexpr float kLn2 = 0.693147180559945309f;
 

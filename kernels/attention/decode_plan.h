@@ -24,6 +24,7 @@ inline constexpr int kMlaHeadsPerBlock = 16;
 static_assert(kDecodeMinSplitTokens % kDecodeTileTokens == 0, "splits are whole tiles");
 static_assert(kDecodeMaxSplitTokens % kDecodeTileTokens == 0, "splits are whole tiles");
 
+// How one call cuts every request's context: splits of split_tokens tokens, in order.
 struct DecodeSplitPlan {
   int split_tokens = 0;  // tokens per split: a multiple of kDecodeTileTokens, within the clamp
   int max_splits = 0;    // splits of a request whose length fills its block-table row
@@ -56,6 +57,7 @@ struct DecodeRoundingModel {
   int exp_count = 0;
 };
 
+// The rounding counts of a request of `seq_len` tokens (>= 1) with K rows of `head_dim` values.
 DecodeRoundingModel DecodeRoundingModelFor(const DecodeSplitPlan& plan, int head_dim, int seq_len);
 
 }  // namespace kvsim

@@ -257,6 +257,19 @@ Status ValidateKvAccuracyConfig(const KvAccuracyConfig& config) {
   KVSIM_RETURN_IF_ERROR(range("tokens", config.tokens, 1, 32768));
   KVSIM_RETURN_IF_ERROR(range("page_size", config.page_size, 1, kMaxPageSize));
   KVSIM_RETURN_IF_ERROR(range("vocab", config.vocab, 1, 65536));
+  const KvCacheShape shape =
+      config.kind == AttentionKind::kMla
+          ? MlaCacheShape(1, config.page_size, {})
+          : GqaCacheShape(1, config.page_size, config.num_kv_heads, config.head_dim, {});
+  KVSIM_RETURN_IF_ERROR(ValidateKvCacheShape(shape));
+  KVSIM_RETURN_IF_ERROR(ValidateDecodeHeads(shape, config.num_q_heads));
+  // The inputs are held on the host: at most 2^31 values of K (4 GiB), and as many of V.
+  const int64_t values =
+      int64_t{config.requests} * config.tokens * shape.num_kv_heads * shape.head_dim;
+  if (values > (int64_t{1} << 31)) {
+    return OutOfRangeError("requests x tokens x KV heads x head_dim = " + std::to_string(values) +
+                           " values of K; allowed: up to 2^31");
+  }
   return Status::Ok();
 }
 

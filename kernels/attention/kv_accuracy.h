@@ -14,6 +14,7 @@
 
 namespace kvsim {
 
+// The study's shape: every request holds `tokens` tokens of each distribution's K and V.
 struct KvAccuracyConfig {
   AttentionKind kind = AttentionKind::kGqa;
   int requests = 4;      // 1..64
@@ -44,7 +45,8 @@ struct KvAccuracyRow {
 Result<std::vector<KvAccuracyRow>> MeasureKvAccuracy(Backend& backend,
                                                      const KvAccuracyConfig& config);
 
-// Checks a configuration's ranges; the message names the field and what is allowed.
+// Checks a configuration's ranges and head shapes; the message names the field and what is
+// allowed.
 Status ValidateKvAccuracyConfig(const KvAccuracyConfig& config);
 
 }  // namespace kvsim

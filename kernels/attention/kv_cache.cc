@@ -77,7 +77,7 @@ Status ValidateKvCache(const Backend& backend, const KvCache& cache) {
   return Status::Ok();
 }
 
-Status ValidateBlockTable(const Backend& backend, const BlockTable& table, int page_size) {
+Status ValidateBlockTableShape(const BlockTable& table, int page_size) {
   if (table.batch < 1 || table.batch > kMaxBatch) {
     return OutOfRangeError("batch " + std::to_string(table.batch) +
                            " is out of range; allowed: 1 to " + std::to_string(kMaxBatch));
@@ -96,6 +96,11 @@ Status ValidateBlockTable(const Backend& backend, const BlockTable& table, int p
     return OutOfRangeError("a block table of " + std::to_string(table.batch) + " rows of stride " +
                            std::to_string(table.row_stride) + " exceeds 2^31 - 1 entries");
   }
+  return Status::Ok();
+}
+
+Status ValidateBlockTable(const Backend& backend, const BlockTable& table, int page_size) {
+  KVSIM_RETURN_IF_ERROR(ValidateBlockTableShape(table, page_size));
   const int64_t bytes = int64_t{table.batch} * table.row_stride * int64_t{sizeof(int32_t)};
   return ValidateArgBuffer(backend, table.page_ids, bytes, "block table");
 }

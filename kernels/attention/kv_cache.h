@@ -36,7 +36,9 @@ inline constexpr int kMaxBatch = 4096;
 // Checks every buffer of `cache` against its shape and `backend` (present, the right size, on
 // this backend) and the scales (finite, positive; MLA v_scale == k_scale).
 Status ValidateKvCache(const Backend& backend, const KvCache& cache);
-// Checks the block table's dimensions and buffer; `page_size` bounds the tokens a row covers.
+// Checks the block table's dimensions (not its buffer); `page_size` bounds the tokens a row covers.
+Status ValidateBlockTableShape(const BlockTable& table, int page_size);
+// Checks the block table's dimensions and buffer.
 Status ValidateBlockTable(const Backend& backend, const BlockTable& table, int page_size);
 // Checks that `buffer` is present, on `backend`, and holds at least `bytes` bytes; `what` names
 // it in the message ("q", "token_status").

@@ -33,6 +33,7 @@ enum class KvScaling : uint8_t {
   kMlaBlock128,
 };
 
+// A storage format: the stored dtype and how it is scaled (AllKvFormats lists the valid pairs).
 struct KvFormat {
   KvDtype dtype = KvDtype::kBf16;
   KvScaling scaling = KvScaling::kNone;

@@ -13,8 +13,9 @@
 
 namespace kvsim {
 
-// What a kernel reports for one request (decode) or one new token (append). A request or token
-// that is not kOk is not computed and its slots are never addressed; the rest of the batch runs.
+// What a kernel reports for one request (decode) or one new token (append). A token that is not
+// kOk writes nothing; a request that is not kOk gets NaN outputs. An id outside the pool is never
+// used as an address, and the rest of the batch runs.
 enum class KvAccessStatus : int32_t {
   kOk = 0,
   // Decode: the sequence length is below 1 or beyond the block table's row (max pages * page size).
@@ -139,15 +140,19 @@ KVSIM_HD_INLINE uint8_t EncodeKvFp8(float x, float scale, KvDtype dtype) {
                                     : EncodeFp8<Fp8E4M3>(scaled, Fp8Overflow::kSaturate);
 }
 
-// The magnitude of x / scale beyond which storing clamps: the largest finite value plus half its
-// last step, 464 for e4m3 and 61440 for e5m2 (exactly that much rounds to the even largest value).
+// The largest finite value plus half its last step: 464 for e4m3, 61440 for e5m2. Magnitudes of
+// x / scale above it clamp; up to it, storing rounds to a finite value within half a step.
 KVSIM_HD_INLINE float Fp8SaturationThreshold(KvDtype dtype) {
   return dtype == KvDtype::kFp8E5M2 ? 61440.0f : 464.0f;
 }
 
-// Whether storing x with `scale` clamps it (saturates) rather than rounding it.
+// Whether storing x with `scale` clamps it (saturates) rather than rounding it. At the threshold
+// itself the tie goes to the even neighbour: 448 for e4m3 (its odd neighbour is NaN), but 2^16,
+// infinity, for e5m2 (57344 is odd), so an e5m2 tie clamps, to the value rounding down would give.
 KVSIM_HD_INLINE bool Fp8Saturates(float x, float scale, KvDtype dtype) {
-  return fabsf(x / scale) > Fp8SaturationThreshold(dtype);
+  const float magnitude = fabsf(x / scale);
+  return dtype == KvDtype::kFp8E5M2 ? magnitude >= Fp8SaturationThreshold(dtype)
+                                    : magnitude > Fp8SaturationThreshold(dtype);
 }
 
 // The value of an FP8 code, unscaled (exact).

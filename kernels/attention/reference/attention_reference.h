@@ -28,6 +28,7 @@ struct HostKvCache {
   float v_scale = 1.0f;
 };
 
+// Copies every pool of `cache` from `backend` to the host.
 Result<HostKvCache> DownloadKvCache(Backend& backend, const KvCache& cache);
 
 // One request's K [seq_len, head_dim] and V [seq_len, v_head_dim] for one KV head, dequantised

@@ -9,11 +9,9 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
-#include <iterator>
 #include <memory>
 #include <vector>
 
-#include "base/prng.h"
 #include "kernels/attention/kv_format.h"
 #include "kernels/backend.h"
 #include "kernels/formats.h"
@@ -25,21 +23,6 @@ namespace kvsim {
 namespace {
 
 using testing::AttentionCase;
-
-// bf16 bit patterns the policy must handle: NaN (both signs, a payload), infinities, signed
-// zeros, the smallest subnormal, the largest finite value, and values beyond e4m3's range.
-constexpr uint16_t kSpecialBf16[] = {0x7FC0, 0xFFC1, 0x7F80, 0xFF80, 0x0000, 0x8000,
-                                     0x0001, 0x7F7F, 0x4400, 0xC4F0, 0x3C00};
-
-// Overwrites about one value in 64 of the new K and V rows with a special value.
-void InjectSpecials(AttentionCase& c, uint64_t seed) {
-  Prng prng(seed);
-  for (std::vector<uint16_t>* values : {&c.k_new, &c.v_new}) {
-    for (uint16_t& value : *values) {
-      if (prng.chance(1, 64)) value = kSpecialBf16[prng.below(std::size(kSpecialBf16))];
-    }
-  }
-}
 
 uint8_t NvQuantize(float x, float scale, KvDtype dtype) {
   return dtype == KvDtype::kFp8E5M2
@@ -104,7 +87,7 @@ RC_GTEST_PROP(AppendKvProperties, WritesNvidiaQuantisationIntoTheNamedSlotsOnly,
   limits.work_at_max_size = int64_t{1} << 21;
   const testing::AttentionCaseParams params = *testing::GenAttentionCaseParams(limits);
   AttentionCase c = testing::MakeAttentionCase(params);
-  InjectSpecials(c, params.seed ^ 0x5bec1a15u);
+  testing::InjectSpecialValues(c, params.seed ^ 0x5bec1a15u);
   RC_TAG(KvFormatName(c.shape.format));
 
   std::unique_ptr<Backend> backend = CreateCpuBackend();

@@ -12,6 +12,7 @@
 
 namespace kvsim::testing {
 
+// How large generated cases may get.
 struct CaseLimits {
   int max_batch = 64;
   int max_seq_len = 32768;

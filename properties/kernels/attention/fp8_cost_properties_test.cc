@@ -227,5 +227,34 @@ TEST(Fp8CostStudyTest, UncalibratedScalesShowInTheNumbers) {
   }
 }
 
+TEST(Fp8CostStudyTest, ConfigurationsOutsideTheSupportedShapesAreErrors) {
+  KvAccuracyConfig config;
+  EXPECT_TRUE(ValidateKvAccuracyConfig(config).ok());
+  config.num_q_heads = 12;
+  EXPECT_EQ(ValidateKvAccuracyConfig(config).message(),
+            "num_q_heads 12 is not supported with 8 KV heads; allowed: num_kv_heads times a "
+            "group of 1 to 16");
+  config.num_q_heads = 64;
+  config.head_dim = 96;
+  EXPECT_EQ(ValidateKvAccuracyConfig(config).message(),
+            "unsupported head_dim 96 for GQA; supported: 64, 128, 256 (MLA: 576)");
+  config.head_dim = 128;
+  config.num_kv_heads = 0;
+  EXPECT_EQ(ValidateKvAccuracyConfig(config).message(),
+            "num_kv_heads 0 is out of range; allowed: 1 to 128");
+  config.num_kv_heads = 16;
+  config.num_q_heads = 128;
+  config.requests = 64;
+  config.tokens = 32768;
+  EXPECT_EQ(
+      ValidateKvAccuracyConfig(config).message(),
+      "requests x tokens x KV heads x head_dim = 4294967296 values of K; allowed: up to 2^31");
+  config = KvAccuracyConfig{};
+  config.kind = AttentionKind::kMla;
+  config.num_q_heads = 129;
+  EXPECT_EQ(ValidateKvAccuracyConfig(config).message(),
+            "num_q_heads 129 is out of range for MLA; allowed: 1 to 128");
+}
+
 }  // namespace
 }  // namespace kvsim

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cfloat>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -42,6 +43,24 @@ TEST(KvRowTest, ScalesFollowTheDocumentedRules) {
   EXPECT_EQ(EncodeKvFp8(INFINITY, 2.0f, KvDtype::kFp8E5M2), 0x7B);
 }
 
+// Fp8Saturates says exactly when storing rounds beyond the largest finite value, ties included.
+TEST(KvRowTest, SaturatesExactlyWhenRoundingLeavesTheFiniteRange) {
+  for (KvDtype dtype : {KvDtype::kFp8E4M3, KvDtype::kFp8E5M2}) {
+    const float threshold = Fp8SaturationThreshold(dtype);
+    for (float x : {threshold, std::nextafter(threshold, 0.0f), std::nextafter(threshold, 1e9f),
+                    Fp8MaxFinite(dtype), 1e30f, INFINITY}) {
+      for (float sign : {1.0f, -1.0f}) {
+        const uint8_t unclamped = dtype == KvDtype::kFp8E5M2
+                                      ? EncodeFp8E5M2(sign * x, Fp8Overflow::kNonFinite)
+                                      : EncodeFp8E4M3(sign * x, Fp8Overflow::kNonFinite);
+        const float rounded = DecodeKvFp8(unclamped, dtype);
+        EXPECT_EQ(Fp8Saturates(sign * x, 1.0f, dtype), !std::isfinite(rounded))
+            << "x " << sign * x << " dtype " << static_cast<int>(dtype);
+      }
+    }
+  }
+}
+
 // A one-page GQA cache (page size 4, 1 head of 64) with two requests' block-table rows.
 class AppendKvTest : public ::testing::Test {
  protected:
@@ -64,6 +83,8 @@ class AppendKvTest : public ::testing::Test {
     DeviceBuffer request = Upload(*backend_, requests).value();
     DeviceBuffer position = Upload(*backend_, positions).value();
     DeviceBuffer status = backend_->Allocate(requests.size() * 4).value();
+    // Poisoned: a status the kernel does not write reads 0xFFFFFFFF, never kOk.
+    EXPECT_TRUE(backend_->Fill(status, 0xFF).ok());
     AppendKvArgs args = Args(tokens, k, v, request, position, status);
     const Status run = AppendKv(*backend_, args);
     EXPECT_TRUE(run.ok()) << run.ToString();
@@ -149,6 +170,7 @@ TEST(AppendKvFormatTest, MlaBlockRowsAreFlashMlasLayout) {
   EXPECT_EQ(KvRowBytes(shape), 656);
   EXPECT_EQ(KvBytesPerToken(shape), 656);
   KvCacheStorage storage = KvCacheStorage::Allocate(*backend, shape).value();
+  ASSERT_TRUE(storage.Fill(*backend, 0xFF).ok());
   std::vector<uint16_t> latent(576);
   for (int i = 0; i < 576; ++i) latent[static_cast<size_t>(i)] = EncodeBf16(0.25f * (i % 7 + 1));
   latent[3] = EncodeBf16(-800.0f);  // block 0's absmax: 800 / 448 = 1.79 -> scale 2
@@ -156,6 +178,7 @@ TEST(AppendKvFormatTest, MlaBlockRowsAreFlashMlasLayout) {
   DeviceBuffer table = Upload(*backend, std::vector<int32_t>{0}).value();
   DeviceBuffer zero = Upload(*backend, std::vector<int32_t>{0}).value();
   DeviceBuffer status = backend->Allocate(4).value();
+  ASSERT_TRUE(backend->Fill(status, 0xFF).ok());
   AppendKvArgs args;
   args.cache = storage.view();
   args.block_table = {&table, 1, 1, 1};
@@ -165,6 +188,7 @@ TEST(AppendKvFormatTest, MlaBlockRowsAreFlashMlasLayout) {
   args.token_position = &zero;
   args.token_status = &status;
   ASSERT_TRUE(AppendKv(*backend, args).ok());
+  EXPECT_EQ(Download<int32_t>(*backend, status).value(), std::vector<int32_t>{0});
   const std::vector<uint8_t> row = Download<uint8_t>(*backend, *storage.view().k_pages).value();
   float scales[4];
   std::memcpy(scales, row.data() + 512, sizeof(scales));
@@ -172,6 +196,11 @@ TEST(AppendKvFormatTest, MlaBlockRowsAreFlashMlasLayout) {
   // Blocks 1-3: absmax 1.75, and 1.75 / 448 is exactly 2^-8.
   EXPECT_EQ(scales[1], 0x1p-8f);
   EXPECT_EQ(row[3], EncodeFp8E4M3(-400.0f));  // -800 / 2
+  // Every code of the poisoned row was written: value / its block's scale.
+  for (int i = 0; i < 512; ++i) {
+    const float value = DecodeBf16(latent[static_cast<size_t>(i)]);
+    EXPECT_EQ(row[static_cast<size_t>(i)], EncodeFp8E4M3(value / scales[i / 128])) << "code " << i;
+  }
   EXPECT_EQ(std::memcmp(row.data() + 528, latent.data() + 512, 128), 0);
 }
 

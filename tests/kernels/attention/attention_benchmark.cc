@@ -38,21 +38,8 @@ struct Shape {
   int num_q_heads;
 };
 
-template <typename T>
-T Must(Result<T> result) {
-  if (!result.ok()) {
-    std::fprintf(stderr, "%s\n", result.status().ToString().c_str());
-    std::exit(1);
-  }
-  return std::move(result).value();
-}
-
-void MustOk(const Status& status) {
-  if (!status.ok()) {
-    std::fprintf(stderr, "%s\n", status.ToString().c_str());
-    std::exit(1);
-  }
-}
+using testing::Must;
+using testing::MustOk;
 
 double CacheBytes(const Shape& shape) {
   return static_cast<double>(shape.batch) * shape.context *
@@ -85,21 +72,22 @@ void BM_Memcpy(benchmark::State& state, const Shape& shape) {
 void BM_Append(benchmark::State& state, const Shape& shape) {
   std::unique_ptr<Backend> backend = CreateCpuBackend();
   const KvCacheShape cache_shape = Sized(shape);
-  KvCacheStorage storage = Must(KvCacheStorage::Allocate(*backend, cache_shape, 0.05f, 0.05f));
+  KvCacheStorage storage =
+      Must(KvCacheStorage::Allocate(*backend, cache_shape, 0.05f, 0.05f), "allocate cache");
   // Touch every page of the pools first, so the timing is of appending, not of page faults.
-  MustOk(storage.Fill(*backend, 0));
+  MustOk(storage.Fill(*backend, 0), "fill cache");
   const int pages_per_request = shape.context / kPageSize;
   std::vector<int32_t> table(static_cast<size_t>(shape.batch) * pages_per_request);
   for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
   Prng prng(7);
   prng.shuffle(table);
-  DeviceBuffer table_buffer = Must(Upload(*backend, table));
+  DeviceBuffer table_buffer = Must(Upload(*backend, table), "upload");
   const size_t row_values = static_cast<size_t>(cache_shape.num_kv_heads) * cache_shape.head_dim;
   std::vector<uint16_t> values(kAppendChunkTokens * row_values);
   for (uint16_t& x : values) x = EncodeBf16(4.0f * prng.unit_f32() - 2.0f);
-  DeviceBuffer k = Must(Upload(*backend, values));
-  DeviceBuffer v = Must(Upload(*backend, values));
-  DeviceBuffer status = Must(backend->Allocate(kAppendChunkTokens * sizeof(int32_t)));
+  DeviceBuffer k = Must(Upload(*backend, values), "upload");
+  DeviceBuffer v = Must(Upload(*backend, values), "upload");
+  DeviceBuffer status = Must(backend->Allocate(kAppendChunkTokens * sizeof(int32_t)), "allocate");
   const int64_t tokens = int64_t{shape.batch} * shape.context;
   std::vector<DeviceBuffer> requests;
   std::vector<DeviceBuffer> positions;
@@ -110,8 +98,8 @@ void BM_Append(benchmark::State& state, const Shape& shape) {
       request[static_cast<size_t>(i)] = static_cast<int32_t>((first + i) / shape.context);
       position[static_cast<size_t>(i)] = static_cast<int32_t>((first + i) % shape.context);
     }
-    requests.push_back(Must(Upload(*backend, request)));
-    positions.push_back(Must(Upload(*backend, position)));
+    requests.push_back(Must(Upload(*backend, request), "upload"));
+    positions.push_back(Must(Upload(*backend, position), "upload"));
   }
   AppendKvArgs args;
   args.cache = storage.view();
@@ -125,7 +113,7 @@ void BM_Append(benchmark::State& state, const Shape& shape) {
           kAppendChunkTokens, tokens - static_cast<int64_t>(chunk) * kAppendChunkTokens));
       args.token_request = &requests[chunk];
       args.token_position = &positions[chunk];
-      MustOk(AppendKv(*backend, args));
+      MustOk(AppendKv(*backend, args), "append");
     }
   }
   state.SetBytesProcessed(static_cast<int64_t>(CacheBytes(shape)) * state.iterations());
@@ -136,12 +124,14 @@ void BM_Append(benchmark::State& state, const Shape& shape) {
 void BM_Decode(benchmark::State& state, const Shape& shape) {
   std::unique_ptr<Backend> backend = CreateCpuBackend();
   const KvCacheShape cache_shape = Sized(shape);
-  KvCacheStorage storage = Must(KvCacheStorage::Allocate(*backend, cache_shape, 0.05f, 0.05f));
+  KvCacheStorage storage =
+      Must(KvCacheStorage::Allocate(*backend, cache_shape, 0.05f, 0.05f), "allocate cache");
   KvCache cache = storage.view();
   Prng prng(11);
   const std::vector<uint8_t> pattern = testing::ValidRowPattern(cache_shape, 4096, prng);
-  MustOk(testing::FillWithPattern(*backend, *cache.k_pages, pattern));
-  if (cache.v_pages != nullptr) MustOk(testing::FillWithPattern(*backend, *cache.v_pages, pattern));
+  MustOk(testing::FillWithPattern(*backend, *cache.k_pages, pattern), "fill K");
+  if (cache.v_pages != nullptr)
+    MustOk(testing::FillWithPattern(*backend, *cache.v_pages, pattern), "fill V");
   const int pages_per_request = shape.context / kPageSize;
   std::vector<int32_t> table(static_cast<size_t>(shape.batch) * pages_per_request);
   for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
@@ -149,13 +139,15 @@ void BM_Decode(benchmark::State& state, const Shape& shape) {
   std::vector<uint16_t> q(static_cast<size_t>(shape.batch) * shape.num_q_heads *
                           cache_shape.head_dim);
   for (uint16_t& x : q) x = EncodeBf16(2.0f * prng.unit_f32() - 1.0f);
-  DeviceBuffer table_buffer = Must(Upload(*backend, table));
-  DeviceBuffer q_buffer = Must(Upload(*backend, q));
+  DeviceBuffer table_buffer = Must(Upload(*backend, table), "upload");
+  DeviceBuffer q_buffer = Must(Upload(*backend, q), "upload");
   DeviceBuffer seq_lens =
-      Must(Upload(*backend, std::vector<int32_t>(static_cast<size_t>(shape.batch), shape.context)));
+      Must(Upload(*backend, std::vector<int32_t>(static_cast<size_t>(shape.batch), shape.context)),
+           "upload");
   DeviceBuffer out = Must(backend->Allocate(static_cast<size_t>(shape.batch) * shape.num_q_heads *
-                                            cache_shape.v_head_dim * 2));
-  DeviceBuffer status = Must(backend->Allocate(static_cast<size_t>(shape.batch) * 4));
+                                            cache_shape.v_head_dim * 2),
+                          "allocate");
+  DeviceBuffer status = Must(backend->Allocate(static_cast<size_t>(shape.batch) * 4), "allocate");
   DecodeAttentionArgs args;
   args.cache = cache;
   args.block_table = {&table_buffer, shape.batch, pages_per_request, pages_per_request};
@@ -166,7 +158,7 @@ void BM_Decode(benchmark::State& state, const Shape& shape) {
   args.out_dtype = AttentionOutputDtype::kBf16;
   args.out = &out;
   args.request_status = &status;
-  for (auto _ : state) MustOk(DecodeAttention(*backend, args));
+  for (auto _ : state) MustOk(DecodeAttention(*backend, args), "decode");
   state.SetBytesProcessed(static_cast<int64_t>(CacheBytes(shape)) * state.iterations());
   state.counters["cache_bytes"] = CacheBytes(shape);
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <numeric>
 #include <sstream>
 #include <utility>
@@ -48,13 +49,6 @@ float AbsMax(const std::vector<uint16_t>& values) {
   float absmax = 0;
   for (uint16_t bits : values) absmax = std::fmax(absmax, std::fabs(DecodeBf16(bits)));
   return absmax;
-}
-
-// Values that storing with `scale` clamps.
-int64_t CountSaturated(const std::vector<uint16_t>& values, float scale, KvDtype dtype) {
-  int64_t count = 0;
-  for (uint16_t bits : values) count += Fp8Saturates(DecodeBf16(bits), scale, dtype) ? 1 : 0;
-  return count;
 }
 
 }  // namespace
@@ -181,16 +175,22 @@ AttentionCase MakeAttentionCase(const AttentionCaseParams& params) {
   c.k_scale = 1.0f;
   c.v_scale = 1.0f;
   if (c.shape.format.scaling == KvScaling::kPerTensor) {
-    c.k_scale =
-        params.k_scale > 0 ? params.k_scale : std::fmax(AbsMax(c.k_new) / max_finite, 1e-30f);
-    c.v_scale = mla ? c.k_scale
-                    : (params.v_scale > 0 ? params.v_scale
-                                          : std::fmax(AbsMax(c.v_new) / max_finite, 1e-30f));
-    c.saturated_values = CountSaturated(c.k_new, c.k_scale, c.shape.format.dtype);
-    if (!mla) c.saturated_values += CountSaturated(c.v_new, c.v_scale, c.shape.format.dtype);
+    c.k_scale = std::fmax(AbsMax(c.k_new) / max_finite, 1e-30f);
+    c.v_scale = mla ? c.k_scale : std::fmax(AbsMax(c.v_new) / max_finite, 1e-30f);
   }
   c.softmax_scale = 1.0f / std::sqrt(static_cast<float>(dim));
   return c;
+}
+
+void InjectSpecialValues(AttentionCase& c, uint64_t seed) {
+  static constexpr uint16_t kSpecialBf16[] = {0x7FC0, 0xFFC1, 0x7F80, 0xFF80, 0x0000, 0x8000,
+                                              0x0001, 0x7F7F, 0x4400, 0xC4F0, 0x3C00};
+  Prng prng(seed);
+  for (std::vector<uint16_t>* values : {&c.k_new, &c.v_new}) {
+    for (uint16_t& value : *values) {
+      if (prng.chance(1, 64)) value = kSpecialBf16[prng.below(std::size(kSpecialBf16))];
+    }
+  }
 }
 
 BlockTable DeviceCase::table(const AttentionCase& c) const {
@@ -296,6 +296,7 @@ DecodeSplitPlan PlanFor(const AttentionCase& c) {
   args.cache.shape = c.shape;
   args.block_table.batch = c.batch;
   args.block_table.max_pages_per_request = c.max_pages_per_request;
+  args.block_table.row_stride = c.row_stride;
   args.num_q_heads = c.params.num_q_heads;
   return DecodePlanFor(args);
 }

@@ -22,8 +22,10 @@ enum class ValueDistribution {
   kOutlierChannels  // N(0, 1) with a few fixed channels per head 100x larger, as real K caches have
 };
 
+// "gaussian", "student-t3", "outlier channels".
 const char* ValueDistributionName(ValueDistribution distribution);
 
+// What a case is made of; its values come from `seed` (MakeAttentionCase).
 struct AttentionCaseParams {
   KvCacheShape shape;  // num_pages is set by MakeAttentionCase (pages needed + spare_pages)
   int num_q_heads = 1;
@@ -35,9 +37,6 @@ struct AttentionCaseParams {
   int row_padding = 2;  // block-table entries past max_pages_per_request in each row
   ValueDistribution distribution = ValueDistribution::kGaussian;
   double value_scale = 1.0;  // K and V values are multiplied by this
-  // kPerTensor scales: <= 0 means calibrated (absmax / largest finite over the values drawn).
-  float k_scale = 0.0f;
-  float v_scale = 0.0f;
   uint64_t seed = 1;
 };
 
@@ -57,15 +56,19 @@ struct AttentionCase {
   std::vector<uint16_t> k_new;  // bf16 [tokens, num_kv_heads, head_dim]
   std::vector<uint16_t> v_new;  // GQA: as k_new; MLA: empty
   std::vector<uint16_t> q;      // bf16 [batch, num_q_heads, head_dim]
+  // kPerTensor: calibrated, absmax / largest finite over the values drawn (MLA: v_scale = k_scale).
   float k_scale = 1.0f;
   float v_scale = 1.0f;
   float softmax_scale = 0.0f;
-  // Values per-tensor scaling clamps on append (they round beyond the largest finite value).
-  int64_t saturated_values = 0;
 };
 
 // Draws the case's data from `params.seed`. Deterministic.
 AttentionCase MakeAttentionCase(const AttentionCaseParams& params);
+
+// Overwrites about one value in 64 of the case's new K and V rows with a bf16 value the NaN and
+// infinity policy must handle: NaN (both signs, a payload), infinities, signed zeros, the smallest
+// subnormal, the largest finite value, values beyond e4m3's range. Deterministic for `seed`.
+void InjectSpecialValues(AttentionCase& c, uint64_t seed);
 
 // The pages and inputs of a case on one backend.
 struct DeviceCase {

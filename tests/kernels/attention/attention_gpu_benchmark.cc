@@ -42,21 +42,8 @@ constexpr int kLargestContext = 65536;
     }                                                                    \
   } while (false)
 
-template <typename T>
-T Must(Result<T> result, const char* what) {
-  if (!result.ok()) {
-    std::fprintf(stderr, "%s: %s\n", what, result.status().ToString().c_str());
-    std::exit(1);
-  }
-  return std::move(result).value();
-}
-
-void MustOk(const Status& status, const char* what) {
-  if (!status.ok()) {
-    std::fprintf(stderr, "%s: %s\n", what, status.ToString().c_str());
-    std::exit(1);
-  }
-}
+using testing::Must;
+using testing::MustOk;
 
 // Device-to-device copy bandwidth, counting the bytes read and the bytes written.
 double CopyBandwidthBytesPerSecond() {

@@ -41,8 +41,11 @@ class AttentionGpuTest : public ::testing::Test {
   std::unique_ptr<Backend> cpu_;
 };
 
-// Appends a case on both backends; every pool byte must agree. Empty, or what differed.
-std::string CompareAppend(Backend& cuda, Backend& cpu, const AttentionCase& c) {
+// Appends a case on both backends, with special values (NaN, infinities, signed zeros,
+// subnormals, values beyond e4m3's range) injected; every pool byte must agree. Empty, or what
+// differed.
+std::string CompareAppend(Backend& cuda, Backend& cpu, AttentionCase c) {
+  testing::InjectSpecialValues(c, c.params.seed ^ 0x5bec1a15u);
   Result<DeviceCase> on_cuda = testing::UploadAndAppend(cuda, c);
   Result<DeviceCase> on_cpu = testing::UploadAndAppend(cpu, c);
   if (!on_cuda.ok()) return on_cuda.status().ToString();
@@ -163,6 +166,41 @@ TEST_F(AttentionGpuTest, BadRequestsFailAloneAsOnTheCpu) {
                            good.out.begin()));
     EXPECT_TRUE(std::all_of(bad.out.begin() + static_cast<std::ptrdiff_t>(row), bad.out.end(),
                             [](float x) { return std::isnan(x); }));
+  }
+}
+
+// The NaN policy of docs/kernels.md on the device: one NaN in a K row and one in a V row make
+// exactly the outputs NaN that they make on the CPU (a K NaN: its KV head's query heads; a V NaN:
+// one element of each of them), in their requests only.
+TEST_F(AttentionGpuTest, NaNInKOrVPoisonsTheSameOutputsAsOnTheCpu) {
+  for (const KvFormat format : AllKvFormats()) {
+    if (format.scaling == KvScaling::kMlaBlock128) continue;
+    AttentionCaseParams params;
+    params.shape = GqaCacheShape(0, 5, 2, 64, format);
+    params.num_q_heads = 4;
+    params.seq_lens = {23, 300, 17};
+    params.seed = 0x7a7;
+    AttentionCase c = testing::MakeAttentionCase(params);
+    // Token 11's K row of KV head 0, and token 40's V row of KV head 1, dimension 9.
+    c.k_new[11 * 2 * 64 + 3] = 0x7FC0;
+    c.v_new[(40 * 2 + 1) * 64 + 9] = 0x7FC0;
+    std::vector<DecodeOutputs> runs;
+    for (Backend* backend : {cuda_.get(), cpu_.get()}) {
+      DeviceCase device = testing::UploadAndAppend(*backend, c).value();
+      runs.push_back(testing::RunDecode(*backend, c, device, AttentionOutputDtype::kFp32).value());
+    }
+    SCOPED_TRACE(KvFormatName(format));
+    EXPECT_EQ(runs[0].status, runs[1].status);
+    size_t nan_outputs = 0;
+    for (size_t i = 0; i < runs[1].out.size(); ++i) {
+      ASSERT_EQ(std::isnan(runs[0].out[i]), std::isnan(runs[1].out[i])) << "output " << i;
+      nan_outputs += std::isnan(runs[1].out[i]) ? 1 : 0;
+    }
+    for (size_t i = 0; i < runs[1].lse.size(); ++i) {
+      EXPECT_EQ(std::isnan(runs[0].lse[i]), std::isnan(runs[1].lse[i])) << "lse " << i;
+    }
+    // The K NaN takes two query heads whole (128 values), the V NaN one element of two heads.
+    EXPECT_EQ(nan_outputs, 2 * 64 + 2) << "the case no longer exercises the policy";
   }
 }
 

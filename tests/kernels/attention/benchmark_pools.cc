@@ -36,6 +36,12 @@ std::vector<uint8_t> ValidRowPattern(const KvCacheShape& shape, int rows, Prng& 
   return pattern;
 }
 
+void MustOk(const Status& status, const char* what) {
+  if (status.ok()) return;
+  std::fprintf(stderr, "%s: %s\n", what, status.ToString().c_str());
+  std::exit(1);
+}
+
 Status FillWithPattern(Backend& backend, DeviceBuffer& pool, const std::vector<uint8_t>& pattern) {
   for (size_t offset = 0; offset < pool.bytes(); offset += pattern.size()) {
     const size_t bytes = std::min(pattern.size(), pool.bytes() - offset);

@@ -10,6 +10,7 @@
 
 namespace kvsim::testing {
 
+// The outcome of comparing one run with the reference.
 struct ReferenceCheck {
   int64_t checked = 0;     // output elements compared
   double worst_ratio = 0;  // the largest |error| / bound seen (<= 1 when all pass)
