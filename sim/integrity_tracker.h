@@ -106,6 +106,8 @@ class TagTracker final : public IntegrityTracker {
   Result<TagTracker> Clone(Backend& backend) const;
 
   const char* name() const override { return "tag"; }
+  // uint64 [num_pages] on the backend: the pool's tags as of the last check.
+  const DeviceBuffer& device_tags() const { return page_tags_; }
   // Syncs the device tags with `pool` (which must be the pool, or a copy of the pool, this
   // tracker was made for), uploads the batch's recorded tables, runs one TagCheck and reads back
   // the verdicts. A write is not checked when options.check_writes is off.

@@ -86,6 +86,8 @@ class PagePool {
   // The pages whose tag changed since the last call, each once, in the order of their first
   // change; a device copy of tags() stays current by applying only these.
   std::vector<int32_t> TakeTagChanges();
+  // Whether `page`'s tag changed since the last TakeTagChanges (the next call will list it).
+  bool tag_change_pending(int32_t page) const;
 
   // The free pages in the order they will be handed out.
   std::vector<int32_t> FreePagesInOrder() const;

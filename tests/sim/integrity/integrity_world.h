@@ -92,13 +92,14 @@ class IntegrityWorld {
   // Performs `op` and checks the theorem. Internal error naming the violation when it fails.
   Result<OpReport> Apply(const Op& op);
 
-  // Appends to `key` an encoding of the whole state with the requests taken in the order
-  // `request_order` (a permutation of 0..num_requests-1) and pages renamed in order of first
-  // appearance (free list first, then each request's pages in that order). States whose
-  // encodings are equal for some orders are equal up to the names of requests and pages, and
-  // behave alike from here on: the check compares page ids only with each other and with
-  // [0, num_pages), and no operation depends on the order of requests (an abort only marks its
-  // request; its pages are released when it finishes).
+  // Appends to `key` an encoding of the whole state (the oracle's, the server's, the pool's free
+  // list, reference counts, tags and pending tag changes, and the tracker's copy of the tags) with
+  // the requests taken in the order `request_order` (a permutation of 0..num_requests-1) and pages
+  // renamed in order of first appearance (free list first, then each request's pages in that
+  // order). States whose encodings are equal for some orders are equal up to the names of
+  // requests and pages, and behave alike from here on: the check compares page ids only with each
+  // other and with [0, num_pages), and no operation depends on the order of requests (an abort
+  // only marks its request; its pages are released when it finishes).
   void AppendKey(const std::vector<int32_t>& request_order, std::vector<uint64_t>& key) const;
 
   bool fault_injected() const { return fault_ != kNoFault; }
