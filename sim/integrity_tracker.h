@@ -117,7 +117,8 @@ class TagTracker final : public IntegrityTracker {
 
  private:
   TagTracker() = default;
-  // Brings the device copy of the tags up to date with `pool`.
+  // Brings the device copy of the tags up to date with `pool`: the pages changed since the last
+  // sync, or every page after a sync that failed.
   Status SyncTags(Backend& backend, PagePool& pool);
   // Grows the recorded-page buffers to at least `entries` entries and the offsets and results to
   // `batch` rows (doubling, from 64), keeping no contents.
@@ -125,8 +126,9 @@ class TagTracker final : public IntegrityTracker {
 
   TagTrackerOptions options_;
   int32_t num_pages_ = 0;
-  DeviceBuffer page_tags_;  // uint64 [num_pages]: the pool's tags as of the last sync
-  DeviceBuffer staging_;    // PageTagUpdate scratch for SyncTags
+  DeviceBuffer page_tags_;   // uint64 [num_pages]: the pool's tags as of the last sync
+  bool resync_all_ = false;  // a sync failed after taking the pool's changes: upload every tag
+  DeviceBuffer staging_;     // PageTagUpdate scratch for SyncTags
   DeviceBuffer recorded_offsets_;
   DeviceBuffer recorded_pages_;  // capacity entries; the check reads only within the offsets
   DeviceBuffer recorded_tags_;   // the same number of entries as recorded_pages_
