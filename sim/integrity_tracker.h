@@ -19,6 +19,7 @@
 
 namespace kvsim {
 
+// What a paged kernel is about to do with the KV cache.
 enum class KvAccess { kRead, kWrite };
 
 // "read", "write".
@@ -58,6 +59,7 @@ struct RequestAbort {
 // The rows of a batch of `batch` requests that may run: all but the aborted ones, ascending.
 std::vector<int32_t> RowsThatProceed(int32_t batch, const std::vector<RequestAbort>& aborts);
 
+// The check that runs before every paged KV access of a batch (NoopTracker or TagTracker).
 class IntegrityTracker {
  public:
   virtual ~IntegrityTracker() = default;
@@ -83,6 +85,7 @@ class NoopTracker final : public IntegrityTracker {
   }
 };
 
+// What TagTracker checks.
 struct TagTrackerOptions {
   // Checks writes (appends) as well as reads. The published design checks reads only; a stale
   // write then corrupts another request's cache while that request's own read check still passes

@@ -26,6 +26,7 @@ const char* ReuseOrderName(ReuseOrder order);
 // The most physical pages a pool may have: 2^24 pages of 64 tokens hold a billion tokens.
 inline constexpr int32_t kMaxPoolPages = 1 << 24;
 
+// The shape and policies of a PagePool; PagePool::Create validates it.
 struct PagePoolConfig {
   int32_t num_pages = 0;  // physical pages, the dummy included; 1..kMaxPoolPages
   ReuseOrder reuse_order = ReuseOrder::kLifo;

@@ -21,6 +21,7 @@
 
 namespace kvsim::testing {
 
+// The shape of a world: pool, requests, pages, tags, reuse order, and whether writes are checked.
 struct WorldConfig {
   int32_t num_pages = 4;
   int32_t num_requests = 3;
@@ -31,6 +32,7 @@ struct WorldConfig {
   bool check_writes = true;
 };
 
+// The operations of a world: the server's own, then the injected divergences.
 enum class OpKind : uint8_t {
   // The server's own operations, done right.
   kAppend,  // request r appends a token: a new page when its last is full, then a checked write
@@ -54,6 +56,7 @@ const char* OpKindName(OpKind kind);
 // wrong, which no check of expectations can see).
 bool InScope(OpKind fault);
 
+// One operation with its arguments.
 struct Op {
   OpKind kind = OpKind::kAppend;
   int8_t r = 0;       // the request acted on
@@ -79,6 +82,7 @@ struct OpReport {
   int64_t pool_refusals = 0;  // pool errors after a fault (a double free, a free page shared)
 };
 
+// The world itself: a value that the checker copies to branch, one operation at a time.
 class IntegrityWorld {
  public:
   // `backend` must outlive the world.
