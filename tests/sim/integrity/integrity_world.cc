@@ -541,8 +541,11 @@ void IntegrityWorld::AppendKey(const std::vector<int32_t>& request_order,
   // The tracker's copy of the tags and the pool's pending tag changes are state of the code under
   // test: with them in the key, a tracker that let its copy fall behind could not hide behind a
   // state that is equal in everything else.
-  const std::vector<uint64_t> device_tags =
-      Download<uint64_t>(*backend_, tracker_->device_tags()).value();
+  std::vector<uint64_t>& device_tags = scratch_->device_tags;
+  device_tags.resize(static_cast<size_t>(n));
+  const Status copied = backend_->CopyToHost(device_tags.data(), tracker_->device_tags(), 0,
+                                             device_tags.size() * sizeof(uint64_t));
+  KVSIM_CHECK(copied.ok()) << copied.ToString();
   for (int32_t page : pool_.FreePagesInOrder()) key.push_back(renamed(page));
   key.push_back(~uint64_t{0});
   for (int32_t page : by_name) {

@@ -147,6 +147,7 @@ class IntegrityWorld {
     DeviceBuffer table_buffer;
     DeviceBuffer seq_buffer;
     DeviceBuffer first_buffer;
+    std::vector<uint64_t> device_tags;  // AppendKey's host copy of the tracker's tags
   };
   static constexpr uint8_t kNoFault = 0xFF;
 
