@@ -46,6 +46,7 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
+// An error of each code; `message` says what was wrong and what is allowed.
 Status InvalidArgumentError(std::string message);
 Status NotFoundError(std::string message);
 Status OutOfRangeError(std::string message);

@@ -1,6 +1,7 @@
 // Backend names, buffers, and the CPU backend.
 #include "kernels/backend.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -58,6 +59,11 @@ class CpuBackend : public Backend {
 
   Result<DeviceBuffer> Allocate(size_t bytes) override {
     if (bytes == 0) return DeviceBuffer(nullptr, 0, BackendKind::kCpu, nullptr);
+    // Rounding up to the alignment must not wrap around to a tiny allocation.
+    if (bytes > SIZE_MAX - kCpuAlignment) {
+      return FailedPreconditionError("cannot allocate " + std::to_string(bytes) +
+                                     " bytes of host memory");
+    }
     const size_t rounded = (bytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
     void* data = std::aligned_alloc(kCpuAlignment, rounded);
     if (data == nullptr) {

@@ -18,6 +18,7 @@
 
 namespace kvsim {
 
+// Where a backend's memory lives and its kernels run.
 enum class BackendKind { kCpu, kCuda };
 
 // What a user asks for: a specific backend, or auto (CUDA when a device works, else CPU).
@@ -62,6 +63,7 @@ class DeviceBuffer {
   Deleter deleter_ = nullptr;
 };
 
+// Owns memory on the CPU or a CUDA device and copies to and from it; kernel families take one.
 class Backend {
  public:
   virtual ~Backend() = default;

@@ -89,6 +89,7 @@ Result<TagTracker> TagTracker::Clone(Backend& backend) const {
   TagTracker copy;
   copy.options_ = options_;
   copy.num_pages_ = num_pages_;
+  copy.resync_all_ = resync_all_;
   KVSIM_ASSIGN_OR_RETURN(copy.page_tags_, CopyBuffer(backend, page_tags_));
   return copy;
 }
@@ -117,14 +118,27 @@ Status TagTracker::SyncTags(Backend& backend, PagePool& pool) {
   }
   host_updates_.clear();
   for (int32_t page : pool.TakeTagChanges()) host_updates_.push_back({page, 0, pool.tag(page)});
+  if (resync_all_) {
+    // An earlier sync failed after taking its changes from the pool: only a full upload is sure
+    // to bring the copy level with the pool again.
+    KVSIM_RETURN_IF_ERROR(backend.CopyToDevice(page_tags_, 0, pool.tags().data(),
+                                               pool.tags().size() * sizeof(uint64_t)));
+    resync_all_ = false;
+    return Status::Ok();
+  }
   if (host_updates_.empty()) return Status::Ok();
+  // The pool has handed these changes over; until they reach the device they exist nowhere else,
+  // and a copy left behind would pass stale grants and fail current ones.
+  resync_all_ = true;
   const size_t staged = staging_.bytes() / sizeof(PageTagUpdate);
   if (staged < host_updates_.size()) {
     KVSIM_RETURN_IF_ERROR(Grow(
         backend, staging_,
         std::max({host_updates_.size(), 2 * staged, kInitialCapacity}) * sizeof(PageTagUpdate)));
   }
-  return ScatterPageTags(backend, host_updates_, num_pages_, page_tags_, &staging_);
+  KVSIM_RETURN_IF_ERROR(ScatterPageTags(backend, host_updates_, num_pages_, page_tags_, &staging_));
+  resync_all_ = false;
+  return Status::Ok();
 }
 
 Result<std::vector<RequestAbort>> TagTracker::BeforeAccess(Backend& backend, PagePool& pool,
@@ -174,6 +188,9 @@ Result<std::vector<RequestAbort>> TagTracker::BeforeAccess(Backend& backend, Pag
   args.recorded_tags = &recorded_tags_;
   args.page_tags = &page_tags_;
   args.results = &results_;
+  // The results buffer is reused: poisoned (code -1), a row the check left unwritten fails the
+  // verdict check below instead of passing with the previous check's verdict.
+  KVSIM_RETURN_IF_ERROR(backend.Fill(results_, 0xFF));
   KVSIM_RETURN_IF_ERROR(TagCheck(backend, args).WithContext("tag tracker"));
   host_results_.resize(static_cast<size_t>(batch.batch));
   if (batch.batch > 0) {

@@ -19,6 +19,7 @@
 
 namespace kvsim {
 
+// What a paged kernel is about to do with the KV cache.
 enum class KvAccess { kRead, kWrite };
 
 // "read", "write".
@@ -58,6 +59,7 @@ struct RequestAbort {
 // The rows of a batch of `batch` requests that may run: all but the aborted ones, ascending.
 std::vector<int32_t> RowsThatProceed(int32_t batch, const std::vector<RequestAbort>& aborts);
 
+// The check that runs before every paged KV access of a batch (NoopTracker or TagTracker).
 class IntegrityTracker {
  public:
   virtual ~IntegrityTracker() = default;
@@ -83,6 +85,7 @@ class NoopTracker final : public IntegrityTracker {
   }
 };
 
+// What TagTracker checks.
 struct TagTrackerOptions {
   // Checks writes (appends) as well as reads. The published design checks reads only; a stale
   // write then corrupts another request's cache while that request's own read check still passes
@@ -106,6 +109,8 @@ class TagTracker final : public IntegrityTracker {
   Result<TagTracker> Clone(Backend& backend) const;
 
   const char* name() const override { return "tag"; }
+  // uint64 [num_pages] on the backend: the pool's tags as of the last check.
+  const DeviceBuffer& device_tags() const { return page_tags_; }
   // Syncs the device tags with `pool` (which must be the pool, or a copy of the pool, this
   // tracker was made for), uploads the batch's recorded tables, runs one TagCheck and reads back
   // the verdicts. A write is not checked when options.check_writes is off.
@@ -115,7 +120,8 @@ class TagTracker final : public IntegrityTracker {
 
  private:
   TagTracker() = default;
-  // Brings the device copy of the tags up to date with `pool`.
+  // Brings the device copy of the tags up to date with `pool`: the pages changed since the last
+  // sync, or every page after a sync that failed.
   Status SyncTags(Backend& backend, PagePool& pool);
   // Grows the recorded-page buffers to at least `entries` entries and the offsets and results to
   // `batch` rows (doubling, from 64), keeping no contents.
@@ -123,8 +129,9 @@ class TagTracker final : public IntegrityTracker {
 
   TagTrackerOptions options_;
   int32_t num_pages_ = 0;
-  DeviceBuffer page_tags_;  // uint64 [num_pages]: the pool's tags as of the last sync
-  DeviceBuffer staging_;    // PageTagUpdate scratch for SyncTags
+  DeviceBuffer page_tags_;   // uint64 [num_pages]: the pool's tags as of the last sync
+  bool resync_all_ = false;  // a sync failed after taking the pool's changes: upload every tag
+  DeviceBuffer staging_;     // PageTagUpdate scratch for SyncTags
   DeviceBuffer recorded_offsets_;
   DeviceBuffer recorded_pages_;  // capacity entries; the check reads only within the offsets
   DeviceBuffer recorded_tags_;   // the same number of entries as recorded_pages_

@@ -118,6 +118,11 @@ std::vector<int32_t> PagePool::TakeTagChanges() {
   return changes;
 }
 
+bool PagePool::tag_change_pending(int32_t page) const {
+  KVSIM_CHECK(page >= 0 && page < num_pages()) << "page " << page;
+  return tag_changed_[static_cast<size_t>(page)] != 0;
+}
+
 std::vector<int32_t> PagePool::FreePagesInOrder() const {
   if (config_.reuse_order == ReuseOrder::kFifo) return {free_.begin(), free_.end()};
   return {free_.rbegin(), free_.rend()};

@@ -26,6 +26,7 @@ const char* ReuseOrderName(ReuseOrder order);
 // The most physical pages a pool may have: 2^24 pages of 64 tokens hold a billion tokens.
 inline constexpr int32_t kMaxPoolPages = 1 << 24;
 
+// The shape and policies of a PagePool; PagePool::Create validates it.
 struct PagePoolConfig {
   int32_t num_pages = 0;  // physical pages, the dummy included; 1..kMaxPoolPages
   ReuseOrder reuse_order = ReuseOrder::kLifo;
@@ -86,6 +87,8 @@ class PagePool {
   // The pages whose tag changed since the last call, each once, in the order of their first
   // change; a device copy of tags() stays current by applying only these.
   std::vector<int32_t> TakeTagChanges();
+  // Whether `page`'s tag changed since the last TakeTagChanges (the next call will list it).
+  bool tag_change_pending(int32_t page) const;
 
   // The free pages in the order they will be handed out.
   std::vector<int32_t> FreePagesInOrder() const;

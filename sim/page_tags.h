@@ -14,9 +14,9 @@ enum class TagPolicy {
   // A per-page generation counter: next = current + 1 mod 2^width. A stale reference escapes the
   // check only after exactly 2^width reallocations of its page.
   kGeneration,
-  // A tag drawn from the run's seed, as memory tagging (ARM MTE, HWASan) does, among the 2^width -
-  // 1
-  // values that differ from the current tag, so a tag still changes on every allocation.
+  // A tag drawn from the run's seed, as memory tagging (ARM MTE, HWASan) does, among the
+  // 2^width - 1 values that differ from the current tag, so a tag still changes on every
+  // allocation.
   kRandom,
 };
 
@@ -26,6 +26,7 @@ const char* TagPolicyName(TagPolicy policy);
 // The supported widths: 2, 4, 8, 16, 32, 64 bits.
 inline constexpr int32_t kTagWidthsBits[] = {2, 4, 8, 16, 32, 64};
 
+// The width and policy of page tags, and the seed of random tags.
 struct TagConfig {
   int32_t width_bits = 64;  // one of kTagWidthsBits; tags lie in [0, 2^width_bits)
   TagPolicy policy = TagPolicy::kGeneration;

@@ -26,8 +26,10 @@ enum class EvictionPolicy {
 // "lru", "lfu".
 const char* EvictionPolicyName(EvictionPolicy policy);
 
+// The most namespaces (adapters, cache salts) a cache may be configured for.
 inline constexpr int32_t kMaxPrefixCacheNamespaces = 1 << 16;
 
+// The page size, eviction policy and namespace bound of a PrefixCache.
 struct PrefixCacheConfig {
   int32_t page_size = 0;  // tokens per page, 1..65536
   EvictionPolicy eviction = EvictionPolicy::kLru;

@@ -4,6 +4,8 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -28,6 +30,11 @@ class DeviceArray {
 
   // Allocates `size` elements; the contents are undefined until written.
   static Result<DeviceArray> Allocate(size_t size) {
+    if (size > SIZE_MAX / sizeof(T)) {
+      return OutOfRangeError("cannot allocate " + std::to_string(size) + " elements of " +
+                             std::to_string(sizeof(T)) + " bytes; allowed: at most " +
+                             std::to_string(SIZE_MAX / sizeof(T)));
+    }
     DeviceArray array;
     if (size > 0) {
       KVSIM_CUDA_RETURN_IF_ERROR(

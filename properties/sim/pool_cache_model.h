@@ -19,6 +19,7 @@ namespace kvsim::model {
 // A cached prefix: its namespace and all its tokens (a whole number of pages).
 using PrefixKey = std::pair<uint64_t, std::vector<int32_t>>;
 
+// The model's entry for one cached prefix: its page, the allocation it holds, and its use.
 struct CachedPage {
   int32_t page = -1;
   int64_t allocation = 0;  // the page's allocation count when it was granted
@@ -33,6 +34,7 @@ struct HeldPage {
   int64_t allocation = 0;
 };
 
+// A request slot of the model.
 struct Request {
   bool live = false;
   uint64_t ns = 0;
@@ -41,6 +43,7 @@ struct Request {
   int32_t locked_pages = -1;    // the length of its locked match (-1: none)
 };
 
+// The whole model: free list, allocation counts, requests and cached prefixes.
 struct PoolCacheModel {
   PagePoolConfig pool;
   PrefixCacheConfig cache;

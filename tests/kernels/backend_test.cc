@@ -48,6 +48,15 @@ TEST(BackendTest, OutOfRangeCopiesAreErrorsNotCrashes) {
             StatusCode::kInternal);
 }
 
+TEST(BackendTest, ImpossibleSizesAreErrorsNotTinyBuffers) {
+  std::unique_ptr<Backend> backend = CreateCpuBackend();
+  for (size_t bytes : {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 63}) {
+    const Result<DeviceBuffer> buffer = backend->Allocate(bytes);
+    ASSERT_FALSE(buffer.ok()) << bytes;
+    EXPECT_EQ(buffer.status().code(), StatusCode::kFailedPrecondition);
+  }
+}
+
 TEST(BackendTest, MovedBufferOwnsTheMemoryOnce) {
   std::unique_ptr<Backend> backend = CreateCpuBackend();
   DeviceBuffer a = backend->Allocate(64).value();

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace kvsim {
@@ -14,6 +15,32 @@ namespace {
 
 constexpr int32_t kPageSize = 4;
 constexpr int32_t kMaxPages = 3;
+
+// The CPU backend, except that allocations fail while `fail_allocations` is set, as they do on a
+// device out of memory.
+class FlakyBackend final : public Backend {
+ public:
+  BackendKind kind() const override { return cpu_->kind(); }
+  std::string description() const override { return "cpu, allocations may fail"; }
+  Result<DeviceBuffer> Allocate(size_t bytes) override {
+    if (fail_allocations) return FailedPreconditionError("no memory left");
+    return cpu_->Allocate(bytes);
+  }
+  Status CopyToDevice(DeviceBuffer& buffer, size_t offset, const void* host,
+                      size_t bytes) override {
+    return cpu_->CopyToDevice(buffer, offset, host, bytes);
+  }
+  Status CopyToHost(void* host, const DeviceBuffer& buffer, size_t offset, size_t bytes) override {
+    return cpu_->CopyToHost(host, buffer, offset, bytes);
+  }
+  Status Fill(DeviceBuffer& buffer, uint8_t value) override { return cpu_->Fill(buffer, value); }
+  Status Synchronize() override { return cpu_->Synchronize(); }
+
+  bool fail_allocations = false;
+
+ private:
+  std::unique_ptr<Backend> cpu_ = CreateCpuBackend();
+};
 
 // A batch as a kernel would see it: block-table rows, sequence lengths, optional first tokens.
 struct HostBatch {
@@ -29,8 +56,10 @@ class IntegrityTrackerTest : public ::testing::Test {
       : pool_(PagePool::Create({16, ReuseOrder::kLifo, true, {8, TagPolicy::kGeneration, 0}})
                   .value()) {}
 
+  // Uploads `host` and runs the tracker on it; with `fail_allocations`, every allocation the
+  // tracker attempts fails.
   Result<std::vector<RequestAbort>> Check(IntegrityTracker& tracker, const HostBatch& host,
-                                          KvAccess access) {
+                                          KvAccess access, bool fail_allocations = false) {
     std::vector<int32_t> table;
     for (const std::vector<int32_t>& row : host.rows) {
       KVSIM_CHECK_EQ(row.size(), static_cast<size_t>(kMaxPages));
@@ -49,10 +78,14 @@ class IntegrityTrackerTest : public ::testing::Test {
     batch.first_tokens = host.first_tokens.empty() ? nullptr : &first_tokens_;
     for (const std::vector<PageGrant>& recorded : host.recorded)
       batch.recorded.push_back(&recorded);
-    return tracker.BeforeAccess(*backend_, pool_, batch, access);
+    backend_->fail_allocations = fail_allocations;
+    Result<std::vector<RequestAbort>> aborts =
+        tracker.BeforeAccess(*backend_, pool_, batch, access);
+    backend_->fail_allocations = false;
+    return aborts;
   }
 
-  std::unique_ptr<Backend> backend_ = CreateCpuBackend();
+  std::unique_ptr<FlakyBackend> backend_ = std::make_unique<FlakyBackend>();
   PagePool pool_;
   DeviceBuffer table_;
   DeviceBuffer seq_lens_;
@@ -151,6 +184,25 @@ TEST_F(IntegrityTrackerTest, TheDeviceTagsFollowEveryReallocation) {
     EXPECT_EQ(aborts[0].reason, TagCheckCode::kStaleTag);
     held[static_cast<size_t>(round % 15)] = fresh;
   }
+}
+
+TEST_F(IntegrityTrackerTest, AFailedTagSyncIsMadeGoodByTheNextCheck) {
+  TagTracker tracker = TagTracker::Create(*backend_, pool_).value();
+  const PageGrant current = pool_.Allocate().value();
+  const PageGrant stale = pool_.Allocate().value();
+  ASSERT_TRUE(pool_.Release(stale.page).ok());
+  ASSERT_EQ(pool_.Allocate().value().page, stale.page);
+  HostBatch batch;
+  batch.rows = {{current.page, 0, 0}, {stale.page, 0, 0}};
+  batch.seq_lens = {1, 1};
+  batch.recorded = {{current}, {stale}};
+  // The sync has taken the pool's changes when its staging buffer cannot be allocated.
+  EXPECT_EQ(Check(tracker, batch, KvAccess::kRead, true).status().message(), "no memory left");
+  EXPECT_TRUE(pool_.TakeTagChanges().empty());
+  const std::vector<RequestAbort> aborts = Check(tracker, batch, KvAccess::kRead).value();
+  ASSERT_EQ(aborts.size(), 1u);
+  EXPECT_EQ(aborts[0].row, 1);
+  EXPECT_EQ(aborts[0].reason, TagCheckCode::kStaleTag);
 }
 
 TEST_F(IntegrityTrackerTest, ACloneFollowsACopyOfThePool) {

@@ -155,7 +155,11 @@ TEST(PagePoolTest, TheTagChangeLogListsEachReallocatedPageOnce) {
   const int32_t b = AllocatePage(pool);
   ASSERT_TRUE(pool.Release(a).ok());
   EXPECT_EQ(AllocatePage(pool), a);
+  EXPECT_TRUE(pool.tag_change_pending(a));
+  EXPECT_TRUE(pool.tag_change_pending(b));
+  EXPECT_FALSE(pool.tag_change_pending(3));
   EXPECT_EQ(pool.TakeTagChanges(), (std::vector<int32_t>{a, b}));
+  EXPECT_FALSE(pool.tag_change_pending(a));
   EXPECT_TRUE(pool.TakeTagChanges().empty());
   ASSERT_TRUE(pool.Release(b).ok());
   EXPECT_EQ(AllocatePage(pool), b);

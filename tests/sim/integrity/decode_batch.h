@@ -13,6 +13,7 @@
 
 namespace kvsim::testing {
 
+// The production decode batch: 64 requests of 21,000 tokens in pages of 64 tokens.
 inline constexpr int32_t kBenchmarkPageSize = 64;
 inline constexpr int32_t kProductionRequests = 64;
 inline constexpr int32_t kProductionTokens = 21000;

@@ -15,11 +15,13 @@
 
 namespace kvsim::testing {
 
+// What the checker enumerates: the world's shape and the length of the operation sequences.
 struct ExhaustiveBounds {
   WorldConfig world;
   int32_t max_ops = 8;  // operations per sequence, the divergence (if any) included
 };
 
+// What the checker saw, summed over every transition it explored.
 struct ExhaustiveTotals {
   int64_t states = 0;       // distinct states reached, up to renaming requests and pages
   int64_t explored = 0;     // (state, operations left) pairs expanded

@@ -6,6 +6,8 @@
 
 namespace kvsim::testing {
 
+// Runs the checker within `bounds`, prints its summary, and adds a test failure naming the
+// violating sequence if the theorem failed (then returns empty totals).
 ExhaustiveTotals RunAndPrint(const ExhaustiveBounds& bounds);
 
 }  // namespace kvsim::testing

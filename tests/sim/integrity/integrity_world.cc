@@ -538,11 +538,21 @@ void IntegrityWorld::AppendKey(const std::vector<int32_t>& request_order,
   };
   std::vector<int32_t> by_name(static_cast<size_t>(n));
   for (int32_t page = 0; page < n; ++page) by_name[static_cast<size_t>(name[page])] = page;
+  // The tracker's copy of the tags and the pool's pending tag changes are state of the code under
+  // test: with them in the key, a tracker that let its copy fall behind could not hide behind a
+  // state that is equal in everything else.
+  std::vector<uint64_t>& device_tags = scratch_->device_tags;
+  device_tags.resize(static_cast<size_t>(n));
+  const Status copied = backend_->CopyToHost(device_tags.data(), tracker_->device_tags(), 0,
+                                             device_tags.size() * sizeof(uint64_t));
+  KVSIM_CHECK(copied.ok()) << copied.ToString();
   for (int32_t page : pool_.FreePagesInOrder()) key.push_back(renamed(page));
   key.push_back(~uint64_t{0});
   for (int32_t page : by_name) {
     key.push_back(static_cast<uint64_t>(pool_.refcount(page)));
     key.push_back(pool_.tag(page));
+    key.push_back(device_tags[static_cast<size_t>(page)]);
+    key.push_back(pool_.tag_change_pending(page) ? 1 : 0);
     key.push_back(static_cast<uint64_t>(epoch_[static_cast<size_t>(page)]));
     for (int32_t slot = 0; slot < config_.page_size; ++slot) {
       const Slot& written =

@@ -21,6 +21,7 @@
 
 namespace kvsim::testing {
 
+// The shape of a world: pool, requests, pages, tags, reuse order, and whether writes are checked.
 struct WorldConfig {
   int32_t num_pages = 4;
   int32_t num_requests = 3;
@@ -31,6 +32,7 @@ struct WorldConfig {
   bool check_writes = true;
 };
 
+// The operations of a world: the server's own, then the injected divergences.
 enum class OpKind : uint8_t {
   // The server's own operations, done right.
   kAppend,  // request r appends a token: a new page when its last is full, then a checked write
@@ -54,6 +56,7 @@ const char* OpKindName(OpKind kind);
 // wrong, which no check of expectations can see).
 bool InScope(OpKind fault);
 
+// One operation with its arguments.
 struct Op {
   OpKind kind = OpKind::kAppend;
   int8_t r = 0;       // the request acted on
@@ -79,6 +82,7 @@ struct OpReport {
   int64_t pool_refusals = 0;  // pool errors after a fault (a double free, a free page shared)
 };
 
+// The world itself: a value that the checker copies to branch, one operation at a time.
 class IntegrityWorld {
  public:
   // `backend` must outlive the world.
@@ -92,13 +96,14 @@ class IntegrityWorld {
   // Performs `op` and checks the theorem. Internal error naming the violation when it fails.
   Result<OpReport> Apply(const Op& op);
 
-  // Appends to `key` an encoding of the whole state with the requests taken in the order
-  // `request_order` (a permutation of 0..num_requests-1) and pages renamed in order of first
-  // appearance (free list first, then each request's pages in that order). States whose
-  // encodings are equal for some orders are equal up to the names of requests and pages, and
-  // behave alike from here on: the check compares page ids only with each other and with
-  // [0, num_pages), and no operation depends on the order of requests (an abort only marks its
-  // request; its pages are released when it finishes).
+  // Appends to `key` an encoding of the whole state (the oracle's, the server's, the pool's free
+  // list, reference counts, tags and pending tag changes, and the tracker's copy of the tags) with
+  // the requests taken in the order `request_order` (a permutation of 0..num_requests-1) and pages
+  // renamed in order of first appearance (free list first, then each request's pages in that
+  // order). States whose encodings are equal for some orders are equal up to the names of
+  // requests and pages, and behave alike from here on: the check compares page ids only with each
+  // other and with [0, num_pages), and no operation depends on the order of requests (an abort
+  // only marks its request; its pages are released when it finishes).
   void AppendKey(const std::vector<int32_t>& request_order, std::vector<uint64_t>& key) const;
 
   bool fault_injected() const { return fault_ != kNoFault; }
@@ -142,6 +147,7 @@ class IntegrityWorld {
     DeviceBuffer table_buffer;
     DeviceBuffer seq_buffer;
     DeviceBuffer first_buffer;
+    std::vector<uint64_t> device_tags;  // AppendKey's host copy of the tracker's tags
   };
   static constexpr uint8_t kNoFault = 0xFF;
 

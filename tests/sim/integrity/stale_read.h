@@ -10,6 +10,7 @@
 
 namespace kvsim::testing {
 
+// Checks one-token reads through recorded grants with a TagTracker that follows one pool.
 class StaleReadProbe {
  public:
   // Follows `pool` from now on (its tracker consumes the pool's tag changes).
