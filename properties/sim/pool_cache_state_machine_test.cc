@@ -355,7 +355,7 @@ void CheckStateMachine(TagPolicy policy) {
   pool_config.num_pages = *rc::gen::inRange(2, 10);
   pool_config.reuse_order = *rc::gen::element(ReuseOrder::kLifo, ReuseOrder::kFifo);
   pool_config.reserve_dummy_page = *rc::gen::arbitrary<bool>();
-  pool_config.tags = {*rc::gen::element(2, 4, 8, 64), policy, *rc::gen::arbitrary<uint64_t>()};
+  pool_config.tags = {*rc::gen::element(2, 4, 8, 16, 32, 64), policy, *rc::gen::arbitrary<uint64_t>()};
   PrefixCacheConfig cache_config;
   cache_config.page_size = *rc::gen::inRange(1, 3);
   cache_config.eviction = *rc::gen::element(EvictionPolicy::kLru, EvictionPolicy::kLfu);

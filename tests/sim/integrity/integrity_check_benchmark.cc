@@ -13,7 +13,8 @@
 //     layout, however fast its arithmetic.
 // After Google Benchmark's table it prints each check's time as a share of each baseline.
 //
-//   bazel run -c opt //tests/sim/integrity:integrity_check_benchmark
+//   bazel build //tests/sim/integrity:integrity_check_benchmark &&
+//     bazel-bin/tests/sim/integrity/integrity_check_benchmark
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -39,7 +40,7 @@ using testing::kProductionRequests;
 using testing::kProductionTokens;
 using testing::PagesFor;
 
-// Calls of the decode-attention baseline (about 12 s each on a 2-core build machine).
+// Calls of the decode-attention baseline (11 to 13 s each on a 2-core build machine).
 constexpr int kDecodeIterations = 3;
 
 void SetBatchCounters(benchmark::State& state, int32_t requests, int32_t tokens) {
