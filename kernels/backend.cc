@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace kvsim {
 
@@ -45,6 +46,26 @@ Status CheckBufferRange(const Backend& backend, const DeviceBuffer& buffer, size
                            std::to_string(buffer.bytes()) + " bytes");
   }
   return Status::Ok();
+}
+
+Result<DeviceBuffer> GatherRows(Backend& backend, const DeviceBuffer& source, size_t row_bytes,
+                                const std::vector<int32_t>& rows) {
+  if (row_bytes == 0) return InvalidArgumentError("GatherRows: row_bytes must be positive");
+  const size_t source_rows = source.bytes() / row_bytes;
+  for (int32_t row : rows) {
+    if (row < 0 || static_cast<size_t>(row) >= source_rows) {
+      return OutOfRangeError("GatherRows: row " + std::to_string(row) + " is not in [0, " +
+                             std::to_string(source_rows) + ") rows of " +
+                             std::to_string(row_bytes) + " bytes");
+    }
+  }
+  KVSIM_ASSIGN_OR_RETURN(const std::vector<uint8_t> all, Download<uint8_t>(backend, source));
+  std::vector<uint8_t> gathered(rows.size() * row_bytes);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::memcpy(gathered.data() + i * row_bytes, all.data() + static_cast<size_t>(rows[i]) * row_bytes,
+                row_bytes);
+  }
+  return Upload(backend, gathered);
 }
 
 namespace {

@@ -117,6 +117,13 @@ Result<std::vector<T>> Download(Backend& backend, const DeviceBuffer& buffer) {
   return values;
 }
 
+// A new buffer holding rows `rows` of `source`, in that order, each `row_bytes` long (row i is
+// bytes [i * row_bytes, (i + 1) * row_bytes)). Gathered through host memory: two copies of
+// `source`, which suits batch-sized arrays, not the KV cache. OutOfRange names a row that does not
+// fit; `row_bytes` must be positive.
+Result<DeviceBuffer> GatherRows(Backend& backend, const DeviceBuffer& source, size_t row_bytes,
+                                const std::vector<int32_t>& rows);
+
 // The CPU backend: host memory, kernels run on the calling thread.
 std::unique_ptr<Backend> CreateCpuBackend();
 

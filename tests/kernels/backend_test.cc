@@ -48,6 +48,23 @@ TEST(BackendTest, OutOfRangeCopiesAreErrorsNotCrashes) {
             StatusCode::kInternal);
 }
 
+TEST(BackendTest, GatherRowsKeepsTheOrderGivenAndRefusesRowsOutside) {
+  std::unique_ptr<Backend> backend = CreateCpuBackend();
+  // Four rows of three uint16 values (6 bytes: not a multiple of 4 or 8).
+  const std::vector<uint16_t> values = {11, 12, 13, 21, 22, 23, 31, 32, 33, 41, 42, 43};
+  const DeviceBuffer source = Upload(*backend, values).value();
+  const DeviceBuffer gathered = GatherRows(*backend, source, 6, {3, 0, 3}).value();
+  EXPECT_EQ(Download<uint16_t>(*backend, gathered).value(),
+            (std::vector<uint16_t>{41, 42, 43, 11, 12, 13, 41, 42, 43}));
+  EXPECT_EQ(GatherRows(*backend, source, 6, {}).value().bytes(), 0u);
+  const Result<DeviceBuffer> past = GatherRows(*backend, source, 6, {1, 4});
+  ASSERT_FALSE(past.ok());
+  EXPECT_EQ(past.status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(past.status().message(), "GatherRows: row 4 is not in [0, 4) rows of 6 bytes");
+  EXPECT_EQ(GatherRows(*backend, source, 6, {-1}).status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(GatherRows(*backend, source, 0, {0}).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(BackendTest, ImpossibleSizesAreErrorsNotTinyBuffers) {
   std::unique_ptr<Backend> backend = CreateCpuBackend();
   for (size_t bytes : {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 63}) {
