@@ -84,7 +84,8 @@ std::string CheckDecode(Backend& cuda, const AttentionCase& c) {
 }
 
 // Awkward named shapes: odd groups (partial warps), page sizes 1 to 256, a partial MLA head
-// block, contexts across several splits, and 32K tokens.
+// block, contexts across several splits, and the long contexts the CPU test also checks (32K
+// tokens for every GQA head dim; 21K and 32K for MLA in BF16, e4m3 and FlashMLA blocks).
 std::vector<AttentionCaseParams> NamedCases() {
   std::vector<AttentionCaseParams> cases;
   uint64_t seed = 0x9e0;
@@ -112,12 +113,7 @@ std::vector<AttentionCaseParams> NamedCases() {
       cases.push_back(p);
     }
   }
-  AttentionCaseParams long_case;
-  long_case.shape = GqaCacheShape(0, 256, 1, 128, {KvDtype::kFp8E4M3, KvScaling::kPerTensor});
-  long_case.num_q_heads = 8;
-  long_case.seq_lens = {32768, 3};
-  long_case.seed = ++seed;
-  cases.push_back(long_case);
+  for (const AttentionCaseParams& p : testing::LongContextCases()) cases.push_back(p);
   return cases;
 }
 

@@ -89,15 +89,12 @@ TEST(DecodeAttentionTest, MlaEveryFormatMatchesReference) {
   worst.Print();
 }
 
-TEST(DecodeAttentionTest, A32KTokenRequestMatchesReference) {
-  AttentionCaseParams params;
-  params.shape = GqaCacheShape(0, 16, 1, 64, {KvDtype::kFp8E4M3, KvScaling::kPerTensor});
-  params.num_q_heads = 2;
-  params.seq_lens = {32768, 5};
-  params.distribution = testing::ValueDistribution::kOutlierChannels;
-  params.seed = 0x32768;
+TEST(DecodeAttentionTest, LongContextsMatchReference) {
   WorstRatios worst;
-  ExpectMatchesReference(params, &worst);
+  for (const AttentionCaseParams& params : testing::LongContextCases()) {
+    SCOPED_TRACE(testing::DescribeParams(params));
+    ExpectMatchesReference(params, &worst);
+  }
   worst.Print();
 }
 
