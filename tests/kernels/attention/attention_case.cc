@@ -185,6 +185,7 @@ AttentionCase MakeAttentionCase(const AttentionCaseParams& params) {
 std::vector<AttentionCaseParams> LongContextCases() {
   std::vector<AttentionCaseParams> cases;
   const KvFormat e4m3{KvDtype::kFp8E4M3, KvScaling::kPerTensor};
+  const KvFormat e4m3_token_head{KvDtype::kFp8E4M3, KvScaling::kPerTokenHead};
   struct Gqa {
     int head_dim;
     int page_size;
@@ -195,8 +196,7 @@ std::vector<AttentionCaseParams> LongContextCases() {
   for (const Gqa& gqa : {
            Gqa{64, 16, 2, e4m3, ValueDistribution::kOutlierChannels},
            Gqa{128, 256, 8, e4m3, ValueDistribution::kGaussian},
-           Gqa{256, 64, 2, {KvDtype::kFp8E4M3, KvScaling::kPerTokenHead},
-               ValueDistribution::kHeavyTailed},
+           Gqa{256, 64, 2, e4m3_token_head, ValueDistribution::kHeavyTailed},
        }) {
     AttentionCaseParams p;
     p.shape = GqaCacheShape(0, gqa.page_size, 1, gqa.head_dim, gqa.format);

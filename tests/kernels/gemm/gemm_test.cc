@@ -131,8 +131,7 @@ TEST_F(Int4GemmTest, EveryGroupSizeScaleTypeAndSchemeMeetsTheBound) {
   for (int group_size : {32, 64, 128}) {
     for (ScaleType scale_type : {ScaleType::kBf16, ScaleType::kFp32}) {
       for (Int4Scheme scheme : {Int4Scheme::kSymmetric, Int4Scheme::kAsymmetric}) {
-        ExpectWithinBound(
-            Int4SweepCase(5, {group_size, scheme, scale_type}, index, 3000 + index));
+        ExpectWithinBound(Int4SweepCase(5, {group_size, scheme, scale_type}, index, 3000 + index));
         ++index;
       }
     }
