@@ -1,6 +1,7 @@
 // The attention kernels on a GPU: append_kv writes the same bytes as on the CPU backend, decode
 // attention equals the FP64 reference within the bound of docs/numerics.md (named awkward shapes,
-// then a RapidCheck property), and per-request errors match the CPU's. Skips where no GPU works.
+// then a RapidCheck property), per-request errors match the CPU's, and NaN and infinities give
+// the outputs docs/kernels.md states. Skips where no GPU works.
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
@@ -18,6 +19,7 @@
 #include "kernels/cuda/device.h"
 #include "properties/kernels/attention/attention_generators.h"
 #include "tests/kernels/attention/attention_case.h"
+#include "tests/kernels/attention/nonfinite_checks.h"
 #include "tests/kernels/attention/reference_check.h"
 
 namespace kvsim {
@@ -197,6 +199,30 @@ TEST_F(AttentionGpuTest, NaNInKOrVPoisonsTheSameOutputsAsOnTheCpu) {
     }
     // The K NaN takes two query heads whole (128 values), the V NaN one element of two heads.
     EXPECT_EQ(nan_outputs, 2 * 64 + 2) << "the case no longer exercises the policy";
+  }
+}
+
+// The rest of the NaN and infinity policy on the device, with the checks decode_attention_test
+// runs on the CPU: non-finite query values, and infinities stored in BF16 K and V rows.
+TEST_F(AttentionGpuTest, NaNOrInfinityInAQueryHeadMakesOnlyThatHeadNaN) {
+  for (const KvFormat format : AllKvFormats()) {
+    if (format.scaling == KvScaling::kMlaBlock128) continue;
+    const std::string failure = testing::CheckNonFiniteQuery(*cuda_, format);
+    EXPECT_TRUE(failure.empty()) << failure;
+  }
+}
+
+TEST_F(AttentionGpuTest, InfinityInABf16KRowGivesNaNOrWeightZeroByTheScoreSign) {
+  for (bool negative : {false, true}) {
+    const std::string failure = testing::CheckInfinityInBf16K(*cuda_, negative);
+    EXPECT_TRUE(failure.empty()) << failure;
+  }
+}
+
+TEST_F(AttentionGpuTest, InfinityInABf16VRowReachesOnlyItsOutputElement) {
+  for (bool negative : {false, true}) {
+    const std::string failure = testing::CheckInfinityInBf16V(*cuda_, negative);
+    EXPECT_TRUE(failure.empty()) << failure;
   }
 }
 
