@@ -61,8 +61,9 @@ int64_t DecodeWorkspaceBytes(const DecodeAttentionArgs& args);
 //
 // Numerics: q and K products and every sum in fp32; softmax with exp2 on log2(e)-scaled scores;
 // splits combined in split order. docs/numerics.md bounds the error against exact arithmetic.
-// A NaN or infinity in a K or V row a request reads makes that request's outputs NaN (or inf);
-// other requests are unaffected.
+// NaN and infinities in q or in the rows a request reads follow IEEE arithmetic and reach only
+// that request's query heads that read them (docs/kernels.md, "Decode attention", states what
+// each gives).
 Status DecodeAttention(Backend& backend, const DecodeAttentionArgs& args);
 
 }  // namespace kvsim

@@ -19,7 +19,8 @@ struct CaseLimits {
   // Bound on sum(seq_len) * (num_q_heads + stored K and V rows per token) * head_dim (the
   // reference's work and the values drawn) at RapidCheck size 100; smaller sizes get
   // proportionally less, so the average case stays cheap. A 32K-token request fits with one KV
-  // head of 64 and one query head.
+  // head of 64 and one query head; the longest with head dim 128, 256 or MLA are 21,845, 10,922
+  // and 7,281 tokens (LongContextCases in attention_case.h names longer ones).
   int64_t work_at_max_size = int64_t{1} << 23;
 };
 

@@ -1,7 +1,8 @@
 // Property 2, kernel correctness: paged decode attention on the CPU backend equals exact FP64
 // attention over the same dequantised cache within the bound of docs/numerics.md, for every
 // element, every lse and every request, over random formats, shapes, page sizes, ragged batches
-// (lengths 1 to 32K) and shared pages, with outputs poisoned before each run.
+// (lengths 1 to 32K, cut to the generator's work budget) and shared pages, with outputs poisoned
+// before each run.
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 

@@ -182,6 +182,47 @@ AttentionCase MakeAttentionCase(const AttentionCaseParams& params) {
   return c;
 }
 
+std::vector<AttentionCaseParams> LongContextCases() {
+  std::vector<AttentionCaseParams> cases;
+  const KvFormat e4m3{KvDtype::kFp8E4M3, KvScaling::kPerTensor};
+  const KvFormat e4m3_token_head{KvDtype::kFp8E4M3, KvScaling::kPerTokenHead};
+  struct Gqa {
+    int head_dim;
+    int page_size;
+    int num_q_heads;
+    KvFormat format;
+    ValueDistribution distribution;
+  };
+  for (const Gqa& gqa : {
+           Gqa{64, 16, 2, e4m3, ValueDistribution::kOutlierChannels},
+           Gqa{128, 256, 8, e4m3, ValueDistribution::kGaussian},
+           Gqa{256, 64, 2, e4m3_token_head, ValueDistribution::kHeavyTailed},
+       }) {
+    AttentionCaseParams p;
+    p.shape = GqaCacheShape(0, gqa.page_size, 1, gqa.head_dim, gqa.format);
+    p.num_q_heads = gqa.num_q_heads;
+    p.seq_lens = {32768, 5};
+    p.distribution = gqa.distribution;
+    p.seed = 0x32768u + static_cast<uint64_t>(gqa.head_dim);
+    cases.push_back(p);
+  }
+  struct Mla {
+    KvFormat format;
+    int num_q_heads;
+  };
+  for (const Mla& mla : {Mla{{KvDtype::kBf16, KvScaling::kNone}, 1}, Mla{e4m3, 2},
+                         Mla{{KvDtype::kFp8E4M3, KvScaling::kMlaBlock128}, 2}}) {
+    AttentionCaseParams p;
+    p.shape = MlaCacheShape(0, 64, mla.format);
+    p.num_q_heads = mla.num_q_heads;
+    p.seq_lens = {32768, 21531};
+    p.distribution = ValueDistribution::kOutlierChannels;
+    p.seed = 0x32768u + static_cast<uint64_t>(cases.size());
+    cases.push_back(p);
+  }
+  return cases;
+}
+
 void InjectSpecialValues(AttentionCase& c, uint64_t seed) {
   static constexpr uint16_t kSpecialBf16[] = {0x7FC0, 0xFFC1, 0x7F80, 0xFF80, 0x0000, 0x8000,
                                               0x0001, 0x7F7F, 0x4400, 0xC4F0, 0x3C00};

@@ -65,6 +65,12 @@ struct AttentionCase {
 // Draws the case's data from `params.seed`. Deterministic.
 AttentionCase MakeAttentionCase(const AttentionCaseParams& params);
 
+// The longest named cases, checked against the reference on the CPU (decode_attention_test) and on
+// a GPU (attention_gpu_test): 32,768 tokens for GQA head dims 64, 128 and 256, and 21,531 and
+// 32,768 tokens for MLA in BF16, e4m3 per-tensor and FlashMLA blocks. Few heads, so the FP64
+// reference stays quick.
+std::vector<AttentionCaseParams> LongContextCases();
+
 // Overwrites about one value in 64 of the case's new K and V rows with a bf16 value the NaN and
 // infinity policy must handle: NaN (both signs, a payload), infinities, signed zeros, the smallest
 // subnormal, the largest finite value, values beyond e4m3's range. Deterministic for `seed`.

@@ -1,6 +1,7 @@
 // The attention kernels on a GPU: append_kv writes the same bytes as on the CPU backend, decode
 // attention equals the FP64 reference within the bound of docs/numerics.md (named awkward shapes,
-// then a RapidCheck property), and per-request errors match the CPU's. Skips where no GPU works.
+// then a RapidCheck property), per-request errors match the CPU's, and NaN and infinities give
+// the outputs docs/kernels.md states. Skips where no GPU works.
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
@@ -18,6 +19,7 @@
 #include "kernels/cuda/device.h"
 #include "properties/kernels/attention/attention_generators.h"
 #include "tests/kernels/attention/attention_case.h"
+#include "tests/kernels/attention/nonfinite_checks.h"
 #include "tests/kernels/attention/reference_check.h"
 
 namespace kvsim {
@@ -84,7 +86,8 @@ std::string CheckDecode(Backend& cuda, const AttentionCase& c) {
 }
 
 // Awkward named shapes: odd groups (partial warps), page sizes 1 to 256, a partial MLA head
-// block, contexts across several splits, and 32K tokens.
+// block, contexts across several splits, and the long contexts the CPU test also checks (32K
+// tokens for every GQA head dim; 21K and 32K for MLA in BF16, e4m3 and FlashMLA blocks).
 std::vector<AttentionCaseParams> NamedCases() {
   std::vector<AttentionCaseParams> cases;
   uint64_t seed = 0x9e0;
@@ -112,12 +115,7 @@ std::vector<AttentionCaseParams> NamedCases() {
       cases.push_back(p);
     }
   }
-  AttentionCaseParams long_case;
-  long_case.shape = GqaCacheShape(0, 256, 1, 128, {KvDtype::kFp8E4M3, KvScaling::kPerTensor});
-  long_case.num_q_heads = 8;
-  long_case.seq_lens = {32768, 3};
-  long_case.seed = ++seed;
-  cases.push_back(long_case);
+  for (const AttentionCaseParams& p : testing::LongContextCases()) cases.push_back(p);
   return cases;
 }
 
@@ -201,6 +199,30 @@ TEST_F(AttentionGpuTest, NaNInKOrVPoisonsTheSameOutputsAsOnTheCpu) {
     }
     // The K NaN takes two query heads whole (128 values), the V NaN one element of two heads.
     EXPECT_EQ(nan_outputs, 2 * 64 + 2) << "the case no longer exercises the policy";
+  }
+}
+
+// The rest of the NaN and infinity policy on the device, with the checks decode_attention_test
+// runs on the CPU: non-finite query values, and infinities stored in BF16 K and V rows.
+TEST_F(AttentionGpuTest, NaNOrInfinityInAQueryHeadMakesOnlyThatHeadNaN) {
+  for (const KvFormat format : AllKvFormats()) {
+    if (format.scaling == KvScaling::kMlaBlock128) continue;
+    const std::string failure = testing::CheckNonFiniteQuery(*cuda_, format);
+    EXPECT_TRUE(failure.empty()) << failure;
+  }
+}
+
+TEST_F(AttentionGpuTest, InfinityInABf16KRowGivesNaNOrWeightZeroByTheScoreSign) {
+  for (bool negative : {false, true}) {
+    const std::string failure = testing::CheckInfinityInBf16K(*cuda_, negative);
+    EXPECT_TRUE(failure.empty()) << failure;
+  }
+}
+
+TEST_F(AttentionGpuTest, InfinityInABf16VRowReachesOnlyItsOutputElement) {
+  for (bool negative : {false, true}) {
+    const std::string failure = testing::CheckInfinityInBf16V(*cuda_, negative);
+    EXPECT_TRUE(failure.empty()) << failure;
   }
 }
 

@@ -1,5 +1,6 @@
 // Decode attention on the CPU backend: every format against the FP64 reference on awkward shapes,
-// per-request errors that never touch memory, the NaN policy, and argument validation.
+// per-request errors that never touch memory, the NaN and infinity policy, and argument
+// validation.
 #include "kernels/attention/decode_attention.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kernels/attention/append_kv.h"
@@ -15,6 +17,7 @@
 #include "kernels/backend.h"
 #include "kernels/formats.h"
 #include "tests/kernels/attention/attention_case.h"
+#include "tests/kernels/attention/nonfinite_checks.h"
 #include "tests/kernels/attention/reference_check.h"
 
 namespace kvsim {
@@ -89,15 +92,12 @@ TEST(DecodeAttentionTest, MlaEveryFormatMatchesReference) {
   worst.Print();
 }
 
-TEST(DecodeAttentionTest, A32KTokenRequestMatchesReference) {
-  AttentionCaseParams params;
-  params.shape = GqaCacheShape(0, 16, 1, 64, {KvDtype::kFp8E4M3, KvScaling::kPerTensor});
-  params.num_q_heads = 2;
-  params.seq_lens = {32768, 5};
-  params.distribution = testing::ValueDistribution::kOutlierChannels;
-  params.seed = 0x32768;
+TEST(DecodeAttentionTest, LongContextsMatchReference) {
   WorstRatios worst;
-  ExpectMatchesReference(params, &worst);
+  for (const AttentionCaseParams& params : testing::LongContextCases()) {
+    SCOPED_TRACE(testing::DescribeParams(params));
+    ExpectMatchesReference(params, &worst);
+  }
   worst.Print();
 }
 
@@ -210,6 +210,31 @@ TEST(DecodeAttentionTest, NaNInVMakesOnlyThatOutputElementNaN) {
   for (size_t i = 0; i < rows.size(); ++i) {
     const bool poisoned = i % 64 == 9 && i < 128;  // dim 9 of query heads 0 and 1
     EXPECT_EQ(std::isnan(rows[i]), poisoned) << "element " << i;
+  }
+}
+
+TEST(DecodeAttentionTest, NaNOrInfinityInAQueryHeadMakesOnlyThatHeadNaN) {
+  std::unique_ptr<Backend> backend = CreateCpuBackend();
+  for (const KvFormat format : AllKvFormats()) {
+    if (format.scaling == KvScaling::kMlaBlock128) continue;
+    const std::string failure = testing::CheckNonFiniteQuery(*backend, format);
+    EXPECT_TRUE(failure.empty()) << failure;
+  }
+}
+
+TEST(DecodeAttentionTest, InfinityInABf16KRowGivesNaNOrWeightZeroByTheScoreSign) {
+  std::unique_ptr<Backend> backend = CreateCpuBackend();
+  for (bool negative : {false, true}) {
+    const std::string failure = testing::CheckInfinityInBf16K(*backend, negative);
+    EXPECT_TRUE(failure.empty()) << failure;
+  }
+}
+
+TEST(DecodeAttentionTest, InfinityInABf16VRowReachesOnlyItsOutputElement) {
+  std::unique_ptr<Backend> backend = CreateCpuBackend();
+  for (bool negative : {false, true}) {
+    const std::string failure = testing::CheckInfinityInBf16V(*backend, negative);
+    EXPECT_TRUE(failure.empty()) << failure;
   }
 }
 

@@ -1,6 +1,7 @@
-// The GEMM entry points on the CPU backend: every INT4 configuration and FP8 against the FP64
-// reference within the derived bound for m in {1, 2, 3, 8, 16, 17, 64, 128, 1024}, k and n up to
-// 8192, random and heavy-tailed data, poisoned outputs; and every shape check's message.
+// The GEMM entry points on the CPU backend: INT4 and FP8 against the FP64 reference within the
+// derived bound for m in {1, 2, 3, 8, 16, 17, 64, 128, 1024}, every group size with both scale
+// dtypes and both schemes, k and n up to 8192 (together at m = 1), random and heavy-tailed data,
+// poisoned outputs; and every shape check's message.
 #include "kernels/gemm/gemm.h"
 
 #include <gtest/gtest.h>
@@ -58,22 +59,27 @@ class GemmBoundTest : public ::testing::Test {
 class Int4GemmTest : public GemmBoundTest {};
 class Fp8GemmTest : public GemmBoundTest {};
 
+// An INT4 case at k = 384, n = 256 (128 for m >= 128: fewer columns for the big row counts keeps
+// the suite at seconds), with the distributions, clipping search and bias varied by `index`.
+GemmCase Int4SweepCase(int m, const Int4Config& config, int index, uint64_t seed) {
+  GemmCase c;
+  c.m = m;
+  c.k = 384;
+  c.n = m >= 128 ? 128 : 256;
+  c.int4.config = config;
+  c.int4.clip_search = index % 3 == 0;
+  c.weights = kAllWeightDistributions[index % 3];
+  c.activations = kAllWeightDistributions[(index / 3) % 3];
+  c.bias = index % 2 == 0;
+  c.seed = seed;
+  return c;
+}
+
 TEST_F(Int4GemmTest, EveryRowCountAndConfigurationMeetsTheBound) {
   int index = 0;
   for (int m : kRowCounts) {
     for (const Int4Config& config : kInt4Configs) {
-      GemmCase c;
-      c.m = m;
-      // Fewer columns for the big row counts keeps the suite at seconds.
-      c.k = 384;
-      c.n = m >= 128 ? 128 : 256;
-      c.int4.config = config;
-      c.int4.clip_search = index % 3 == 0;
-      c.weights = kAllWeightDistributions[index % 3];
-      c.activations = kAllWeightDistributions[(index / 3) % 3];
-      c.bias = index % 2 == 0;
-      c.seed = 1000 + index;
-      ExpectWithinBound(c);
+      ExpectWithinBound(Int4SweepCase(m, config, index, 1000 + index));
       ++index;
     }
   }
@@ -96,8 +102,8 @@ TEST_F(Fp8GemmTest, EveryRowCountMeetsTheBound) {
   }
 }
 
-// The largest k and n the suite reaches by default; //tests/kernels/gemm:gemm_large_test (manual)
-// sweeps 8192 x 8192.
+// A long (k = 8192) and a wide (n = 8192) matrix at small m; SquareMatrixOf8192MeetsTheBound has
+// both at m = 1, and //tests/kernels/gemm:gemm_large_test (manual) sweeps every row count there.
 TEST_F(Int4GemmTest, LongAndWideMatricesMeetTheBound) {
   GemmCase deep;
   deep.m = 3;
@@ -115,6 +121,33 @@ TEST_F(Int4GemmTest, LongAndWideMatricesMeetTheBound) {
   GemmCase fp8 = deep;
   fp8.fp8 = true;
   ExpectWithinBound(fp8);
+}
+
+// kInt4Configs pairs each group size and scheme with one scale dtype; this crosses every group
+// size with both scale dtypes and both schemes at one modest shape (k = 384: 12, 6 or 3 groups
+// per column).
+TEST_F(Int4GemmTest, EveryGroupSizeScaleTypeAndSchemeMeetsTheBound) {
+  int index = 0;
+  for (int group_size : {32, 64, 128}) {
+    for (ScaleType scale_type : {ScaleType::kBf16, ScaleType::kFp32}) {
+      for (Int4Scheme scheme : {Int4Scheme::kSymmetric, Int4Scheme::kAsymmetric}) {
+        ExpectWithinBound(Int4SweepCase(5, {group_size, scheme, scale_type}, index, 3000 + index));
+        ++index;
+      }
+    }
+  }
+}
+
+// k and n both 8192 in one call, at one row (the decode shape).
+TEST_F(Int4GemmTest, SquareMatrixOf8192MeetsTheBound) {
+  GemmCase c;
+  c.m = 1;
+  c.k = 8192;
+  c.n = 8192;
+  c.int4.config = {64, Int4Scheme::kAsymmetric, ScaleType::kFp32};
+  c.weights = WeightDistribution::kOutlierChannels;
+  c.seed = 4000;
+  ExpectWithinBound(c);
 }
 
 TEST_F(Int4GemmTest, SameInputsSameBits) {
