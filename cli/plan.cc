@@ -70,6 +70,10 @@ class PlanCommand : public Command {
     app.add_option("--calibration", calibration_,
                    "Calibration of the step-time model (configs/calibration/NAME.yaml or a path)")
         ->capture_default_str();
+    app.add_option(
+        "--kernel-table", kernel_table_,
+        "GEMM benchmark table for the INT4 expert speed (default: configs/measured/"
+        "GPU.yaml if present, else the calibration's assumption; 'none': the assumption)");
     app.add_flag("--calibration-report", calibration_report_,
                  "Print the calibration: fitted coefficients, and each published point with the "
                  "model's prediction and its error");
@@ -91,6 +95,7 @@ class PlanCommand : public Command {
       return Status::Ok();
     }
     model::PlanSettings base;
+    base.kernel_table = kernel_table_;
     if (!deployment_yaml_.empty()) {
       KVSIM_RETURN_IF_ERROR(model::ApplyPlanYaml(base, deployment_yaml_));
     }
@@ -136,6 +141,7 @@ class PlanCommand : public Command {
   std::string concurrency_text_ = "1,8,16,32,64";
   std::vector<std::string> compares_;
   std::string calibration_ = "kimi-k2.6-8xh200";
+  std::string kernel_table_;
   bool calibration_report_ = false;
   bool explain_ = false;
   bool json_ = false;

@@ -89,4 +89,8 @@ std::string Catalog::CalibrationPath(const std::string& name_or_path) const {
   return root_ + "/calibration/" + name_or_path + ".yaml";
 }
 
+std::string Catalog::MeasuredKernelTablePath(const std::string& gpu) const {
+  return root_ + "/measured/" + gpu + ".yaml";
+}
+
 }  // namespace kvsim::model

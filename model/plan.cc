@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "model/kernel_table_loader.h"
+
 namespace kvsim::model {
 
 Result<PlanResult> PlanLoaded(const PlanSettings& settings, const ModelSpec& model,
@@ -41,7 +43,10 @@ Result<PlanResult> Plan(const PlanSettings& settings, const Catalog& catalog,
                         Trace* trace) {
   KVSIM_ASSIGN_OR_RETURN(const ModelSpec model, catalog.LoadModel(settings.model));
   KVSIM_ASSIGN_OR_RETURN(const GpuSpec gpu, catalog.LoadGpu(settings.gpu));
-  return PlanLoaded(settings, model, gpu, params, concurrencies, trace);
+  StepTimeParams applied = params;
+  KVSIM_ASSIGN_OR_RETURN(applied.measured_int4,
+                         Int4SpeedForPlan(settings.kernel_table, catalog, model, gpu));
+  return PlanLoaded(settings, model, gpu, applied, concurrencies, trace);
 }
 
 }  // namespace kvsim::model

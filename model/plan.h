@@ -35,13 +35,16 @@ struct PlanResult {
 inline constexpr size_t kMaxConcurrencyPoints = 64;
 
 // Plans `settings` with `params` for each of `concurrencies` (each 1 to 1,048,576). Loads the
-// model and GPU through `catalog`. Errors: unknown names (NotFound, listing what exists), a bad
+// model and GPU through `catalog`, and the INT4 expert speed from the kernel table that
+// `settings.kernel_table` names (kernel_table_loader.h: Int4SpeedForPlan). Errors: a bad or
+// foreign kernel table (InvalidArgument), unknown names (NotFound, listing what exists), a bad
 // deployment (InvalidArgument), weights that do not fit (FailedPrecondition, with the numbers).
 Result<PlanResult> Plan(const PlanSettings& settings, const Catalog& catalog,
                         const StepTimeParams& params, const std::vector<int64_t>& concurrencies,
                         Trace* trace);
 
-// The same, with the model and GPU already loaded (sweeps).
+// The same, with the model and GPU already loaded (sweeps), and the INT4 speed as
+// `params.measured_int4` holds it: no kernel table is looked up.
 Result<PlanResult> PlanLoaded(const PlanSettings& settings, const ModelSpec& model,
                               const GpuSpec& gpu, const StepTimeParams& params,
                               const std::vector<int64_t>& concurrencies, Trace* trace);

@@ -15,6 +15,10 @@ struct PlanSettings {
   std::string model = "kimi-k2.6";
   std::string gpu = "h200-sxm";
   Deployment deployment;
+  // Where the INT4 expert speed comes from (kvsim plan --kernel-table): "" the configs'
+  // measured/GPU.yaml when it exists, else the calibration's assumption; "none" the assumption;
+  // anything else a kernel table's path. Not a plan field: the same for every configuration.
+  std::string kernel_table;
 };
 
 // The field names, as flags spell them ("kv-dtype"); YAML spells them with '_' ("kv_dtype") and

@@ -55,13 +55,13 @@ double ExpertParamsPerToken(const WeightBreakdown& w) {
 
 // Seconds one GPU spends on the linear layers, at `compute_efficiency` of peak: the replica's
 // `tokens` through the MLP, expert, router and head weights, and `attention_tokens` (its own
-// pool's) through the attention and indexer projections.
+// pool's) through the attention and indexer projections; INT4 experts at `int4_speed` of the rate.
 double LinearSeconds(const WeightBreakdown& w, const GpuSpec& gpu, const StepTimeParams& p,
-                     double tokens, double attention_tokens) {
+                     double int4_speed, double tokens, double attention_tokens) {
   const double bf16_rate = gpu.bf16_flop_per_s * p.compute_efficiency;
   const double fp8_rate = gpu.fp8_flop_per_s * p.compute_efficiency;
   double expert_rate = w.experts_on_fp8_cores ? fp8_rate : bf16_rate;
-  if (w.experts_int4) expert_rate *= p.int4_dequant_efficiency;
+  if (w.experts_int4) expert_rate *= int4_speed;
   const double other_bf16 =
       static_cast<double>(w.step_params_bf16_per_gpu - w.attention_params_bf16_per_gpu);
   const double other_fp8 =
@@ -72,6 +72,20 @@ double LinearSeconds(const WeightBreakdown& w, const GpuSpec& gpu, const StepTim
          2 * attention_tokens *
              (static_cast<double>(w.attention_params_bf16_per_gpu) / bf16_rate +
               static_cast<double>(w.attention_params_fp8_per_gpu) / fp8_rate);
+}
+
+// The INT4 expert speed where `tokens` tokens go through the MoE layers (1 unless INT4), and its
+// --explain line.
+double Int4SpeedFor(const WeightBreakdown& w, const StepTimeParams& p, int64_t tokens,
+                    Trace* trace) {
+  if (!w.experts_int4 || w.moe_layers == 0) return 1;
+  const double rows = RowsPerExpert(w.routed_experts, w.experts_per_token, tokens);
+  const double speed = Int4SpeedAt(p.measured_int4, p.int4_dequant_efficiency, rows);
+  if (trace != nullptr) {
+    trace->Add("int4 dequant", Int4SpeedFormula(p.measured_int4, p.int4_dequant_efficiency, rows),
+               fmt::format("INT4 experts at {:.3f} of the BF16 rate", speed));
+  }
+  return speed;
 }
 
 }  // namespace
@@ -125,7 +139,8 @@ DecodeEstimate EstimateDecode(const ModelSpec& m, const GpuSpec& gpu, const Depl
   const int heads_per_rank = (QueryHeads(m) + d.attention_tp() - 1) / d.attention_tp();
   const double attention_flop = static_cast<double>(requests) * static_cast<double>(attended) *
                                 heads_per_rank * AttentionFlopPerTokenHead(m, true) * m.layers;
-  e.compute_s = LinearSeconds(w, gpu, p, static_cast<double>(e.tokens_per_replica),
+  e.int4_speed = Int4SpeedFor(w, p, e.tokens_per_replica, nullptr);
+  e.compute_s = LinearSeconds(w, gpu, p, e.int4_speed, static_cast<double>(e.tokens_per_replica),
                               static_cast<double>(e.requests_per_pool)) +
                 attention_flop / (gpu.bf16_flop_per_s * p.compute_efficiency);
   if (e.fp8_read_bytes > 0) {
@@ -164,6 +179,7 @@ DecodeEstimate EstimateDecode(const ModelSpec& m, const GpuSpec& gpu, const Depl
         fmt::format("({} + {}) B / ({:.2f} TB/s x bandwidth fraction {:.3f})", e.weight_read_bytes,
                     e.kv_read_bytes, gpu.memory_bytes_per_s / 1e12, p.bandwidth_fraction),
         fmt::format("{:.3f} ms", e.memory_s * 1e3));
+    Int4SpeedFor(w, p, e.tokens_per_replica, trace);
     trace->Add("compute time",
                fmt::format("2 x ({} tokens x MLP, expert and head parameters + {} tokens x "
                            "attention parameters) per GPU / (tensor-core rate x {:.2f}) + "
@@ -210,7 +226,8 @@ PrefillEstimate EstimatePrefill(const ModelSpec& m, const GpuSpec& gpu, const De
   indexer_flop /= d.tp;
   // Per token of a replica: with data-parallel attention its pools split the replica's tokens.
   const double attention_share = static_cast<double>(d.replicas()) / d.pool_count();
-  const double linear_s = LinearSeconds(w, gpu, p, 1.0, attention_share);
+  e.int4_speed = Int4SpeedFor(w, p, context, nullptr);
+  const double linear_s = LinearSeconds(w, gpu, p, e.int4_speed, 1.0, attention_share);
   const double attention_s = attention_flop / (gpu.bf16_flop_per_s * p.compute_efficiency) +
                              indexer_flop / (gpu.fp8_flop_per_s * p.compute_efficiency);
   const uint64_t attention_params =
@@ -228,11 +245,11 @@ PrefillEstimate EstimatePrefill(const ModelSpec& m, const GpuSpec& gpu, const De
                fmt::format("2 x parameters per GPU + attention over {:.0f} positions on average",
                            attended),
                fmt::format("{:.4g}", e.flop_per_token_per_gpu));
+    Int4SpeedFor(w, p, context, trace);
     trace->Add("time per token",
                fmt::format("linear {:.4g} s (INT4 experts at {:.2f} of BF16 rate) + attention "
                            "{:.4g} s, at {:.2f} of tensor-core peak",
-                           linear_s, w.experts_int4 ? p.int4_dequant_efficiency : 1.0, attention_s,
-                           p.compute_efficiency),
+                           linear_s, e.int4_speed, attention_s, p.compute_efficiency),
                fmt::format("{:.4g} s", linear_s + attention_s));
     trace->Add("prefill tokens/s", fmt::format("replicas {} / time per token", d.replicas()),
                fmt::format("{:.0f}", e.tokens_per_s));

@@ -9,6 +9,7 @@
 #include "model/capacity.h"
 #include "model/deployment.h"
 #include "model/gpu_spec.h"
+#include "model/int4_speed.h"
 #include "model/kv_bytes.h"
 #include "model/model_spec.h"
 #include "model/trace.h"
@@ -35,6 +36,9 @@ struct StepTimeParams {
   // W4A16 matrix-multiply throughput at large batch relative to BF16 weights: the weights must
   // be dequantised before the tensor cores use them.
   double int4_dequant_efficiency = 0.8;
+  // The same, measured by rows per expert (a kernel table for the planned GPU); when it holds
+  // nothing, int4_dequant_efficiency applies.
+  Int4Speed measured_int4;
 };
 
 // One decode step of `concurrency` requests spread evenly over the deployment's pools.
@@ -52,6 +56,7 @@ struct DecodeEstimate {
   double memory_s = 0;
   double compute_s = 0;
   double fp8_s = 0;
+  double int4_speed = 1;  // INT4 expert rate over the BF16 rate applied; 1 unless experts are INT4
   double step_s = 0;
   double tokens_per_s = 0;  // all replicas
   double ms_per_token = 0;  // one request's inter-token latency
@@ -60,6 +65,7 @@ struct DecodeEstimate {
 
 struct PrefillEstimate {
   double flop_per_token_per_gpu = 0;
+  double int4_speed = 1;    // as in DecodeEstimate, at a whole prompt's rows per expert
   double tokens_per_s = 0;  // all replicas, prompts of the deployment's context length
   double usd_per_million_tokens = 0;
 };

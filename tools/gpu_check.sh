@@ -7,7 +7,11 @@
 #                              binaries need nothing on the GPU machine but the NVIDIA driver.
 #   tools/gpu_check.sh run     (on the GPU machine, from the repository root or the bundle) runs
 #                              them all and prints a summary table last. Full logs go to
-#                              $OUT (if set) or .gpu-bundle/logs/.
+#                              $OUT (if set) or .gpu-bundle/logs/, and with them the GEMM
+#                              benchmark's kernel table, gemm_table.yaml (docs/kernels.md): review
+#                              it, then copy it to configs/measured/GPU.yaml for `kvsim plan`.
+#                              KVSIM_GPU names the GPU as configs/gpus/ does; by default it is
+#                              read off nvidia-smi for the GPUs there.
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -50,6 +54,17 @@ build() {
   done
 }
 
+# The configs/gpus/ name of the first GPU nvidia-smi lists (exact device names only, so an H100
+# PCIe is not taken for the SXM part), or "unknown".
+catalog_gpu() {
+  case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)" in
+    "NVIDIA H200") echo h200-sxm ;;
+    "NVIDIA H100 80GB HBM3") echo h100-sxm ;;
+    "NVIDIA B200") echo b200 ;;
+    *) echo unknown ;;
+  esac
+}
+
 # //tests/kernels:formats_gpu_test -> tests/kernels/formats_gpu_test
 label_path() {
   local label="${1#//}"
@@ -69,6 +84,11 @@ run() {
   mkdir -p "$logs"
   # cuBLAS (the benchmarks' BF16 baseline) comes from the machine's CUDA toolkit.
   export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # The GEMM benchmark's machine-readable table comes back with the logs.
+  export KVSIM_GEMM_TABLE="$logs/gemm_table.yaml"
+  rm -f "$KVSIM_GEMM_TABLE"  # a table left from an earlier run must not pass for this one's
+  KVSIM_GPU="${KVSIM_GPU:-$(catalog_gpu)}"
+  export KVSIM_GPU
   echo "bundle built from commit $(cat "$here/COMMIT" 2>/dev/null || echo unknown)"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1 || true
   local rows=() failed=0
@@ -107,6 +127,9 @@ run() {
   echo "== GPU check summary"
   printf '%-40s %-8s %9s\n' "binary" "result" "time"
   printf '%s\n' "${rows[@]}"
+  if [ -f "$KVSIM_GEMM_TABLE" ]; then
+    echo "kernel table for $KVSIM_GPU: $KVSIM_GEMM_TABLE (review it, then copy it to configs/measured/$KVSIM_GPU.yaml)"
+  fi
   echo "$failed failed or skipped"
   [ "$failed" -eq 0 ]
 }

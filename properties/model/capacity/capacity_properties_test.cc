@@ -162,8 +162,9 @@ RC_GTEST_PROP(CapacityProperties, DecodeStepGrowsWithConcurrencyAndFitIsAPrefix,
   params.calibration_bf16_flop_per_s = 989e12;
   std::vector<int64_t> concurrencies;
   for (int64_t n = 1; n <= 4096; n = n * 2 + *rc::gen::inRange(0, 3)) concurrencies.push_back(n);
-  const Result<PlanResult> r = PlanLoaded(PlanSettings{c.model->name, c.gpu->name, c.deployment},
-                                          *c.model, *c.gpu, params, concurrencies, nullptr);
+  const PlanSettings settings{c.model->name, c.gpu->name, c.deployment, /*kernel_table=*/""};
+  const Result<PlanResult> r =
+      PlanLoaded(settings, *c.model, *c.gpu, params, concurrencies, nullptr);
   RC_ASSERT(r.ok());
   bool fitted = true;
   double previous = 0;

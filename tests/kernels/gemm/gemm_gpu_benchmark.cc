@@ -3,12 +3,20 @@
 // FP8 block-scaled kernel, in the same run, on the expert shapes of GLM 5.2 (hidden 6144) and
 // Kimi K2.6 (hidden 7168), expert intermediate 2048, for m from decode (1) to prefill (4096).
 // Times are CUDA-event averages; every kernel cycles through enough copies of its weights to
-// exceed the L2 cache, so decode times include reading the weights from HBM. Prints one table.
+// exceed the L2 cache, so decode times include reading the weights from HBM. Prints one table
+// and, with --table FILE (or KVSIM_GEMM_TABLE=FILE), writes the same times as a kernel table
+// (model/kernel_table.h; docs/kernels.md) that `kvsim plan` can take the INT4 speed from. --gpu
+// NAME (or KVSIM_GPU) sets the table's catalog GPU name (configs/gpus/NAME.yaml); without it the
+// table says "unknown", which kvsim plan refuses until it is set by hand.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +31,7 @@
 #include "kernels/gemm/int4_quantizer.h"
 #include "kernels/gemm/packed_weights.h"
 #include "kernels/gemm/weight_samples.h"
+#include "model/kernel_table.h"
 
 namespace kvsim {
 namespace {
@@ -96,9 +105,66 @@ Status CublasStatus(cublasStatus_t status) {
   return InternalError(std::string("cublas: ") + cublasGetStatusString(status));
 }
 
-int Main() {
+struct Options {
+  std::string table_path;  // empty: no kernel table is written
+  std::string gpu = "unknown";
+};
+
+// --table FILE and --gpu NAME, falling back on KVSIM_GEMM_TABLE and KVSIM_GPU.
+bool ParseOptions(int argc, char** argv, Options& options) {
+  if (const char* env = std::getenv("KVSIM_GEMM_TABLE"); env != nullptr) options.table_path = env;
+  if (const char* env = std::getenv("KVSIM_GPU"); env != nullptr && *env != '\0') {
+    options.gpu = env;
+  }
+  for (int i = 1; i < argc; ++i) {
+    const bool has_value = i + 1 < argc;
+    if (std::strcmp(argv[i], "--table") == 0 && has_value) {
+      options.table_path = argv[++i];
+    } else if (std::strcmp(argv[i], "--gpu") == 0 && has_value) {
+      options.gpu = argv[++i];
+    } else {
+      std::fprintf(
+          stderr,
+          "usage: gemm_gpu_benchmark [--table FILE] [--gpu NAME]\n"
+          "  --table FILE  also write the times as a kernel table (env KVSIM_GEMM_TABLE)\n"
+          "  --gpu NAME    the GPU's name in configs/gpus/ for that table (env KVSIM_GPU)\n");
+      return false;
+    }
+  }
+  return true;
+}
+
+// Now, UTC, as 2026-12-01T10:22:03Z.
+std::string UtcNow() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+int WriteTable(const std::string& path, const model::KernelTable& table) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << model::FormatKernelTable(table);
+  out.close();
+  if (!out) return Fail("cannot write the kernel table to " + path);
+  std::printf("\nkernel table written to %s\n", path.c_str());
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  Options flags;
+  if (!ParseOptions(argc, argv, flags)) return 2;
   const Status device = cuda::DeviceAvailable();
   if (!device.ok()) return Fail(device.message());
+  cudaDeviceProp properties;
+  BENCH_CUDA(cudaGetDeviceProperties(&properties, 0));
+  model::KernelTable table;
+  table.source = model::KernelTableSource::kGpuBenchmark;
+  table.gpu = flags.gpu;
+  table.device = properties.name;
+  table.date = UtcNow();
   std::unique_ptr<Backend> cuda = CreateBackend(BackendChoice::kCuda).value();
   cublasHandle_t handle;
   if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) return Fail("cublasCreate failed");
@@ -121,6 +187,10 @@ int Main() {
     const Int4PackedWeights int4 =
         PackInt4(QuantizeInt4Matrix(w, shape.k, shape.n, options).value()).value();
     const Fp8PackedWeights fp8 = PackFp8(QuantizeFp8Blocks(w, shape.k, shape.n).value()).value();
+    model::KernelTableShape& measured = table.shapes.emplace_back();
+    measured.name = shape.name;
+    measured.k = shape.k;
+    measured.n = shape.n;
     const std::vector<uint16_t> bf16 = ToBf16Bits(w);
     const size_t elements = static_cast<size_t>(shape.k) * shape.n;
     std::vector<Int4Weights> int4_copies;
@@ -172,6 +242,7 @@ int Main() {
       BENCH_CHECK(bf16_us.status());
       BENCH_CHECK(fp8_us.status());
       BENCH_CHECK(int4_us.status());
+      measured.rows.push_back({m, *int4_us, *fp8_us, *bf16_us});
       const double int4_bytes =
           static_cast<double>(int4.qweight.size() * 4 + int4.ScaleBytes().size()) +
           2.0 * m * (shape.k + shape.n);
@@ -194,10 +265,14 @@ int Main() {
       "(target >= 3x: %s); int4/fp8 lowest %.2fx (target >= 1.6x: %s)\n",
       lowest_over_bf16, lowest_over_bf16 >= 3.0 ? "met" : "NOT met", lowest_over_fp8,
       lowest_over_fp8 >= 1.6 ? "met" : "NOT met");
-  return 0;
+  if (flags.table_path.empty()) {
+    std::printf("no kernel table written (--table FILE or KVSIM_GEMM_TABLE=FILE writes one)\n");
+    return 0;
+  }
+  return WriteTable(flags.table_path, table);
 }
 
 }  // namespace
 }  // namespace kvsim
 
-int main() { return kvsim::Main(); }
+int main(int argc, char** argv) { return kvsim::Main(argc, argv); }

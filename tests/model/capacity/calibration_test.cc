@@ -8,17 +8,12 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "tests/model/capacity/shipped_configs.h"
+
 namespace kvsim::model {
 namespace {
 
-const Catalog& Configs() {
-  static const Catalog* catalog = [] {
-    Result<Catalog> opened = Catalog::Open("configs");
-    KVSIM_CHECK(opened.ok());
-    return new Catalog(std::move(opened).value());
-  }();
-  return *catalog;
-}
+const Catalog& Configs() { return ShippedCatalog(); }
 
 Result<Calibration> FromText(const std::string& text) {
   const char* tmp = std::getenv("TEST_TMPDIR");

@@ -9,32 +9,21 @@
 #include "model/calibration.h"
 #include "model/config_loader.h"
 #include "model/plan.h"
+#include "tests/model/capacity/shipped_configs.h"
 
 namespace kvsim::model {
 namespace {
 
 class StepTimeTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    Result<Catalog> catalog = Catalog::Open("configs");
-    ASSERT_TRUE(catalog.ok());
-    catalog_.emplace(std::move(catalog).value());
-    Result<CalibrationSpec> spec =
-        LoadCalibrationSpec(catalog_->CalibrationPath("kimi-k2.6-8xh200"));
-    ASSERT_TRUE(spec.ok());
-    Result<Calibration> calibration = Calibrate(*spec, *catalog_);
-    ASSERT_TRUE(calibration.ok());
-    params_ = calibration->params;
-  }
-
   PlanResult PlanOf(PlanSettings settings, const std::vector<int64_t>& concurrencies) {
     Result<PlanResult> r = Plan(settings, *catalog_, params_, concurrencies, nullptr);
     KVSIM_CHECK(r.ok()) << r.status().ToString();
     return std::move(r).value();
   }
 
-  std::optional<Catalog> catalog_;
-  StepTimeParams params_;
+  const Catalog* catalog_ = &ShippedCatalog();
+  const StepTimeParams& params_ = ShippedParams();
 };
 
 TEST(ExpectedExpertsTest, MatchesTheClosedFormAtItsEnds) {
