@@ -11,6 +11,8 @@ source tests/cli/cli_expect.sh
 
 expect_exit 0 "--compare" plan --help
 expect_exit 0 "--calibration-report" plan --help
+# The reserve comes off after the fraction, as model/capacity.cc computes the budget.
+expect_exit 0 "--reserved-gib .*subtracted after the fraction" plan --help
 
 # The published Kimi K2.6 figures on 8xH200 (docs/capacity-validation.md).
 expect_exit 0 "requests that fit at once +32 +65" plan --compare kv-dtype=bf16,fp8_e4m3
