@@ -116,8 +116,8 @@ int Main(int argc, char** argv) {
     const std::vector<const CLI::App*> chain = ParsedChain(app);
     const CLI::App& innermost = chain.empty() ? app : *chain.back();
     const std::string names = SubcommandNames(innermost);
-    return UsageError(chain, names.empty() ? e.what()
-                                           : std::string(e.what()) + " (subcommands: " + names + ")");
+    return UsageError(
+        chain, names.empty() ? e.what() : std::string(e.what()) + " (subcommands: " + names + ")");
   } catch (const CLI::ParseError& e) {
     return UsageError(ParsedChain(app), e.what());
   }

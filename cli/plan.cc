@@ -30,7 +30,8 @@ constexpr FieldHelp kFieldHelp[] = {
     {"pools", "Independent KV pools (data-parallel attention); default gpus / tp"},
     {"mem-fraction", "Share of GPU memory for weights + KV cache (default 0.83)"},
     {"reserved-gib",
-     "GiB per GPU subtracted after the fraction: budget = memory x fraction - reserved (default 0)"},
+     "GiB per GPU subtracted after the fraction: budget = memory x fraction - reserved (default "
+     "0)"},
     {"kv-dtype", "KV cache dtype: bf16, fp8_e4m3, fp8_mla_tiles (default bf16)"},
     {"page-size", "Tokens per KV page (default 64)"},
     {"weights", "Weight variant of the model (default: as published; see the model YAML)"},
@@ -49,6 +50,11 @@ class PlanCommand : public Command {
   }
 
   void Configure(CLI::App& app) override {
+    app.footer(
+        "Exit codes: 0 planned, also when some --compare configurations' weights do not fit\n"
+        "(their columns, JSON objects and CSV rows say so with the numbers); 1 no configuration's\n"
+        "weights fit (the message gives the numbers) or the plot cannot be written; 2 bad usage\n"
+        "or input.");
     app.add_option("--configs", configs_, "Folder with models/, gpus/, calibration/");
     app.add_option_function<std::string>(
         "--deployment", [this](const std::string& path) { deployment_yaml_ = path; },

@@ -75,9 +75,11 @@ Result<std::string> PlanPlotScript(const std::vector<LabeledPlan>& plans, const 
       "set ylabel 'decode tokens/s (all GPUs)'\nset key top left\nset grid\n"
       "set logscale x 2\nset yrange [0:*]\n",
       terminal, path, Unquoted(title));
-  std::string plot = "plot ";
+  std::string plot;
   bool oom_titled = false;
   for (size_t i = 0; i < plans.size(); ++i) {
+    // No point to draw: the table beside the plot says why.
+    if (!plans[i].result.capacity.weights_fit) continue;
     script += fmt::format("$d{} << EOD\n", i);
     bool any_oom = false;
     for (const auto& e : plans[i].result.decode) {
@@ -90,14 +92,17 @@ Result<std::string> PlanPlotScript(const std::vector<LabeledPlan>& plans, const 
     script += "EOD\n";
     const std::string label = plans[i].label.empty() ? plans[i].result.model.name : plans[i].label;
     plot += fmt::format("{}$d{} using 1:2 with linespoints lw 2 pt 7 lc {} title '{}'",
-                        i == 0 ? "" : ", ", i, i + 1, Unquoted(label));
+                        plot.empty() ? "" : ", ", i, i + 1, Unquoted(label));
     if (any_oom) {
       plot += fmt::format(", $d{} using 1:3 with points pt 2 ps 2.5 lw 2 lc rgb 'red' {}", i,
                           oom_titled ? "notitle" : "title 'out of memory'");
       oom_titled = true;
     }
   }
-  return script + plot + "\n";
+  if (plot.empty()) {
+    return FailedPreconditionError("nothing to plot: no configuration's weights fit");
+  }
+  return script + "plot " + plot + "\n";
 }
 
 Status WritePlanPlot(const std::vector<LabeledPlan>& plans, const std::string& path,

@@ -52,6 +52,22 @@ void AddRow(TextTable& table, const std::string& name, const std::vector<Labeled
   table.AddRow(std::move(cells));
 }
 
+// The same for a figure only a configuration whose weights fit has: "-" for the others.
+template <typename Cell>
+void AddFitRow(TextTable& table, const std::string& name, const std::vector<LabeledPlan>& plans,
+               Cell cell) {
+  AddRow(table, name, plans, [&cell](const PlanResult& r) -> std::string {
+    return r.capacity.weights_fit ? cell(r) : "-";
+  });
+}
+
+bool AllFit(const std::vector<LabeledPlan>& plans) {
+  for (const auto& plan : plans) {
+    if (!plan.result.capacity.weights_fit) return false;
+  }
+  return true;
+}
+
 void PrintSetup(std::ostream& out, const std::vector<LabeledPlan>& plans) {
   TextTable table(Headers("configuration", plans));
   AddRow(table, "model", plans, [](const PlanResult& r) { return r.model.name; });
@@ -66,6 +82,11 @@ void PrintSetup(std::ostream& out, const std::vector<LabeledPlan>& plans) {
          [](const PlanResult& r) { return model::KvDtypeName(r.settings.deployment.kv_dtype); });
   AddRow(table, "tokens per request", plans,
          [](const PlanResult& r) { return Grouped(r.settings.deployment.context_tokens); });
+  if (!AllFit(plans)) {
+    AddRow(table, "status", plans, [](const PlanResult& r) {
+      return r.capacity.weights_fit ? std::string("planned") : WeightsDoNotFitText(r.capacity);
+    });
+  }
   table.Print(out);
 }
 
@@ -88,8 +109,8 @@ void PrintMemory(std::ostream& out, const std::vector<LabeledPlan>& plans) {
              return Gib(r.weights.component(component).per_gpu_bytes);
            });
   }
-  AddRow(table, "KV cache", plans,
-         [](const PlanResult& r) { return Gib(r.capacity.kv_budget_bytes); });
+  AddFitRow(table, "KV cache", plans,
+            [](const PlanResult& r) { return Gib(r.capacity.kv_budget_bytes); });
   AddRow(table, "checkpoint (all GPUs, GiB)", plans,
          [](const PlanResult& r) { return Gib(r.weights.checkpoint_bytes()); });
   table.Print(out);
@@ -115,21 +136,21 @@ void PrintCapacity(std::ostream& out, const std::vector<LabeledPlan>& plans) {
       return Grouped(static_cast<int64_t>(r.kv.*member));
     });
   }
-  AddRow(table, "tokens per pool", plans,
-         [](const PlanResult& r) { return Grouped(r.capacity.tokens_per_pool); });
-  AddRow(table, "tokens in all pools", plans,
-         [](const PlanResult& r) { return Grouped(r.capacity.tokens_total); });
-  AddRow(table, "requests that fit at once", plans,
-         [](const PlanResult& r) { return Grouped(r.capacity.max_requests_total); });
-  AddRow(table, "first request that does not fit", plans,
-         [](const PlanResult& r) { return "#" + Grouped(r.capacity.max_requests_total + 1); });
+  AddFitRow(table, "tokens per pool", plans,
+            [](const PlanResult& r) { return Grouped(r.capacity.tokens_per_pool); });
+  AddFitRow(table, "tokens in all pools", plans,
+            [](const PlanResult& r) { return Grouped(r.capacity.tokens_total); });
+  AddFitRow(table, "requests that fit at once", plans,
+            [](const PlanResult& r) { return Grouped(r.capacity.max_requests_total); });
+  AddFitRow(table, "first request that does not fit", plans,
+            [](const PlanResult& r) { return "#" + Grouped(r.capacity.max_requests_total + 1); });
   table.Print(out);
   out << "\n";
   TextTable prefill(Headers("prefill (compute-bound)", plans));
-  AddRow(prefill, "tokens/s, prompts of the request length", plans, [](const PlanResult& r) {
+  AddFitRow(prefill, "tokens/s, prompts of the request length", plans, [](const PlanResult& r) {
     return Grouped(static_cast<int64_t>(std::llround(r.prefill.tokens_per_s)));
   });
-  AddRow(prefill, "USD per million prompt tokens", plans, [](const PlanResult& r) {
+  AddFitRow(prefill, "USD per million prompt tokens", plans, [](const PlanResult& r) {
     return fmt::format("{:.2f}", r.prefill.usd_per_million_tokens);
   });
   prefill.Print(out);
@@ -150,6 +171,10 @@ void PrintDecode(std::ostream& out, const std::vector<LabeledPlan>& plans) {
     std::vector<std::string> cells = {std::to_string(plans.front().result.decode[i].concurrency)};
     for (const auto& plan : plans) {
       const model::DecodeEstimate& e = plan.result.decode[i];
+      if (!plan.result.capacity.weights_fit) {
+        cells.insert(cells.end(), {"weights do not fit", "-", "-"});
+        continue;
+      }
       if (!e.fits) {
         cells.insert(cells.end(), {"out of memory", "-", "-"});
         continue;
@@ -164,7 +189,8 @@ void PrintDecode(std::ostream& out, const std::vector<LabeledPlan>& plans) {
   table.Print(out);
 }
 
-nlohmann::json DecodeJson(const model::DecodeEstimate& e) {
+nlohmann::json DecodeJson(const model::DecodeEstimate& e, bool weights_fit) {
+  if (!weights_fit) return {{"concurrency", e.concurrency}, {"fits", false}};
   nlohmann::json j = {{"concurrency", e.concurrency},
                       {"fits", e.fits},
                       {"requests_per_pool", e.requests_per_pool},
@@ -193,7 +219,12 @@ nlohmann::json PlanJson(const LabeledPlan& plan) {
         {"per_gpu_bytes", w.per_gpu_bytes}};
   }
   nlohmann::json decode = nlohmann::json::array();
-  for (const auto& e : r.decode) decode.push_back(DecodeJson(e));
+  for (const auto& e : r.decode) decode.push_back(DecodeJson(e, r.capacity.weights_fit));
+  // Figures a configuration whose weights do not fit lacks are null, so every configuration has
+  // the same keys.
+  const auto if_fit = [&r](auto value) -> nlohmann::json {
+    return r.capacity.weights_fit ? nlohmann::json(value) : nlohmann::json(nullptr);
+  };
   return {
       {"label", plan.label},
       {"model", r.model.name},
@@ -207,20 +238,29 @@ nlohmann::json PlanJson(const LabeledPlan& plan) {
       {"page_size", d.page_size},
       {"weights", r.weight_variant},
       {"context_tokens", d.context_tokens},
+      {"weights_fit", r.capacity.weights_fit},
+      {"does_not_fit", r.capacity.weights_fit ? nlohmann::json(nullptr)
+                                              : nlohmann::json(WeightsDoNotFitText(r.capacity))},
+      {"budget_bytes_per_gpu", r.capacity.budget_bytes},
       {"weight_bytes_per_gpu", r.capacity.weight_bytes},
       {"checkpoint_bytes", r.weights.checkpoint_bytes()},
       {"weight_components", weights},
-      {"kv_budget_bytes_per_gpu", r.capacity.kv_budget_bytes},
+      {"kv_budget_bytes_per_gpu", if_fit(r.capacity.kv_budget_bytes)},
       {"kv_bytes_per_token_per_gpu", r.kv.total()},
-      {"tokens_per_pool", r.capacity.tokens_per_pool},
-      {"tokens_total", r.capacity.tokens_total},
-      {"max_requests", r.capacity.max_requests_total},
-      {"prefill_tokens_per_s", r.prefill.tokens_per_s},
+      {"tokens_per_pool", if_fit(r.capacity.tokens_per_pool)},
+      {"tokens_total", if_fit(r.capacity.tokens_total)},
+      {"max_requests", if_fit(r.capacity.max_requests_total)},
+      {"prefill_tokens_per_s", if_fit(r.prefill.tokens_per_s)},
       {"decode", decode},
   };
 }
 
 }  // namespace
+
+std::string WeightsDoNotFitText(const model::Capacity& capacity) {
+  return fmt::format("weights do not fit: {:.1f} GiB needed per GPU, {:.1f} available",
+                     BytesToGiB(capacity.weight_bytes), BytesToGiB(capacity.budget_bytes));
+}
 
 void PrintPlanText(std::ostream& out, const std::vector<LabeledPlan>& plans) {
   PrintSetup(out, plans);
@@ -244,20 +284,27 @@ void PrintPlanJson(std::ostream& out, const std::vector<LabeledPlan>& plans) {
 
 void PrintPlanCsv(std::ostream& out, const std::vector<LabeledPlan>& plans) {
   out << "label,model,gpu,gpus,tp,pools,kv_dtype,weights,context_tokens,memory_fraction,"
-         "weight_bytes_per_gpu,kv_bytes_per_token_per_gpu,tokens_total,max_requests,"
-         "prefill_tokens_per_s,concurrency,fits,tokens_per_s,ms_per_token,"
-         "usd_per_million_tokens\n";
+         "weights_fit,does_not_fit,budget_bytes_per_gpu,weight_bytes_per_gpu,"
+         "kv_bytes_per_token_per_gpu,tokens_total,max_requests,prefill_tokens_per_s,concurrency,"
+         "fits,tokens_per_s,ms_per_token,usd_per_million_tokens\n";
   for (const auto& plan : plans) {
     const PlanResult& r = plan.result;
     const model::Deployment& d = r.settings.deployment;
+    const bool weights_fit = r.capacity.weights_fit;
+    // Capacity and prefill: empty where the weights do not fit, like the decode figures.
+    const std::string capacity =
+        weights_fit ? fmt::format("{},{},{:.1f}", r.capacity.tokens_total,
+                                  r.capacity.max_requests_total, r.prefill.tokens_per_s)
+                    : ",,";
     for (const auto& e : r.decode) {
-      out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1f},{},{},",
+      out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},",
                          CsvField(plan.label, true), CsvField(r.model.name), CsvField(r.gpu.name),
                          d.gpus, d.tp, d.pool_count(), model::KvDtypeName(d.kv_dtype),
                          CsvField(r.weight_variant), d.context_tokens, d.memory_fraction,
-                         r.capacity.weight_bytes, r.kv.total(), r.capacity.tokens_total,
-                         r.capacity.max_requests_total, r.prefill.tokens_per_s, e.concurrency,
-                         e.fits ? "true" : "false");
+                         weights_fit ? "true" : "false",
+                         weights_fit ? "" : CsvField(WeightsDoNotFitText(r.capacity)),
+                         r.capacity.budget_bytes, r.capacity.weight_bytes, r.kv.total(), capacity,
+                         e.concurrency, e.fits ? "true" : "false");
       if (e.fits) {
         out << fmt::format("{:.1f},{:.3f},{:.4f}\n", e.tokens_per_s, e.ms_per_token,
                            e.usd_per_million_tokens);

@@ -50,6 +50,20 @@ expect_exit 2 "unknown model 'kimi'; available: deepseek-v3, glm-5.2, kimi-k2.6,
 expect_exit 2 "unknown GPU 'a100'; available: b200, h100-sxm, h200-sxm" plan --gpu a100
 expect_exit 1 "weights need 79.3 GiB per GPU, 66.1 available after the memory fraction" \
   plan --model deepseek-v3 --gpu h100-sxm
+# --compare plans every configuration; exit 1 only when none fits.
+expect_exit 0 "status +weights do not fit: 79.3 GiB needed per GPU, 66.1 available +planned +planned" \
+  plan --model deepseek-v3 --compare gpu=h100-sxm,h200-sxm,b200
+expect_exit 0 "tokens in all pools +- +569,024 +1,059,328" \
+  plan --model deepseek-v3 --compare gpu=h100-sxm,h200-sxm,b200
+expect_exit 0 '"does_not_fit": "weights do not fit: 79.3 GiB needed per GPU, 66.1 available"' \
+  plan --model deepseek-v3 --compare gpu=h100-sxm,h200-sxm --json
+expect_exit 0 '^"gpu=h100-sxm",deepseek-v3,h100-sxm,.*,false,"weights do not fit: 79.3 GiB needed per GPU, 66.1 available",' \
+  plan --model deepseek-v3 --compare gpu=h100-sxm,h200-sxm --csv
+expect_exit 1 "fit in none of the 2 configurations:" plan --model deepseek-v3 --gpu h100-sxm \
+  --compare tp=4,8
+expect_exit 1 "  tp=8: weights do not fit: 79.3 GiB needed per GPU, 66.1 available" \
+  plan --model deepseek-v3 --gpu h100-sxm --compare tp=4,8
+expect_exit 0 "Exit codes: 0 planned, also when some --compare configurations" plan --help
 printf 'name: broken\nlayers: 61\nhidden_size: [7168\n' >"$tmp/broken.yaml"
 expect_exit 2 "broken.yaml:4:1: YAML syntax error" plan --model "$tmp/broken.yaml"
 sed 's/qk_rope_head_dim: 64/qk_rope_head_dim: -64/' configs/models/kimi-k2.6.yaml >"$tmp/neg.yaml"
