@@ -35,6 +35,22 @@ std::string CsvField(const std::string& text, bool always = false) {
   return quoted + "\"";
 }
 
+// The parts of a token's KV bytes: the table's row name, and the key JSON and CSV use.
+struct KvPart {
+  const char* row;
+  const char* key;
+  uint64_t model::KvBreakdown::*bytes;
+};
+constexpr KvPart kKvParts[] = {
+    {"keys", "keys", &model::KvBreakdown::keys},
+    {"values", "values", &model::KvBreakdown::values},
+    {"MLA latent", "latent", &model::KvBreakdown::latent},
+    {"MLA rotary key", "rope", &model::KvBreakdown::rope},
+    {"scales", "scales", &model::KvBreakdown::scales},
+    {"indexer keys", "indexer_keys", &model::KvBreakdown::indexer_keys},
+    {"indexer scales", "indexer_scales", &model::KvBreakdown::indexer_scales},
+};
+
 std::string Gib(uint64_t bytes) { return fmt::format("{:.2f}", BytesToGiB(bytes)); }
 
 std::vector<std::string> Headers(const std::string& first, const std::vector<LabeledPlan>& plans) {
@@ -120,20 +136,12 @@ void PrintCapacity(std::ostream& out, const std::vector<LabeledPlan>& plans) {
   TextTable table(Headers("KV cache", plans));
   AddRow(table, "bytes per token per GPU", plans,
          [](const PlanResult& r) { return Grouped(static_cast<int64_t>(r.kv.total())); });
-  const std::vector<std::pair<const char*, uint64_t model::KvBreakdown::*>> parts = {
-      {"  keys", &model::KvBreakdown::keys},
-      {"  values", &model::KvBreakdown::values},
-      {"  MLA latent", &model::KvBreakdown::latent},
-      {"  MLA rotary key", &model::KvBreakdown::rope},
-      {"  scales", &model::KvBreakdown::scales},
-      {"  indexer keys", &model::KvBreakdown::indexer_keys},
-      {"  indexer scales", &model::KvBreakdown::indexer_scales}};
-  for (const auto& [name, member] : parts) {
+  for (const KvPart& part : kKvParts) {
     bool any = false;
-    for (const auto& plan : plans) any = any || plan.result.kv.*member > 0;
+    for (const auto& plan : plans) any = any || plan.result.kv.*part.bytes > 0;
     if (!any) continue;
-    AddRow(table, name, plans, [member = member](const PlanResult& r) {
-      return Grouped(static_cast<int64_t>(r.kv.*member));
+    AddRow(table, std::string("  ") + part.row, plans, [&part](const PlanResult& r) {
+      return Grouped(static_cast<int64_t>(r.kv.*part.bytes));
     });
   }
   AddFitRow(table, "tokens per pool", plans,
@@ -218,6 +226,9 @@ nlohmann::json PlanJson(const LabeledPlan& plan) {
         {"checkpoint_bytes", w.checkpoint_bytes},
         {"per_gpu_bytes", w.per_gpu_bytes}};
   }
+  // Every part, zeros included, so every configuration has the same keys.
+  nlohmann::json kv_parts = nlohmann::json::object();
+  for (const KvPart& part : kKvParts) kv_parts[part.key] = r.kv.*part.bytes;
   nlohmann::json decode = nlohmann::json::array();
   for (const auto& e : r.decode) decode.push_back(DecodeJson(e, r.capacity.weights_fit));
   // Figures a configuration whose weights do not fit lacks are null, so every configuration has
@@ -247,6 +258,7 @@ nlohmann::json PlanJson(const LabeledPlan& plan) {
       {"weight_components", weights},
       {"kv_budget_bytes_per_gpu", if_fit(r.capacity.kv_budget_bytes)},
       {"kv_bytes_per_token_per_gpu", r.kv.total()},
+      {"kv_bytes_per_token_per_gpu_by_part", kv_parts},
       {"tokens_per_pool", if_fit(r.capacity.tokens_per_pool)},
       {"tokens_total", if_fit(r.capacity.tokens_total)},
       {"max_requests", if_fit(r.capacity.max_requests_total)},
@@ -285,8 +297,10 @@ void PrintPlanJson(std::ostream& out, const std::vector<LabeledPlan>& plans) {
 void PrintPlanCsv(std::ostream& out, const std::vector<LabeledPlan>& plans) {
   out << "label,model,gpu,gpus,tp,pools,kv_dtype,weights,context_tokens,memory_fraction,"
          "weights_fit,does_not_fit,budget_bytes_per_gpu,weight_bytes_per_gpu,"
-         "kv_bytes_per_token_per_gpu,tokens_total,max_requests,prefill_tokens_per_s,concurrency,"
-         "fits,tokens_per_s,ms_per_token,usd_per_million_tokens\n";
+         "kv_bytes_per_token_per_gpu,";
+  for (const KvPart& part : kKvParts) out << "kv_" << part.key << ",";
+  out << "tokens_total,max_requests,prefill_tokens_per_s,concurrency,fits,tokens_per_s,"
+         "ms_per_token,usd_per_million_tokens\n";
   for (const auto& plan : plans) {
     const PlanResult& r = plan.result;
     const model::Deployment& d = r.settings.deployment;
@@ -296,15 +310,17 @@ void PrintPlanCsv(std::ostream& out, const std::vector<LabeledPlan>& plans) {
         weights_fit ? fmt::format("{},{},{:.1f}", r.capacity.tokens_total,
                                   r.capacity.max_requests_total, r.prefill.tokens_per_s)
                     : ",,";
+    std::string kv_parts;
+    for (const KvPart& part : kKvParts) kv_parts += fmt::format("{},", r.kv.*part.bytes);
     for (const auto& e : r.decode) {
-      out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},",
+      out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}{},{},{},",
                          CsvField(plan.label, true), CsvField(r.model.name), CsvField(r.gpu.name),
                          d.gpus, d.tp, d.pool_count(), model::KvDtypeName(d.kv_dtype),
                          CsvField(r.weight_variant), d.context_tokens, d.memory_fraction,
                          weights_fit ? "true" : "false",
                          weights_fit ? "" : CsvField(WeightsDoNotFitText(r.capacity)),
-                         r.capacity.budget_bytes, r.capacity.weight_bytes, r.kv.total(), capacity,
-                         e.concurrency, e.fits ? "true" : "false");
+                         r.capacity.budget_bytes, r.capacity.weight_bytes, r.kv.total(), kv_parts,
+                         capacity, e.concurrency, e.fits ? "true" : "false");
       if (e.fits) {
         out << fmt::format("{:.1f},{:.3f},{:.4f}\n", e.tokens_per_s, e.ms_per_token,
                            e.usd_per_million_tokens);

@@ -29,6 +29,18 @@ expect_exit 0 "checkpoint \(all GPUs, GiB\) +703.65 +419.93" plan --model glm-5.
 expect_exit 0 '"tokens_total": 685120' plan --json
 expect_exit 0 '"kv_bytes_per_token_per_gpu": 35136' plan --json --kv-dtype fp8_e4m3
 expect_exit 0 "^label,model,gpu,gpus,tp,pools,kv_dtype," plan --csv
+# The per-token KV breakdown the table shows, in JSON and CSV too (GLM 5.2 has every MLA and
+# indexer part: 576 x 78 latent and rope bytes, 132 x 21 indexer bytes).
+expect_exit 0 '"kv_bytes_per_token_per_gpu_by_part": \{' plan --json --concurrency 1
+glm_json=$("$kvsim" plan --json --concurrency 1 --model glm-5.2 --kv-dtype fp8_e4m3)
+for part in '"indexer_keys": 2688' '"indexer_scales": 84' '"latent": 39936' '"rope": 4992' \
+  '"keys": 0' '"scales": 0' '"values": 0'; do
+  grep -qF "$part" <<<"$glm_json" || { echo "FAIL: --json lacks $part"; failures=$((failures + 1)); }
+done
+expect_exit 0 ",kv_bytes_per_token_per_gpu,kv_keys,kv_values,kv_latent,kv_rope,kv_scales,kv_indexer_keys,kv_indexer_scales,tokens_total," \
+  plan --csv --concurrency 1
+expect_exit 0 ",47700,0,0,39936,4992,0,2688,84,[0-9]+," plan --csv --concurrency 1 --model glm-5.2 \
+  --kv-dtype fp8_e4m3
 expect_exit 0 '^"",kimi-k2.6,h200-sxm,8,8,1,bf16,int4,21000,.*,64,false,,,$' plan --csv
 rows=$("$kvsim" plan --csv --compare kv-dtype=bf16,fp8_e4m3 | wc -l)
 [ "$rows" -eq 11 ] || { echo "FAIL: --csv gave $rows lines, expected 11"; failures=$((failures + 1)); }
