@@ -47,6 +47,14 @@ rows=$("$kvsim" plan --csv --compare kv-dtype=bf16,fp8_e4m3 | wc -l)
 expect_exit 0 "kv_lora_rank 512 x layers 61 x 2 B" plan --explain
 expect_exit 0 "experts touched per MoE layer = 384 x \(1 - \(1 - 8/384\)\^32 tokens\)" plan --explain
 expect_exit 0 "requests per pool = ceil\(64 / pools 1\)" plan --explain
+# Every term shown: quantisation scales apart from the values, and the INT4 dequantisation factor.
+expect_exit 0 "= 66.45 GiB per GPU: values 59.06 GiB \+ scales 7.38 GiB" plan --explain --concurrency 1
+expect_exit 0 "linear layers time = 2 x 1 tokens x \(.* routed-expert params / \(989 TFLOP/s BF16 x 0.50 x INT4 dequantisation 0.80\)\)" \
+  plan --explain --concurrency 1
+expect_exit 0 "compute time = linear layers [0-9.]+ ms \+ attention .* FLOP / \(989 TFLOP/s BF16 x 0.50\)" \
+  plan --explain --concurrency 1
+expect_exit 0 "x 4719744 B per expert \(scales 1152 B of it\)" plan --model glm-5.2 --explain \
+  --concurrency 1
 expect_exit 0 "plot written to $tmp/plan.png" plan --plot "$tmp/plan.png" \
   --compare kv-dtype=bf16,fp8_e4m3
 if ! head -c 8 "$tmp/plan.png" | grep -q PNG; then
