@@ -6,6 +6,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "base/check.h"
 #include "base/units.h"
 #include "cli/text_table.h"
 
@@ -14,17 +15,6 @@ namespace {
 
 using model::Component;
 using model::PlanResult;
-
-// 1379584 -> "1,379,584".
-std::string Grouped(int64_t value) {
-  std::string digits = std::to_string(value < 0 ? -value : value);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return value < 0 ? "-" + out : out;
-}
 
 // `text` as one CSV field (RFC 4180): quoted, with its quotes doubled, when it holds a comma, a
 // quote or a line break (names come from user YAML and may); `always` quotes it regardless.
@@ -267,6 +257,19 @@ nlohmann::json PlanJson(const LabeledPlan& plan) {
   };
 }
 
+nlohmann::json TraceJson(const model::Trace& trace) {
+  nlohmann::json sections = nlohmann::json::array();
+  for (const auto& group : trace.groups()) {
+    nlohmann::json terms = nlohmann::json::array();
+    for (const auto& term : group.terms) {
+      terms.push_back(
+          {{"quantity", term.quantity}, {"formula", term.formula}, {"value", term.value}});
+    }
+    sections.push_back({{"section", group.title}, {"terms", terms}});
+  }
+  return sections;
+}
+
 }  // namespace
 
 std::string WeightsDoNotFitText(const model::Capacity& capacity) {
@@ -284,9 +287,14 @@ void PrintPlanText(std::ostream& out, const std::vector<LabeledPlan>& plans) {
   PrintDecode(out, plans);
 }
 
-void PrintPlanJson(std::ostream& out, const std::vector<LabeledPlan>& plans) {
+void PrintPlanJson(std::ostream& out, const std::vector<LabeledPlan>& plans,
+                   const std::vector<model::Trace>* traces) {
+  KVSIM_CHECK(traces == nullptr || traces->size() == plans.size());
   nlohmann::json configurations = nlohmann::json::array();
-  for (const auto& plan : plans) configurations.push_back(PlanJson(plan));
+  for (size_t i = 0; i < plans.size(); ++i) {
+    configurations.push_back(PlanJson(plans[i]));
+    if (traces != nullptr) configurations.back()["explain"] = TraceJson((*traces)[i]);
+  }
   // Labels and names come from flags and files and need not be UTF-8; JSON must be, so invalid
   // bytes become U+FFFD instead of an exception.
   out << nlohmann::json{{"configurations", configurations}}.dump(
@@ -340,49 +348,6 @@ void PrintExplanation(std::ostream& out, const std::string& label, const model::
       out << "      = " << term.value << "\n";
     }
   }
-}
-
-void PrintCalibrationReport(std::ostream& out, const model::Calibration& c) {
-  const model::StepTimeParams& p = c.params;
-  out << "calibration: " << c.spec.name << "\n  source: " << c.spec.source << "\n";
-  out << fmt::format("  deployment: {} on {} x {}, tp {}, {} tokens per request\n",
-                     c.spec.settings.model, c.spec.settings.deployment.gpus, c.spec.settings.gpu,
-                     c.spec.settings.deployment.tp,
-                     Grouped(c.spec.settings.deployment.context_tokens));
-  out << "fitted coefficients:\n";
-  out << fmt::format("  per-step overhead            {:.3f} ms\n", p.step_overhead_s * 1e3);
-  out << fmt::format("  bandwidth fraction           {:.3f} of peak\n", p.bandwidth_fraction);
-  out << fmt::format("  FP8 cache per-step overhead  {:.3f} ms\n", p.fp8_kv_overhead_s * 1e3);
-  out << fmt::format("  FP8 conversion               {:.4f} ms per GB read\n",
-                     p.fp8_kv_convert_s_per_byte * 1e9 * 1e3);
-  out << "assumed (no published point constrains them):\n";
-  out << fmt::format("  compute efficiency           {:.2f}\n", p.compute_efficiency);
-  out << fmt::format("  INT4 dequant efficiency      {:.2f}\n", p.int4_dequant_efficiency);
-  if (p.bandwidth_fraction > 1) {
-    out << "  note: a bandwidth fraction above 1 means the modelled steps read more bytes than "
-           "the\n  published ones can have at peak bandwidth; it is a fitted constant, not a "
-           "bandwidth\n  (docs/capacity-validation.md).\n";
-  }
-  TextTable table({"KV dtype", "concurrency", "role", "published tok/s", "model tok/s", "error"});
-  double worst = 0;
-  for (const auto& row : c.rows) {
-    const auto& point = row.point;
-    const std::string published =
-        point.out_of_memory ? "out of memory" : fmt::format("{:.0f}", point.tokens_per_s);
-    const std::string modelled =
-        row.model_out_of_memory ? "out of memory" : fmt::format("{:.0f}", row.model_tokens_per_s);
-    std::string error = "-";
-    if (point.out_of_memory || row.model_out_of_memory) {
-      error = point.out_of_memory == row.model_out_of_memory ? "agrees" : "DISAGREES";
-    } else {
-      error = fmt::format("{:+.1f}%", row.relative_error * 100);
-      if (!point.fit) worst = std::fmax(worst, std::fabs(row.relative_error));
-    }
-    table.AddRow({model::KvDtypeName(point.kv_dtype), std::to_string(point.concurrency),
-                  point.fit ? "fitted" : "predicted", published, modelled, error});
-  }
-  table.Print(out);
-  out << fmt::format("largest prediction error: {:.1f}%\n", worst * 100);
 }
 
 }  // namespace kvsim::cli

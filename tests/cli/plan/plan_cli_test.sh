@@ -55,6 +55,21 @@ expect_exit 0 "compute time = linear layers [0-9.]+ ms \+ attention .* FLOP / \(
   plan --explain --concurrency 1
 expect_exit 0 "x 4719744 B per expert \(scales 1152 B of it\)" plan --model glm-5.2 --explain \
   --concurrency 1
+# --explain with --json: the same terms in each configuration; with --csv: refused.
+expect_exit 0 '"quantity": "requests at once"' plan --json --explain --concurrency 1
+expect_exit 0 '"section": "decode at concurrency 1"' plan --json --explain --concurrency 1
+expect_no_match '"explain"' plan --json --concurrency 1
+expect_exit 2 "^kvsim plan: --explain does not go with --csv" plan --csv --explain
+# --calibration-report: as JSON with --json; options it would ignore are refused.
+expect_exit 0 '"largest_prediction_error": 0.104' plan --calibration-report --json
+expect_exit 0 '"role": "predicted"' plan --calibration-report --json
+expect_no_match "^calibration:" plan --calibration-report --json
+for option in --explain --csv "--plot $tmp/c.svg" "--compare tp=4,8" "--model glm-5.2" \
+  "--concurrency 1"; do
+  # shellcheck disable=SC2086 # the option and its value are two words
+  expect_exit 2 "--calibration-report prints the calibration alone; ${option%% *} does not go with it \(allowed with it: --calibration, --configs, --json\)" \
+    plan --calibration-report $option
+done
 expect_exit 0 "plot written to $tmp/plan.png" plan --plot "$tmp/plan.png" \
   --compare kv-dtype=bf16,fp8_e4m3
 if ! head -c 8 "$tmp/plan.png" | grep -q PNG; then
