@@ -139,11 +139,7 @@ class PlanCommand : public Command {
       }
     }
     if (!plot_.empty()) {
-      const model::PlanResult& first = plans.front().result;
-      KVSIM_RETURN_IF_ERROR(
-          WritePlanPlot(plans, plot_,
-                        fmt::format("{} on {} x {}: decode tokens/s", first.model.name,
-                                    first.settings.deployment.gpus, first.gpu.name)));
+      KVSIM_RETURN_IF_ERROR(WritePlanPlot(plans, plot_, PlanPlotTitle(plans)));
       if (!json_ && !csv_) out << "\nplot written to " << plot_ << "\n";
     }
     return Status::Ok();

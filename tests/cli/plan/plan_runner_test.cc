@@ -191,6 +191,52 @@ TEST(PlanTextTest, AConfigurationWhoseWeightsDoNotFitSaysSoInItsColumns) {
   EXPECT_FALSE(PlanPlotScript({(*plans)[0]}, "out.svg", "t").ok());
 }
 
+// A plan to draw: `model` with `weights` on 8 x `gpu` at tp 8, BF16 cache, 21,000 tokens.
+LabeledPlan PlotPlan(const std::string& label, const std::string& model, const std::string& gpu,
+                     const std::string& weights) {
+  LabeledPlan plan;
+  plan.label = label;
+  plan.result.model.name = model;
+  plan.result.gpu.name = gpu;
+  plan.result.weight_variant = weights;
+  model::DecodeEstimate e;
+  e.concurrency = 1;
+  e.fits = true;
+  e.tokens_per_s = 100;
+  plan.result.decode.push_back(e);
+  return plan;
+}
+
+// The title names what every configuration shares, never the first one's model or GPU alone;
+// the legend names what differs, including what the label leaves out.
+TEST(PlotScriptTest, TitleHasTheSharedFieldsAndLegendsTheVaryingOnes) {
+  const std::vector<LabeledPlan> gpus = {PlotPlan("gpu=h100-sxm", "kimi-k2.6", "h100-sxm", "int4"),
+                                         PlotPlan("gpu=h200-sxm", "kimi-k2.6", "h200-sxm", "int4")};
+  EXPECT_EQ(PlanPlotTitle(gpus),
+            "kimi-k2.6, tp 8, bf16 KV cache, int4 weights, 21,000 tokens per request: decode "
+            "tokens/s");
+  const Result<std::string> gpu_script = PlanPlotScript(gpus, "out.svg", PlanPlotTitle(gpus));
+  ASSERT_TRUE(gpu_script.ok());
+  EXPECT_NE(gpu_script->find("title 'gpu=h100-sxm'"), std::string::npos) << *gpu_script;
+
+  // Comparing models changes the weight variant too (each model's default): the legend says so.
+  const std::vector<LabeledPlan> models = {
+      PlotPlan("model=glm-5.2", "glm-5.2", "h200-sxm", "fp8"),
+      PlotPlan("model=kimi-k2.6", "kimi-k2.6", "h200-sxm", "int4")};
+  EXPECT_EQ(PlanPlotTitle(models),
+            "8 x h200-sxm, tp 8, bf16 KV cache, 21,000 tokens per request: decode tokens/s");
+  const Result<std::string> script = PlanPlotScript(models, "out.svg", PlanPlotTitle(models));
+  ASSERT_TRUE(script.ok());
+  EXPECT_NE(script->find("set title '8 x h200-sxm, tp 8,"), std::string::npos) << *script;
+  EXPECT_NE(script->find("title 'model=glm-5.2 (fp8 weights)'"), std::string::npos) << *script;
+  EXPECT_NE(script->find("title 'model=kimi-k2.6 (int4 weights)'"), std::string::npos);
+
+  // One configuration: everything is shared.
+  EXPECT_EQ(PlanPlotTitle({gpus[0]}),
+            "kimi-k2.6 on 8 x h100-sxm, tp 8, bf16 KV cache, int4 weights, 21,000 tokens per "
+            "request: decode tokens/s");
+}
+
 TEST(PlotScriptTest, MarksOutOfMemoryPointsAndRefusesOtherFormats) {
   LabeledPlan plan;
   plan.label = "kv-dtype=bf16";
