@@ -39,8 +39,49 @@ std::vector<std::unique_ptr<Command>> AllCommands() {
   return commands;
 }
 
-int UsageError(const std::string& message) {
-  std::cerr << "kvsim: " << message << "\nRun 'kvsim --help' for usage.\n";
+// The subcommands the parse reached, outermost first ("accuracy", "kv"). CLI11 hands an argument
+// a subcommand does not know up to the top-level app, which reports it; this chain lets the
+// message name the subcommand it was given to instead.
+std::vector<const CLI::App*> ParsedChain(const CLI::App& app) {
+  std::vector<const CLI::App*> chain;
+  const CLI::App* current = &app;
+  while (!current->get_subcommands().empty()) {
+    current = current->get_subcommands().front();
+    chain.push_back(current);
+  }
+  return chain;
+}
+
+// "kvsim" then ": accuracy: kv" or ": plan", as command errors are printed (CommandGroup puts the
+// nested name in the message).
+std::string MessagePrefix(const std::vector<const CLI::App*>& chain) {
+  std::string prefix = "kvsim";
+  for (size_t i = 0; i < chain.size(); ++i) prefix += (i == 0 ? " " : ": ") + chain[i]->get_name();
+  return prefix;
+}
+
+// "kvsim accuracy kv": what to run with --help.
+std::string CommandLine(const std::vector<const CLI::App*>& chain) {
+  std::string line = "kvsim";
+  for (const CLI::App* sub : chain) line += " " + sub->get_name();
+  return line;
+}
+
+std::string SubcommandNames(const CLI::App& app) {
+  std::string names;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  }
+  return names;
+}
+
+void PrintHelpPointer(const std::vector<const CLI::App*>& chain) {
+  std::cerr << "Run '" << CommandLine(chain) << " --help' for usage.\n";
+}
+
+int UsageError(const std::vector<const CLI::App*>& chain, const std::string& message) {
+  std::cerr << MessagePrefix(chain) << ": " << message << "\n";
+  PrintHelpPointer(chain);
   return 2;
 }
 
@@ -57,12 +98,10 @@ int Main(int argc, char** argv) {
 
   std::vector<std::unique_ptr<Command>> commands = AllCommands();
   std::vector<CLI::App*> subcommands;
-  std::string names;
   for (const auto& command : commands) {
     CLI::App* sub = app.add_subcommand(command->name(), command->summary());
     command->Configure(*sub);
     subcommands.push_back(sub);
-    names += (names.empty() ? "" : ", ") + command->name();
   }
 
   try {
@@ -74,22 +113,27 @@ int Main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ExtrasError& e) {
-    return UsageError(std::string(e.what()) + " (subcommands: " + names + ")");
+    const std::vector<const CLI::App*> chain = ParsedChain(app);
+    const CLI::App& innermost = chain.empty() ? app : *chain.back();
+    const std::string names = SubcommandNames(innermost);
+    return UsageError(
+        chain, names.empty() ? e.what() : std::string(e.what()) + " (subcommands: " + names + ")");
   } catch (const CLI::ParseError& e) {
-    return UsageError(e.what());
+    return UsageError(ParsedChain(app), e.what());
   }
 
+  const std::vector<const CLI::App*> chain = ParsedChain(app);
   for (size_t i = 0; i < commands.size(); ++i) {
     if (!subcommands[i]->parsed()) continue;
     const Status status = commands[i]->Run(std::cout);
     std::cout.flush();
     if (status.ok()) return 0;
     std::cerr << "kvsim " << commands[i]->name() << ": " << status.message() << "\n";
-    if (ExitCodeFor(status) == 2) std::cerr << "Run 'kvsim --help' for usage.\n";
+    if (ExitCodeFor(status) == 2) PrintHelpPointer(chain);
     return ExitCodeFor(status);
   }
   std::cerr << app.help();
-  return UsageError("no subcommand given");
+  return UsageError(chain, "no subcommand given");
 }
 
 }  // namespace

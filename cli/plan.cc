@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/calibration_report.h"
 #include "cli/configs_root.h"
 #include "cli/plan_plot.h"
 #include "cli/plan_report.h"
@@ -29,7 +30,9 @@ constexpr FieldHelp kFieldHelp[] = {
     {"tp", "Tensor-parallel size; gpus / tp replicas (default 8)"},
     {"pools", "Independent KV pools (data-parallel attention); default gpus / tp"},
     {"mem-fraction", "Share of GPU memory for weights + KV cache (default 0.83)"},
-    {"reserved-gib", "GiB per GPU taken before the fraction applies (default 0)"},
+    {"reserved-gib",
+     "GiB per GPU subtracted after the fraction: budget = memory x fraction - reserved (default "
+     "0)"},
     {"kv-dtype", "KV cache dtype: bf16, fp8_e4m3, fp8_mla_tiles (default bf16)"},
     {"page-size", "Tokens per KV page (default 64)"},
     {"weights", "Weight variant of the model (default: as published; see the model YAML)"},
@@ -48,25 +51,33 @@ class PlanCommand : public Command {
   }
 
   void Configure(CLI::App& app) override {
+    app.footer(
+        "Exit codes: 0 planned, also when some --compare configurations' weights do not fit\n"
+        "(their columns, JSON objects and CSV rows say so with the numbers); 1 no configuration's\n"
+        "weights fit (the message gives the numbers) or the plot cannot be written; 2 bad usage\n"
+        "or input.");
     app.add_option("--configs", configs_, "Folder with models/, gpus/, calibration/");
-    app.add_option_function<std::string>(
+    plan_only_.push_back(app.add_option_function<std::string>(
         "--deployment", [this](const std::string& path) { deployment_yaml_ = path; },
-        "YAML file of field: value pairs (the flag names below, '-' or '_'), applied before flags");
+        "YAML file of field: value pairs (the flag names below, '-' or '_'), applied before "
+        "flags"));
     for (const FieldHelp& entry : kFieldHelp) {
       const std::string field = entry.field;
-      app.add_option_function<std::string>(
+      plan_only_.push_back(app.add_option_function<std::string>(
           "--" + field,
           [this, field](const std::string& value) {
             fields_.push_back({field, value});
           },
-          entry.help);
+          entry.help));
     }
-    app.add_option("--concurrency", concurrency_text_,
-                   "Concurrent requests to estimate decode at, comma-separated")
-        ->capture_default_str();
-    app.add_option("--compare", compares_,
-                   "FIELD=V1,V2,...: configurations side by side (repeatable; cross product, at "
-                   "most 16)");
+    plan_only_.push_back(
+        app.add_option("--concurrency", concurrency_text_,
+                       "Concurrent requests to estimate decode at, comma-separated")
+            ->capture_default_str());
+    plan_only_.push_back(
+        app.add_option("--compare", compares_,
+                       "FIELD=V1,V2,...: configurations side by side (repeatable; cross product, "
+                       "at most 16)"));
     app.add_option("--calibration", calibration_,
                    "Calibration of the step-time model (configs/calibration/NAME.yaml or a path)")
         ->capture_default_str();
@@ -76,22 +87,31 @@ class PlanCommand : public Command {
         "GPU.yaml if present, else the calibration's assumption; 'none': the assumption)");
     app.add_flag("--calibration-report", calibration_report_,
                  "Print the calibration: fitted coefficients, and each published point with the "
-                 "model's prediction and its error");
-    app.add_flag("--explain", explain_, "Print every term of every number with its formula");
+                 "model's prediction and its error (as text, or with --json as JSON)");
+    plan_only_.push_back(app.add_flag(
+        "--explain", explain_,
+        "Print every term of every number with its formula (with --json: an \"explain\" list in "
+        "each configuration; not with --csv)"));
     app.add_flag("--json", json_, "Print JSON instead of tables");
-    app.add_flag("--csv", csv_, "Print CSV (one row per configuration and concurrency)");
-    app.add_option("--plot", plot_, "Draw tokens/s against concurrency into FILE.png or FILE.svg");
+    plan_only_.push_back(
+        app.add_flag("--csv", csv_, "Print CSV (one row per configuration and concurrency)"));
+    plan_only_.push_back(app.add_option(
+        "--plot", plot_, "Draw tokens/s against concurrency into FILE.png or FILE.svg"));
   }
 
   Status Run(std::ostream& out) override {
-    if (json_ && csv_) return InvalidArgumentError("give --json or --csv, not both");
+    KVSIM_RETURN_IF_ERROR(CheckCombinations());
     if (!plot_.empty()) KVSIM_RETURN_IF_ERROR(CheckPlotPath(plot_));
     KVSIM_ASSIGN_OR_RETURN(const model::Catalog catalog,
                            model::Catalog::Open(ConfigsRoot(configs_)));
     KVSIM_ASSIGN_OR_RETURN(const model::Calibration calibration,
                            LoadCalibration(catalog, calibration_));
     if (calibration_report_) {
-      PrintCalibrationReport(out, calibration);
+      if (json_) {
+        PrintCalibrationJson(out, calibration);
+      } else {
+        PrintCalibrationReport(out, calibration);
+      }
       return Status::Ok();
     }
     model::PlanSettings base;
@@ -111,7 +131,7 @@ class PlanCommand : public Command {
                            RunPlans(catalog, calibration.params, configurations, concurrencies,
                                     explain_ ? &traces : nullptr));
     if (json_) {
-      PrintPlanJson(out, plans);
+      PrintPlanJson(out, plans, explain_ ? &traces : nullptr);
     } else if (csv_) {
       PrintPlanCsv(out, plans);
     } else {
@@ -124,17 +144,33 @@ class PlanCommand : public Command {
       }
     }
     if (!plot_.empty()) {
-      const model::PlanResult& first = plans.front().result;
-      KVSIM_RETURN_IF_ERROR(
-          WritePlanPlot(plans, plot_,
-                        fmt::format("{} on {} x {}: decode tokens/s", first.model.name,
-                                    first.settings.deployment.gpus, first.gpu.name)));
+      KVSIM_RETURN_IF_ERROR(WritePlanPlot(plans, plot_, PlanPlotTitle(plans)));
       if (!json_ && !csv_) out << "\nplot written to " << plot_ << "\n";
     }
     return Status::Ok();
   }
 
  private:
+  // Options that would be silently dropped are refused instead, saying what goes together.
+  Status CheckCombinations() const {
+    if (json_ && csv_) return InvalidArgumentError("give --json or --csv, not both");
+    if (calibration_report_) {
+      for (const CLI::Option* option : plan_only_) {
+        if (option->count() == 0) continue;
+        return InvalidArgumentError(
+            fmt::format("--calibration-report prints the calibration alone; {} does not go with "
+                        "it (allowed with it: --calibration, --configs, --json)",
+                        option->get_name()));
+      }
+    }
+    if (explain_ && csv_) {
+      return InvalidArgumentError(
+          "--explain does not go with --csv (a row per configuration and concurrency has no "
+          "room for the terms); give --explain alone for text or with --json");
+    }
+    return Status::Ok();
+  }
+
   std::string configs_;
   std::string deployment_yaml_;
   std::vector<std::pair<std::string, std::string>> fields_;
@@ -147,6 +183,8 @@ class PlanCommand : public Command {
   bool json_ = false;
   bool csv_ = false;
   std::string plot_;
+  // The options that shape a plan, which --calibration-report does not make.
+  std::vector<const CLI::Option*> plan_only_;
 };
 
 }  // namespace

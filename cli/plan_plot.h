@@ -13,8 +13,15 @@ namespace kvsim::cli {
 // Ok when `path` ends in .png or .svg, gnuplot can quote it, and its folder exists.
 Status CheckPlotPath(const std::string& path);
 
-// The gnuplot script that draws `plans` into `path` (.png or .svg). Errors: another extension,
-// a path gnuplot cannot quote, or a folder that does not exist.
+// The title for `plans` (those whose weights fit): the model, GPUs, tensor parallelism, KV dtype,
+// weights and request length they all share, then ": decode tokens/s".
+std::string PlanPlotTitle(const std::vector<LabeledPlan>& plans);
+
+// The gnuplot script that draws `plans` into `path` (.png or .svg), leaving out configurations
+// whose weights do not fit. Each line's legend is its label, followed in parentheses by those of
+// the title's fields that differ between configurations and the label does not name. Errors:
+// another extension, a path gnuplot cannot quote, a folder that does not exist, or no
+// configuration whose weights fit.
 Result<std::string> PlanPlotScript(const std::vector<LabeledPlan>& plans, const std::string& path,
                                    const std::string& title);
 

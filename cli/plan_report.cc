@@ -6,6 +6,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "base/check.h"
 #include "base/units.h"
 #include "cli/text_table.h"
 
@@ -15,17 +16,6 @@ namespace {
 using model::Component;
 using model::PlanResult;
 
-// 1379584 -> "1,379,584".
-std::string Grouped(int64_t value) {
-  std::string digits = std::to_string(value < 0 ? -value : value);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return value < 0 ? "-" + out : out;
-}
-
 // `text` as one CSV field (RFC 4180): quoted, with its quotes doubled, when it holds a comma, a
 // quote or a line break (names come from user YAML and may); `always` quotes it regardless.
 std::string CsvField(const std::string& text, bool always = false) {
@@ -34,6 +24,22 @@ std::string CsvField(const std::string& text, bool always = false) {
   for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
   return quoted + "\"";
 }
+
+// The parts of a token's KV bytes: the table's row name, and the key JSON and CSV use.
+struct KvPart {
+  const char* row;
+  const char* key;
+  uint64_t model::KvBreakdown::*bytes;
+};
+constexpr KvPart kKvParts[] = {
+    {"keys", "keys", &model::KvBreakdown::keys},
+    {"values", "values", &model::KvBreakdown::values},
+    {"MLA latent", "latent", &model::KvBreakdown::latent},
+    {"MLA rotary key", "rope", &model::KvBreakdown::rope},
+    {"scales", "scales", &model::KvBreakdown::scales},
+    {"indexer keys", "indexer_keys", &model::KvBreakdown::indexer_keys},
+    {"indexer scales", "indexer_scales", &model::KvBreakdown::indexer_scales},
+};
 
 std::string Gib(uint64_t bytes) { return fmt::format("{:.2f}", BytesToGiB(bytes)); }
 
@@ -52,6 +58,22 @@ void AddRow(TextTable& table, const std::string& name, const std::vector<Labeled
   table.AddRow(std::move(cells));
 }
 
+// The same for a figure only a configuration whose weights fit has: "-" for the others.
+template <typename Cell>
+void AddFitRow(TextTable& table, const std::string& name, const std::vector<LabeledPlan>& plans,
+               Cell cell) {
+  AddRow(table, name, plans, [&cell](const PlanResult& r) -> std::string {
+    return r.capacity.weights_fit ? cell(r) : "-";
+  });
+}
+
+bool AllFit(const std::vector<LabeledPlan>& plans) {
+  for (const auto& plan : plans) {
+    if (!plan.result.capacity.weights_fit) return false;
+  }
+  return true;
+}
+
 void PrintSetup(std::ostream& out, const std::vector<LabeledPlan>& plans) {
   TextTable table(Headers("configuration", plans));
   AddRow(table, "model", plans, [](const PlanResult& r) { return r.model.name; });
@@ -66,6 +88,11 @@ void PrintSetup(std::ostream& out, const std::vector<LabeledPlan>& plans) {
          [](const PlanResult& r) { return model::KvDtypeName(r.settings.deployment.kv_dtype); });
   AddRow(table, "tokens per request", plans,
          [](const PlanResult& r) { return Grouped(r.settings.deployment.context_tokens); });
+  if (!AllFit(plans)) {
+    AddRow(table, "status", plans, [](const PlanResult& r) {
+      return r.capacity.weights_fit ? std::string("planned") : WeightsDoNotFitText(r.capacity);
+    });
+  }
   table.Print(out);
 }
 
@@ -88,8 +115,8 @@ void PrintMemory(std::ostream& out, const std::vector<LabeledPlan>& plans) {
              return Gib(r.weights.component(component).per_gpu_bytes);
            });
   }
-  AddRow(table, "KV cache", plans,
-         [](const PlanResult& r) { return Gib(r.capacity.kv_budget_bytes); });
+  AddFitRow(table, "KV cache", plans,
+            [](const PlanResult& r) { return Gib(r.capacity.kv_budget_bytes); });
   AddRow(table, "checkpoint (all GPUs, GiB)", plans,
          [](const PlanResult& r) { return Gib(r.weights.checkpoint_bytes()); });
   table.Print(out);
@@ -99,37 +126,29 @@ void PrintCapacity(std::ostream& out, const std::vector<LabeledPlan>& plans) {
   TextTable table(Headers("KV cache", plans));
   AddRow(table, "bytes per token per GPU", plans,
          [](const PlanResult& r) { return Grouped(static_cast<int64_t>(r.kv.total())); });
-  const std::vector<std::pair<const char*, uint64_t model::KvBreakdown::*>> parts = {
-      {"  keys", &model::KvBreakdown::keys},
-      {"  values", &model::KvBreakdown::values},
-      {"  MLA latent", &model::KvBreakdown::latent},
-      {"  MLA rotary key", &model::KvBreakdown::rope},
-      {"  scales", &model::KvBreakdown::scales},
-      {"  indexer keys", &model::KvBreakdown::indexer_keys},
-      {"  indexer scales", &model::KvBreakdown::indexer_scales}};
-  for (const auto& [name, member] : parts) {
+  for (const KvPart& part : kKvParts) {
     bool any = false;
-    for (const auto& plan : plans) any = any || plan.result.kv.*member > 0;
+    for (const auto& plan : plans) any = any || plan.result.kv.*part.bytes > 0;
     if (!any) continue;
-    AddRow(table, name, plans, [member = member](const PlanResult& r) {
-      return Grouped(static_cast<int64_t>(r.kv.*member));
+    AddRow(table, std::string("  ") + part.row, plans, [&part](const PlanResult& r) {
+      return Grouped(static_cast<int64_t>(r.kv.*part.bytes));
     });
   }
-  AddRow(table, "tokens per pool", plans,
-         [](const PlanResult& r) { return Grouped(r.capacity.tokens_per_pool); });
-  AddRow(table, "tokens in all pools", plans,
-         [](const PlanResult& r) { return Grouped(r.capacity.tokens_total); });
-  AddRow(table, "requests that fit at once", plans,
-         [](const PlanResult& r) { return Grouped(r.capacity.max_requests_total); });
-  AddRow(table, "first request that does not fit", plans,
-         [](const PlanResult& r) { return "#" + Grouped(r.capacity.max_requests_total + 1); });
+  AddFitRow(table, "tokens per pool", plans,
+            [](const PlanResult& r) { return Grouped(r.capacity.tokens_per_pool); });
+  AddFitRow(table, "tokens in all pools", plans,
+            [](const PlanResult& r) { return Grouped(r.capacity.tokens_total); });
+  AddFitRow(table, "requests that fit at once", plans,
+            [](const PlanResult& r) { return Grouped(r.capacity.max_requests_total); });
+  AddFitRow(table, "first request that does not fit", plans,
+            [](const PlanResult& r) { return "#" + Grouped(r.capacity.max_requests_total + 1); });
   table.Print(out);
   out << "\n";
   TextTable prefill(Headers("prefill (compute-bound)", plans));
-  AddRow(prefill, "tokens/s, prompts of the request length", plans, [](const PlanResult& r) {
+  AddFitRow(prefill, "tokens/s, prompts of the request length", plans, [](const PlanResult& r) {
     return Grouped(static_cast<int64_t>(std::llround(r.prefill.tokens_per_s)));
   });
-  AddRow(prefill, "USD per million prompt tokens", plans, [](const PlanResult& r) {
+  AddFitRow(prefill, "USD per million prompt tokens", plans, [](const PlanResult& r) {
     return fmt::format("{:.2f}", r.prefill.usd_per_million_tokens);
   });
   prefill.Print(out);
@@ -150,6 +169,10 @@ void PrintDecode(std::ostream& out, const std::vector<LabeledPlan>& plans) {
     std::vector<std::string> cells = {std::to_string(plans.front().result.decode[i].concurrency)};
     for (const auto& plan : plans) {
       const model::DecodeEstimate& e = plan.result.decode[i];
+      if (!plan.result.capacity.weights_fit) {
+        cells.insert(cells.end(), {"weights do not fit", "-", "-"});
+        continue;
+      }
       if (!e.fits) {
         cells.insert(cells.end(), {"out of memory", "-", "-"});
         continue;
@@ -164,7 +187,8 @@ void PrintDecode(std::ostream& out, const std::vector<LabeledPlan>& plans) {
   table.Print(out);
 }
 
-nlohmann::json DecodeJson(const model::DecodeEstimate& e) {
+nlohmann::json DecodeJson(const model::DecodeEstimate& e, bool weights_fit) {
+  if (!weights_fit) return {{"concurrency", e.concurrency}, {"fits", false}};
   nlohmann::json j = {{"concurrency", e.concurrency},
                       {"fits", e.fits},
                       {"requests_per_pool", e.requests_per_pool},
@@ -192,8 +216,16 @@ nlohmann::json PlanJson(const LabeledPlan& plan) {
         {"checkpoint_bytes", w.checkpoint_bytes},
         {"per_gpu_bytes", w.per_gpu_bytes}};
   }
+  // Every part, zeros included, so every configuration has the same keys.
+  nlohmann::json kv_parts = nlohmann::json::object();
+  for (const KvPart& part : kKvParts) kv_parts[part.key] = r.kv.*part.bytes;
   nlohmann::json decode = nlohmann::json::array();
-  for (const auto& e : r.decode) decode.push_back(DecodeJson(e));
+  for (const auto& e : r.decode) decode.push_back(DecodeJson(e, r.capacity.weights_fit));
+  // Figures a configuration whose weights do not fit lacks are null, so every configuration has
+  // the same keys.
+  const auto if_fit = [&r](auto value) -> nlohmann::json {
+    return r.capacity.weights_fit ? nlohmann::json(value) : nlohmann::json(nullptr);
+  };
   return {
       {"label", plan.label},
       {"model", r.model.name},
@@ -207,20 +239,43 @@ nlohmann::json PlanJson(const LabeledPlan& plan) {
       {"page_size", d.page_size},
       {"weights", r.weight_variant},
       {"context_tokens", d.context_tokens},
+      {"weights_fit", r.capacity.weights_fit},
+      {"does_not_fit", r.capacity.weights_fit ? nlohmann::json(nullptr)
+                                              : nlohmann::json(WeightsDoNotFitText(r.capacity))},
+      {"budget_bytes_per_gpu", r.capacity.budget_bytes},
       {"weight_bytes_per_gpu", r.capacity.weight_bytes},
       {"checkpoint_bytes", r.weights.checkpoint_bytes()},
       {"weight_components", weights},
-      {"kv_budget_bytes_per_gpu", r.capacity.kv_budget_bytes},
+      {"kv_budget_bytes_per_gpu", if_fit(r.capacity.kv_budget_bytes)},
       {"kv_bytes_per_token_per_gpu", r.kv.total()},
-      {"tokens_per_pool", r.capacity.tokens_per_pool},
-      {"tokens_total", r.capacity.tokens_total},
-      {"max_requests", r.capacity.max_requests_total},
-      {"prefill_tokens_per_s", r.prefill.tokens_per_s},
+      {"kv_bytes_per_token_per_gpu_by_part", kv_parts},
+      {"tokens_per_pool", if_fit(r.capacity.tokens_per_pool)},
+      {"tokens_total", if_fit(r.capacity.tokens_total)},
+      {"max_requests", if_fit(r.capacity.max_requests_total)},
+      {"prefill_tokens_per_s", if_fit(r.prefill.tokens_per_s)},
       {"decode", decode},
   };
 }
 
+nlohmann::json TraceJson(const model::Trace& trace) {
+  nlohmann::json sections = nlohmann::json::array();
+  for (const auto& group : trace.groups()) {
+    nlohmann::json terms = nlohmann::json::array();
+    for (const auto& term : group.terms) {
+      terms.push_back(
+          {{"quantity", term.quantity}, {"formula", term.formula}, {"value", term.value}});
+    }
+    sections.push_back({{"section", group.title}, {"terms", terms}});
+  }
+  return sections;
+}
+
 }  // namespace
+
+std::string WeightsDoNotFitText(const model::Capacity& capacity) {
+  return fmt::format("weights do not fit: {:.1f} GiB needed per GPU, {:.1f} available",
+                     BytesToGiB(capacity.weight_bytes), BytesToGiB(capacity.budget_bytes));
+}
 
 void PrintPlanText(std::ostream& out, const std::vector<LabeledPlan>& plans) {
   PrintSetup(out, plans);
@@ -232,9 +287,14 @@ void PrintPlanText(std::ostream& out, const std::vector<LabeledPlan>& plans) {
   PrintDecode(out, plans);
 }
 
-void PrintPlanJson(std::ostream& out, const std::vector<LabeledPlan>& plans) {
+void PrintPlanJson(std::ostream& out, const std::vector<LabeledPlan>& plans,
+                   const std::vector<model::Trace>* traces) {
+  KVSIM_CHECK(traces == nullptr || traces->size() == plans.size());
   nlohmann::json configurations = nlohmann::json::array();
-  for (const auto& plan : plans) configurations.push_back(PlanJson(plan));
+  for (size_t i = 0; i < plans.size(); ++i) {
+    configurations.push_back(PlanJson(plans[i]));
+    if (traces != nullptr) configurations.back()["explain"] = TraceJson((*traces)[i]);
+  }
   // Labels and names come from flags and files and need not be UTF-8; JSON must be, so invalid
   // bytes become U+FFFD instead of an exception.
   out << nlohmann::json{{"configurations", configurations}}.dump(
@@ -244,20 +304,31 @@ void PrintPlanJson(std::ostream& out, const std::vector<LabeledPlan>& plans) {
 
 void PrintPlanCsv(std::ostream& out, const std::vector<LabeledPlan>& plans) {
   out << "label,model,gpu,gpus,tp,pools,kv_dtype,weights,context_tokens,memory_fraction,"
-         "weight_bytes_per_gpu,kv_bytes_per_token_per_gpu,tokens_total,max_requests,"
-         "prefill_tokens_per_s,concurrency,fits,tokens_per_s,ms_per_token,"
-         "usd_per_million_tokens\n";
+         "weights_fit,does_not_fit,budget_bytes_per_gpu,weight_bytes_per_gpu,"
+         "kv_bytes_per_token_per_gpu,";
+  for (const KvPart& part : kKvParts) out << "kv_" << part.key << ",";
+  out << "tokens_total,max_requests,prefill_tokens_per_s,concurrency,fits,tokens_per_s,"
+         "ms_per_token,usd_per_million_tokens\n";
   for (const auto& plan : plans) {
     const PlanResult& r = plan.result;
     const model::Deployment& d = r.settings.deployment;
+    const bool weights_fit = r.capacity.weights_fit;
+    // Capacity and prefill: empty where the weights do not fit, like the decode figures.
+    const std::string capacity =
+        weights_fit ? fmt::format("{},{},{:.1f}", r.capacity.tokens_total,
+                                  r.capacity.max_requests_total, r.prefill.tokens_per_s)
+                    : ",,";
+    std::string kv_parts;
+    for (const KvPart& part : kKvParts) kv_parts += fmt::format("{},", r.kv.*part.bytes);
     for (const auto& e : r.decode) {
-      out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1f},{},{},",
+      out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}{},{},{},",
                          CsvField(plan.label, true), CsvField(r.model.name), CsvField(r.gpu.name),
                          d.gpus, d.tp, d.pool_count(), model::KvDtypeName(d.kv_dtype),
                          CsvField(r.weight_variant), d.context_tokens, d.memory_fraction,
-                         r.capacity.weight_bytes, r.kv.total(), r.capacity.tokens_total,
-                         r.capacity.max_requests_total, r.prefill.tokens_per_s, e.concurrency,
-                         e.fits ? "true" : "false");
+                         weights_fit ? "true" : "false",
+                         weights_fit ? "" : CsvField(WeightsDoNotFitText(r.capacity)),
+                         r.capacity.budget_bytes, r.capacity.weight_bytes, r.kv.total(), kv_parts,
+                         capacity, e.concurrency, e.fits ? "true" : "false");
       if (e.fits) {
         out << fmt::format("{:.1f},{:.3f},{:.4f}\n", e.tokens_per_s, e.ms_per_token,
                            e.usd_per_million_tokens);
@@ -277,49 +348,6 @@ void PrintExplanation(std::ostream& out, const std::string& label, const model::
       out << "      = " << term.value << "\n";
     }
   }
-}
-
-void PrintCalibrationReport(std::ostream& out, const model::Calibration& c) {
-  const model::StepTimeParams& p = c.params;
-  out << "calibration: " << c.spec.name << "\n  source: " << c.spec.source << "\n";
-  out << fmt::format("  deployment: {} on {} x {}, tp {}, {} tokens per request\n",
-                     c.spec.settings.model, c.spec.settings.deployment.gpus, c.spec.settings.gpu,
-                     c.spec.settings.deployment.tp,
-                     Grouped(c.spec.settings.deployment.context_tokens));
-  out << "fitted coefficients:\n";
-  out << fmt::format("  per-step overhead            {:.3f} ms\n", p.step_overhead_s * 1e3);
-  out << fmt::format("  bandwidth fraction           {:.3f} of peak\n", p.bandwidth_fraction);
-  out << fmt::format("  FP8 cache per-step overhead  {:.3f} ms\n", p.fp8_kv_overhead_s * 1e3);
-  out << fmt::format("  FP8 conversion               {:.4f} ms per GB read\n",
-                     p.fp8_kv_convert_s_per_byte * 1e9 * 1e3);
-  out << "assumed (no published point constrains them):\n";
-  out << fmt::format("  compute efficiency           {:.2f}\n", p.compute_efficiency);
-  out << fmt::format("  INT4 dequant efficiency      {:.2f}\n", p.int4_dequant_efficiency);
-  if (p.bandwidth_fraction > 1) {
-    out << "  note: a bandwidth fraction above 1 means the modelled steps read more bytes than "
-           "the\n  published ones can have at peak bandwidth; it is a fitted constant, not a "
-           "bandwidth\n  (docs/capacity-validation.md).\n";
-  }
-  TextTable table({"KV dtype", "concurrency", "role", "published tok/s", "model tok/s", "error"});
-  double worst = 0;
-  for (const auto& row : c.rows) {
-    const auto& point = row.point;
-    const std::string published =
-        point.out_of_memory ? "out of memory" : fmt::format("{:.0f}", point.tokens_per_s);
-    const std::string modelled =
-        row.model_out_of_memory ? "out of memory" : fmt::format("{:.0f}", row.model_tokens_per_s);
-    std::string error = "-";
-    if (point.out_of_memory || row.model_out_of_memory) {
-      error = point.out_of_memory == row.model_out_of_memory ? "agrees" : "DISAGREES";
-    } else {
-      error = fmt::format("{:+.1f}%", row.relative_error * 100);
-      if (!point.fit) worst = std::fmax(worst, std::fabs(row.relative_error));
-    }
-    table.AddRow({model::KvDtypeName(point.kv_dtype), std::to_string(point.concurrency),
-                  point.fit ? "fitted" : "predicted", published, modelled, error});
-  }
-  table.Print(out);
-  out << fmt::format("largest prediction error: {:.1f}%\n", worst * 100);
 }
 
 }  // namespace kvsim::cli

@@ -1,12 +1,10 @@
-// Printing plans: a side-by-side text table, JSON, CSV, the --explain terms and the calibration
-// report.
+// Printing plans: a side-by-side text table, JSON, CSV and the --explain terms.
 #pragma once
 
 #include <ostream>
 #include <string>
 #include <vector>
 
-#include "model/calibration.h"
 #include "model/plan.h"
 #include "model/trace.h"
 
@@ -19,20 +17,28 @@ struct LabeledPlan {
   model::PlanResult result;
 };
 
+// "weights do not fit: 79.3 GiB needed per GPU, 66.1 available", for a capacity whose weights
+// do not fit.
+std::string WeightsDoNotFitText(const model::Capacity& capacity);
+
 // The memory, capacity and prefill tables with one column per configuration, then decode
 // tokens/s, latency and cost by concurrency, "out of memory" where the cache cannot hold the batch.
+// A configuration whose weights do not fit says so in a status row and has "-" for what it lacks.
 void PrintPlanText(std::ostream& out, const std::vector<LabeledPlan>& plans);
 
-// One JSON document: {"configurations": [...]} with every figure of every configuration.
-void PrintPlanJson(std::ostream& out, const std::vector<LabeledPlan>& plans);
+// One JSON document: {"configurations": [...]} with every figure of every configuration; one
+// whose weights do not fit has "weights_fit": false, "does_not_fit" with the numbers, and null
+// where it has no figure.
+// With `traces` (one per plan), each configuration also has "explain": the --explain terms as
+// [{"section": ..., "terms": [{"quantity", "formula", "value"}, ...]}, ...].
+void PrintPlanJson(std::ostream& out, const std::vector<LabeledPlan>& plans,
+                   const std::vector<model::Trace>* traces = nullptr);
 
-// CSV with a header: one row per configuration and concurrency.
+// CSV with a header: one row per configuration and concurrency (weights_fit and does_not_fit
+// columns say when a configuration's weights do not fit; its figures are then empty).
 void PrintPlanCsv(std::ostream& out, const std::vector<LabeledPlan>& plans);
 
 // The terms of each configuration, formula and value, under the configuration's label.
 void PrintExplanation(std::ostream& out, const std::string& label, const model::Trace& trace);
-
-// The fitted coefficients and, for every published point, the model's answer and its error.
-void PrintCalibrationReport(std::ostream& out, const model::Calibration& calibration);
 
 }  // namespace kvsim::cli

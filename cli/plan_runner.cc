@@ -87,16 +87,30 @@ Result<std::vector<LabeledPlan>> RunPlans(const model::Catalog& catalog,
                                           std::vector<model::Trace>* traces) {
   std::vector<LabeledPlan> plans;
   if (traces != nullptr) traces->assign(configurations.size(), model::Trace());
+  bool any_fit = false;
   for (size_t i = 0; i < configurations.size(); ++i) {
     const LabeledSettings& config = configurations[i];
-    auto result = model::Plan(config.settings, catalog, params, concurrencies,
-                              traces != nullptr ? &(*traces)[i] : nullptr);
+    auto result = model::PlanOrShortfall(config.settings, catalog, params, concurrencies,
+                                         traces != nullptr ? &(*traces)[i] : nullptr);
     if (!result.ok()) {
       return config.label.empty() ? result.status() : result.status().WithContext(config.label);
     }
+    any_fit = any_fit || result->capacity.weights_fit;
     plans.push_back(LabeledPlan{config.label, std::move(result).value()});
   }
-  return plans;
+  if (any_fit) return plans;
+  if (plans.size() == 1) {
+    const model::PlanResult& only = plans.front().result;
+    return model::WeightsDoNotFitError(only.gpu, only.settings.deployment, only.capacity);
+  }
+  std::string lines;
+  for (const LabeledPlan& plan : plans) {
+    lines += fmt::format("\n  {}: {}", plan.label, WeightsDoNotFitText(plan.result.capacity));
+  }
+  return FailedPreconditionError(fmt::format(
+      "the weights fit in none of the {} configurations:{}\nuse more GPUs, a larger tp, a "
+      "smaller weight variant or a larger memory fraction",
+      plans.size(), lines));
 }
 
 }  // namespace kvsim::cli

@@ -7,6 +7,19 @@
 
 namespace kvsim::cli {
 
+std::string Grouped(int64_t value) {
+  // Through uint64_t: the magnitude of INT64_MIN does not fit in int64_t.
+  const uint64_t magnitude =
+      value < 0 ? 0 - static_cast<uint64_t>(value) : static_cast<uint64_t>(value);
+  const std::string digits = std::to_string(magnitude);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return value < 0 ? "-" + out : out;
+}
+
 TextTable::TextTable(std::vector<std::string> headers, std::vector<Align> align)
     : headers_(std::move(headers)), align_(std::move(align)) {
   if (align_.empty()) {

@@ -1,11 +1,15 @@
 // TextTable: columns of text aligned for a terminal, numbers right-aligned, text left-aligned.
 #pragma once
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
 
 namespace kvsim::cli {
+
+// A count with thousands separated as tables show them: 1379584 -> "1,379,584".
+std::string Grouped(int64_t value);
 
 class TextTable {
  public:

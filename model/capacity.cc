@@ -10,25 +10,49 @@
 
 namespace kvsim::model {
 
+Status WeightsDoNotFitError(const GpuSpec& gpu, const Deployment& d, const Capacity& c) {
+  return FailedPreconditionError(fmt::format(
+      "the weights do not fit: weights need {:.1f} GiB per GPU, {:.1f} available after the "
+      "memory fraction ({} of {:.1f} GiB{}); use more GPUs, a larger tp, a smaller weight "
+      "variant or a larger memory fraction",
+      BytesToGiB(c.weight_bytes), BytesToGiB(c.budget_bytes), d.memory_fraction,
+      BytesToGiB(gpu.memory_bytes),
+      d.reserved_bytes > 0
+          ? fmt::format(", minus {:.1f} GiB reserved", BytesToGiB(d.reserved_bytes))
+          : std::string()));
+}
+
 Result<Capacity> ComputeCapacity(const GpuSpec& gpu, const Deployment& d,
                                  const WeightBreakdown& weights, const KvBreakdown& kv,
                                  Trace* trace) {
+  Capacity c = CapacityOrShortfall(gpu, d, weights, kv, trace);
+  if (!c.weights_fit) return WeightsDoNotFitError(gpu, d, c);
+  return c;
+}
+
+Capacity CapacityOrShortfall(const GpuSpec& gpu, const Deployment& d,
+                             const WeightBreakdown& weights, const KvBreakdown& kv, Trace* trace) {
   Capacity c;
   c.memory_bytes = gpu.memory_bytes;
   const auto fraction_bytes =
       static_cast<uint64_t>(std::floor(static_cast<double>(gpu.memory_bytes) * d.memory_fraction));
   c.budget_bytes = fraction_bytes > d.reserved_bytes ? fraction_bytes - d.reserved_bytes : 0;
   c.weight_bytes = weights.per_gpu_bytes();
+  if (trace != nullptr) {
+    trace->Section("capacity");
+    trace->Add("budget per GPU",
+               fmt::format("floor(memory {} B x fraction {}) - reserved {} B", gpu.memory_bytes,
+                           d.memory_fraction, d.reserved_bytes),
+               FormatBytes(c.budget_bytes));
+  }
   if (c.weight_bytes >= c.budget_bytes) {
-    return FailedPreconditionError(fmt::format(
-        "the weights do not fit: weights need {:.1f} GiB per GPU, {:.1f} available after the "
-        "memory fraction ({} of {:.1f} GiB{}); use more GPUs, a larger tp, a smaller weight "
-        "variant or a larger memory fraction",
-        BytesToGiB(c.weight_bytes), BytesToGiB(c.budget_bytes), d.memory_fraction,
-        BytesToGiB(gpu.memory_bytes),
-        d.reserved_bytes > 0
-            ? fmt::format(", minus {:.1f} GiB reserved", BytesToGiB(d.reserved_bytes))
-            : std::string()));
+    c.weights_fit = false;
+    if (trace != nullptr) {
+      trace->Add("KV budget per GPU",
+                 fmt::format("budget {} B - weights {} B", c.budget_bytes, c.weight_bytes),
+                 "none: the weights do not fit");
+    }
+    return c;
   }
   c.kv_budget_bytes = c.budget_bytes - c.weight_bytes;
   c.kv_bytes_per_token = kv.total();
@@ -44,11 +68,6 @@ Result<Capacity> ComputeCapacity(const GpuSpec& gpu, const Deployment& d,
   c.max_requests_total = c.max_requests_per_pool * c.pools;
 
   if (trace != nullptr) {
-    trace->Section("capacity");
-    trace->Add("budget per GPU",
-               fmt::format("floor(memory {} B x fraction {}) - reserved {} B", gpu.memory_bytes,
-                           d.memory_fraction, d.reserved_bytes),
-               FormatBytes(c.budget_bytes));
     trace->Add("KV budget per GPU",
                fmt::format("budget {} B - weights {} B", c.budget_bytes, c.weight_bytes),
                FormatBytes(c.kv_budget_bytes));

@@ -14,6 +14,9 @@
 namespace kvsim::model {
 
 struct Capacity {
+  // False when the weights leave no room for a KV cache: then only the three byte counts below
+  // are set and every count after them is 0.
+  bool weights_fit = true;
   uint64_t memory_bytes = 0;        // the GPU's total
   uint64_t budget_bytes = 0;        // floor(total x fraction) - reserved: weights plus KV cache
   uint64_t weight_bytes = 0;        // weights on one GPU
@@ -36,5 +39,14 @@ struct Capacity {
 Result<Capacity> ComputeCapacity(const GpuSpec& gpu, const Deployment& deployment,
                                  const WeightBreakdown& weights, const KvBreakdown& kv,
                                  Trace* trace);
+
+// The same, except that weights which do not fit are a result (weights_fit false, with the
+// memory, budget and weight bytes), not an error: a comparison shows them beside the others.
+Capacity CapacityOrShortfall(const GpuSpec& gpu, const Deployment& deployment,
+                             const WeightBreakdown& weights, const KvBreakdown& kv, Trace* trace);
+
+// The FailedPrecondition error for `capacity` (weights_fit false): both numbers and what to change.
+Status WeightsDoNotFitError(const GpuSpec& gpu, const Deployment& deployment,
+                            const Capacity& capacity);
 
 }  // namespace kvsim::model

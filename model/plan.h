@@ -26,6 +26,8 @@ struct PlanResult {
   std::string weight_variant;  // resolved name
   WeightBreakdown weights;
   KvBreakdown kv;
+  // capacity.weights_fit false (PlanOrShortfall only): weights and KV bytes are set, prefill is
+  // zero and each decode estimate holds only its concurrency, with fits false.
   Capacity capacity;
   PrefillEstimate prefill;
   std::vector<DecodeEstimate> decode;  // one per requested concurrency, in order
@@ -43,7 +45,13 @@ Result<PlanResult> Plan(const PlanSettings& settings, const Catalog& catalog,
                         const StepTimeParams& params, const std::vector<int64_t>& concurrencies,
                         Trace* trace);
 
-// The same, with the model and GPU already loaded (sweeps), and the INT4 speed as
+// The same, except that weights which do not fit are a result (capacity.weights_fit false), not
+// an error: --compare shows such a configuration beside the ones that fit.
+Result<PlanResult> PlanOrShortfall(const PlanSettings& settings, const Catalog& catalog,
+                                   const StepTimeParams& params,
+                                   const std::vector<int64_t>& concurrencies, Trace* trace);
+
+// Plan with the model and GPU already loaded (sweeps), and the INT4 speed as
 // `params.measured_int4` holds it: no kernel table is looked up.
 Result<PlanResult> PlanLoaded(const PlanSettings& settings, const ModelSpec& model,
                               const GpuSpec& gpu, const StepTimeParams& params,

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "base/check.h"
 #include "base/units.h"
@@ -53,25 +54,91 @@ double ExpertParamsPerToken(const WeightBreakdown& w) {
          static_cast<double>(w.expert_params_per_gpu);
 }
 
-// Seconds one GPU spends on the linear layers, at `compute_efficiency` of peak: the replica's
-// `tokens` through the MLP, expert, router and head weights, and `attention_tokens` (its own
-// pool's) through the attention and indexer projections; INT4 experts at `int4_speed` of the rate.
-double LinearSeconds(const WeightBreakdown& w, const GpuSpec& gpu, const StepTimeParams& p,
-                     double int4_speed, double tokens, double attention_tokens) {
-  const double bf16_rate = gpu.bf16_flop_per_s * p.compute_efficiency;
-  const double fp8_rate = gpu.fp8_flop_per_s * p.compute_efficiency;
-  double expert_rate = w.experts_on_fp8_cores ? fp8_rate : bf16_rate;
-  if (w.experts_int4) expert_rate *= int4_speed;
-  const double other_bf16 =
-      static_cast<double>(w.step_params_bf16_per_gpu - w.attention_params_bf16_per_gpu);
-  const double other_fp8 =
-      static_cast<double>(w.step_params_fp8_per_gpu - w.attention_params_fp8_per_gpu);
+// The linear layers' work on one GPU and the rates it runs at, at `compute_efficiency` of the
+// tensor-core peaks: LinearSeconds sums it, LinearFormula writes the same sum out for --explain.
+struct LinearWork {
+  double bf16_peak = 0;  // FLOP/s
+  double fp8_peak = 0;
+  double efficiency = 0;
+  bool experts_fp8 = false;  // routed experts on FP8 tensor cores (W8A8), else BF16
+  double int4_factor = 1;    // INT4 experts: the INT4 speed (measured or assumed); else 1
+  // Parameters per token of the replica: MLP, shared experts, router and head; routed experts.
+  double other_bf16 = 0;
+  double other_fp8 = 0;
+  double experts = 0;
+  // Parameters per token of the pool: attention and indexer projections.
+  double attention_bf16 = 0;
+  double attention_fp8 = 0;
+
+  double bf16_rate() const { return bf16_peak * efficiency; }
+  double fp8_rate() const { return fp8_peak * efficiency; }
+  double expert_rate() const { return (experts_fp8 ? fp8_rate() : bf16_rate()) * int4_factor; }
+};
+
+// `int4_speed`: the INT4 experts' speed relative to BF16 weights (Int4SpeedFor).
+LinearWork LinearWorkOf(const WeightBreakdown& w, const GpuSpec& gpu, const StepTimeParams& p,
+                        double int4_speed) {
+  LinearWork l;
+  l.bf16_peak = gpu.bf16_flop_per_s;
+  l.fp8_peak = gpu.fp8_flop_per_s;
+  l.efficiency = p.compute_efficiency;
+  l.experts_fp8 = w.experts_on_fp8_cores;
+  if (w.experts_int4) l.int4_factor = int4_speed;
+  l.other_bf16 = static_cast<double>(w.step_params_bf16_per_gpu - w.attention_params_bf16_per_gpu);
+  l.other_fp8 = static_cast<double>(w.step_params_fp8_per_gpu - w.attention_params_fp8_per_gpu);
+  l.experts = ExpertParamsPerToken(w);
+  l.attention_bf16 = static_cast<double>(w.attention_params_bf16_per_gpu);
+  l.attention_fp8 = static_cast<double>(w.attention_params_fp8_per_gpu);
+  return l;
+}
+
+// Seconds one GPU spends on the linear layers: the replica's `tokens` through the MLP, expert,
+// router and head weights, and `attention_tokens` (its own pool's) through the attention and
+// indexer projections.
+double LinearSeconds(const LinearWork& l, double tokens, double attention_tokens) {
   return 2 * tokens *
-             (other_bf16 / bf16_rate + other_fp8 / fp8_rate +
-              ExpertParamsPerToken(w) / expert_rate) +
-         2 * attention_tokens *
-             (static_cast<double>(w.attention_params_bf16_per_gpu) / bf16_rate +
-              static_cast<double>(w.attention_params_fp8_per_gpu) / fp8_rate);
+             (l.other_bf16 / l.bf16_rate() + l.other_fp8 / l.fp8_rate() +
+              l.experts / l.expert_rate()) +
+         2 * attention_tokens * (l.attention_bf16 / l.bf16_rate() + l.attention_fp8 / l.fp8_rate());
+}
+
+// "(989 TFLOP/s BF16 x 0.50)": a rate as peak times efficiency.
+std::string RateText(double peak, const char* cores, double efficiency) {
+  return fmt::format("{:.0f} TFLOP/s {} x {:.2f}", peak / 1e12, cores, efficiency);
+}
+
+// LinearSeconds as a formula with every term's numbers, the INT4 speed included;
+// terms with no parameters are left out.
+std::string LinearFormula(const LinearWork& l, double tokens, double attention_tokens) {
+  const std::string bf16 = RateText(l.bf16_peak, "BF16", l.efficiency);
+  const std::string fp8 = RateText(l.fp8_peak, "FP8", l.efficiency);
+  std::string replica;
+  std::string pool;
+  const auto add = [](std::string& terms, double params, const std::string& what,
+                      const std::string& rate) {
+    if (params <= 0) return;
+    terms +=
+        fmt::format("{}{:.4g} {} params / ({})", terms.empty() ? "" : " + ", params, what, rate);
+  };
+  add(replica, l.other_bf16, "BF16", bf16);
+  add(replica, l.other_fp8, "FP8", fp8);
+  std::string expert_rate = l.experts_fp8 ? fp8 : bf16;
+  if (l.int4_factor != 1) {
+    expert_rate += fmt::format(" x INT4 speed {:.3g}", l.int4_factor);
+  }
+  add(replica, l.experts, "routed-expert", expert_rate);
+  add(pool, l.attention_bf16, "BF16", bf16);
+  add(pool, l.attention_fp8, "FP8", fp8);
+  std::string formula = fmt::format("2 x {:.3g} tokens x ({})", tokens, replica);
+  if (!pool.empty()) {
+    formula += fmt::format(" + 2 x {:.3g} tokens x attention ({})", attention_tokens, pool);
+  }
+  return formula;
+}
+
+// " (scales N B of it)" where `scale_bytes` is not zero: --explain shows what scales cost.
+std::string ScalesOfIt(uint64_t scale_bytes) {
+  return scale_bytes == 0 ? std::string() : fmt::format(" (scales {} B of it)", scale_bytes);
 }
 
 // The INT4 expert speed where `tokens` tokens go through the MoE layers (1 unless INT4), and its
@@ -140,9 +207,10 @@ DecodeEstimate EstimateDecode(const ModelSpec& m, const GpuSpec& gpu, const Depl
   const double attention_flop = static_cast<double>(requests) * static_cast<double>(attended) *
                                 heads_per_rank * AttentionFlopPerTokenHead(m, true) * m.layers;
   e.int4_speed = Int4SpeedFor(w, p, e.tokens_per_replica, nullptr);
-  e.compute_s = LinearSeconds(w, gpu, p, e.int4_speed, static_cast<double>(e.tokens_per_replica),
-                              static_cast<double>(e.requests_per_pool)) +
-                attention_flop / (gpu.bf16_flop_per_s * p.compute_efficiency);
+  const LinearWork linear = LinearWorkOf(w, gpu, p, e.int4_speed);
+  const double linear_s = LinearSeconds(linear, static_cast<double>(e.tokens_per_replica),
+                                        static_cast<double>(e.requests_per_pool));
+  e.compute_s = linear_s + attention_flop / linear.bf16_rate();
   if (e.fp8_read_bytes > 0) {
     const double rate_ratio = p.calibration_bf16_flop_per_s / gpu.bf16_flop_per_s;
     e.fp8_s = p.fp8_kv_overhead_s + fp8_read * p.fp8_kv_convert_s_per_byte * rate_ratio;
@@ -166,9 +234,10 @@ DecodeEstimate EstimateDecode(const ModelSpec& m, const GpuSpec& gpu, const Depl
                  fmt::format("{:.1f}", e.experts_touched));
     }
     trace->Add("weight bytes read per GPU",
-               fmt::format("fixed {} B + MoE layers {} x experts {:.1f} x {} B per expert",
-                           w.step_read_bytes_per_gpu, w.moe_layers, e.experts_touched,
-                           w.expert_bytes_per_gpu),
+               fmt::format("fixed {} B{} + MoE layers {} x experts {:.1f} x {} B per expert{}",
+                           w.step_read_bytes_per_gpu, ScalesOfIt(w.step_read_scale_bytes_per_gpu),
+                           w.moe_layers, e.experts_touched, w.expert_bytes_per_gpu,
+                           ScalesOfIt(w.expert_scale_bytes_per_gpu)),
                FormatBytes(e.weight_read_bytes));
     trace->Add("KV bytes read per GPU",
                fmt::format("requests {} x (attended {} x {} B + context {} x indexer {} B)",
@@ -180,13 +249,15 @@ DecodeEstimate EstimateDecode(const ModelSpec& m, const GpuSpec& gpu, const Depl
                     e.kv_read_bytes, gpu.memory_bytes_per_s / 1e12, p.bandwidth_fraction),
         fmt::format("{:.3f} ms", e.memory_s * 1e3));
     Int4SpeedFor(w, p, e.tokens_per_replica, trace);
-    trace->Add("compute time",
-               fmt::format("2 x ({} tokens x MLP, expert and head parameters + {} tokens x "
-                           "attention parameters) per GPU / (tensor-core rate x {:.2f}) + "
-                           "attention {:.3g} FLOP",
-                           e.tokens_per_replica, e.requests_per_pool, p.compute_efficiency,
-                           attention_flop),
-               fmt::format("{:.3f} ms", e.compute_s * 1e3));
+    trace->Add("linear layers time",
+               LinearFormula(linear, static_cast<double>(e.tokens_per_replica),
+                             static_cast<double>(e.requests_per_pool)),
+               fmt::format("{:.3f} ms", linear_s * 1e3));
+    trace->Add(
+        "compute time",
+        fmt::format("linear layers {:.3f} ms + attention {:.3g} FLOP / ({})", linear_s * 1e3,
+                    attention_flop, RateText(gpu.bf16_flop_per_s, "BF16", p.compute_efficiency)),
+        fmt::format("{:.3f} ms", e.compute_s * 1e3));
     if (e.fp8_read_bytes > 0) {
       trace->Add(
           "FP8 conversion",
@@ -227,7 +298,8 @@ PrefillEstimate EstimatePrefill(const ModelSpec& m, const GpuSpec& gpu, const De
   // Per token of a replica: with data-parallel attention its pools split the replica's tokens.
   const double attention_share = static_cast<double>(d.replicas()) / d.pool_count();
   e.int4_speed = Int4SpeedFor(w, p, context, nullptr);
-  const double linear_s = LinearSeconds(w, gpu, p, e.int4_speed, 1.0, attention_share);
+  const LinearWork linear = LinearWorkOf(w, gpu, p, e.int4_speed);
+  const double linear_s = LinearSeconds(linear, 1.0, attention_share);
   const double attention_s = attention_flop / (gpu.bf16_flop_per_s * p.compute_efficiency) +
                              indexer_flop / (gpu.fp8_flop_per_s * p.compute_efficiency);
   const uint64_t attention_params =
@@ -246,10 +318,12 @@ PrefillEstimate EstimatePrefill(const ModelSpec& m, const GpuSpec& gpu, const De
                            attended),
                fmt::format("{:.4g}", e.flop_per_token_per_gpu));
     Int4SpeedFor(w, p, context, trace);
+    trace->Add("linear layers time per token", LinearFormula(linear, 1.0, attention_share),
+               fmt::format("{:.4g} s", linear_s));
     trace->Add("time per token",
-               fmt::format("linear {:.4g} s (INT4 experts at {:.2f} of BF16 rate) + attention "
-                           "{:.4g} s, at {:.2f} of tensor-core peak",
-                           linear_s, e.int4_speed, attention_s, p.compute_efficiency),
+               fmt::format("linear layers {:.4g} s + attention {:.4g} s, at {:.2f} of "
+                           "tensor-core peak",
+                           linear_s, attention_s, p.compute_efficiency),
                fmt::format("{:.4g} s", linear_s + attention_s));
     trace->Add("prefill tokens/s", fmt::format("replicas {} / time per token", d.replicas()),
                fmt::format("{:.0f}", e.tokens_per_s));

@@ -27,21 +27,35 @@ bool WeightFormat::operator==(const WeightFormat& other) const {
   return false;
 }
 
-uint64_t MatrixBytes(const WeightFormat& format, uint64_t rows, uint64_t cols) {
+uint64_t MatrixScaleBytes(const WeightFormat& format, uint64_t rows, uint64_t cols) {
   switch (format.dtype) {
     case WeightDtype::kBf16:
-      return rows * cols * 2;
+      return 0;
     case WeightDtype::kFp8: {
       KVSIM_CHECK_GT(format.block_size, 0);
       const uint64_t block = static_cast<uint64_t>(format.block_size);
-      const uint64_t scales = CeilDiv(rows, block) * CeilDiv(cols, block);
-      return rows * cols + scales * static_cast<uint64_t>(format.scale_bytes);
+      return CeilDiv(rows, block) * CeilDiv(cols, block) *
+             static_cast<uint64_t>(format.scale_bytes);
     }
     case WeightDtype::kInt4: {
       KVSIM_CHECK_GT(format.group_size, 0);
       const uint64_t groups = rows * CeilDiv(cols, static_cast<uint64_t>(format.group_size));
-      return rows * CeilDiv(cols, 2) + groups * static_cast<uint64_t>(format.scale_bytes);
+      return groups * static_cast<uint64_t>(format.scale_bytes);
     }
+  }
+  KVSIM_CHECK(false) << "unknown weight dtype";
+  return 0;
+}
+
+uint64_t MatrixBytes(const WeightFormat& format, uint64_t rows, uint64_t cols) {
+  const uint64_t scales = MatrixScaleBytes(format, rows, cols);
+  switch (format.dtype) {
+    case WeightDtype::kBf16:
+      return rows * cols * 2;
+    case WeightDtype::kFp8:
+      return rows * cols + scales;
+    case WeightDtype::kInt4:
+      return rows * CeilDiv(cols, 2) + scales;
   }
   KVSIM_CHECK(false) << "unknown weight dtype";
   return 0;

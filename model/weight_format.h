@@ -29,6 +29,9 @@ struct WeightFormat {
 // is odd takes a whole byte for its last element.
 uint64_t MatrixBytes(const WeightFormat& format, uint64_t rows, uint64_t cols);
 
+// Of MatrixBytes, the quantisation scales alone (0 for BF16).
+uint64_t MatrixScaleBytes(const WeightFormat& format, uint64_t rows, uint64_t cols);
+
 // "bf16", "fp8 (128x128 blocks, fp32 scales)", "int4 (group 32, bf16 scales)".
 std::string Describe(const WeightFormat& format);
 

@@ -52,12 +52,18 @@ class Accumulator {
                                       : m.rows;
       const uint64_t shard_cols = m.split == Split::kCols ? CeilDiv(m.cols, ways) : m.cols;
       const uint64_t shard_bytes = MatrixBytes(format, shard_rows, shard_cols);
+      const uint64_t shard_scale_bytes = MatrixScaleBytes(format, shard_rows, shard_cols);
       sums.params += m.rows * m.cols * count;
       sums.checkpoint_bytes += MatrixBytes(format, m.rows, m.cols) * count;
+      sums.checkpoint_scale_bytes += MatrixScaleBytes(format, m.rows, m.cols) * count;
       group_params += m.rows * m.cols;
-      if (on_gpu) sums.per_gpu_bytes += shard_bytes * count;
+      if (on_gpu) {
+        sums.per_gpu_bytes += shard_bytes * count;
+        sums.per_gpu_scale_bytes += shard_scale_bytes * count;
+      }
       if (read_each_step) {
         out_.step_read_bytes_per_gpu += shard_bytes * count;
+        out_.step_read_scale_bytes_per_gpu += shard_scale_bytes * count;
         const bool fp8 = UsesFp8TensorCores(format);
         const uint64_t params = shard_rows * shard_cols * count;
         (fp8 ? out_.step_params_fp8_per_gpu : out_.step_params_bf16_per_gpu) += params;
@@ -209,6 +215,7 @@ WeightBreakdown ComputeWeights(const ModelSpec& m, const Deployment& d, Trace* t
       const uint64_t rows = e.split == Split::kRows ? CeilDiv(e.rows, tp) : e.rows;
       const uint64_t cols = e.split == Split::kCols ? CeilDiv(e.cols, tp) : e.cols;
       out.expert_bytes_per_gpu += MatrixBytes(expert_format, rows, cols);
+      out.expert_scale_bytes_per_gpu += MatrixScaleBytes(expert_format, rows, cols);
       out.expert_params_per_gpu += rows * cols;
     }
     out.experts_on_fp8_cores = UsesFp8TensorCores(expert_format);
@@ -252,10 +259,21 @@ WeightBreakdown ComputeWeights(const ModelSpec& m, const Deployment& d, Trace* t
       const Component component = static_cast<Component>(c);
       const ComponentWeights& w = out.component(component);
       if (w.params == 0) continue;
-      trace->Add(
-          ComponentName(component), acc.description(component),
-          fmt::format("{} per GPU ({} params, {} in the checkpoint)", FormatBytes(w.per_gpu_bytes),
-                      w.params, FormatBytes(w.checkpoint_bytes)));
+      // Quantised components split their bytes, so the scales' cost shows as a term of its own.
+      const std::string split =
+          w.per_gpu_scale_bytes == 0
+              ? std::string()
+              : fmt::format(": values {} + scales {}",
+                            FormatBytes(w.per_gpu_bytes - w.per_gpu_scale_bytes),
+                            FormatBytes(w.per_gpu_scale_bytes));
+      const std::string checkpoint_split =
+          w.checkpoint_scale_bytes == 0
+              ? std::string()
+              : fmt::format(", of which scales {}", FormatBytes(w.checkpoint_scale_bytes));
+      trace->Add(ComponentName(component), acc.description(component),
+                 fmt::format("{} per GPU{} ({} params, {} in the checkpoint{})",
+                             FormatBytes(w.per_gpu_bytes), split, w.params,
+                             FormatBytes(w.checkpoint_bytes), checkpoint_split));
     }
     trace->Add("weights per GPU", "sum of the components above", FormatBytes(out.per_gpu_bytes()));
     trace->Add("checkpoint", "sum of the components above, unsharded",

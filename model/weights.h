@@ -16,6 +16,9 @@ struct ComponentWeights {
   uint64_t params = 0;            // parameters in the checkpoint
   uint64_t checkpoint_bytes = 0;  // bytes in the checkpoint, scales included
   uint64_t per_gpu_bytes = 0;     // bytes on one GPU (the busiest: replicated parts counted whole)
+  // Of the two above, the quantisation scales (0 in BF16).
+  uint64_t checkpoint_scale_bytes = 0;
+  uint64_t per_gpu_scale_bytes = 0;
 };
 
 struct WeightBreakdown {
@@ -24,9 +27,11 @@ struct WeightBreakdown {
   // Bytes every decode step reads on one GPU whatever the batch: attention, indexer, dense MLP,
   // shared experts, router and LM head (the embedding is gathered a row per token, not read).
   uint64_t step_read_bytes_per_gpu = 0;
+  uint64_t step_read_scale_bytes_per_gpu = 0;  // of step_read_bytes_per_gpu, the scales
   // One routed expert's share of one MoE layer on one GPU: a step reads it once per expert the
   // batch routes to.
   uint64_t expert_bytes_per_gpu = 0;
+  uint64_t expert_scale_bytes_per_gpu = 0;  // of expert_bytes_per_gpu, the scales
   int moe_layers = 0;
   int routed_experts = 0;
   int experts_per_token = 0;

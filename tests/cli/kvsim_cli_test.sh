@@ -18,6 +18,18 @@ expect_exit 2 "^kvsim: .*not expected: --bogus" --bogus
 expect_exit 2 "^Run 'kvsim --help' for usage" --bogus
 expect_exit 2 "kvsim: .*bogus.*subcommands: demo" bogus
 expect_exit 2 "no subcommand given"
+# Inside a subcommand, a usage error names it and points to its own --help.
+expect_exit 2 "^kvsim plan: .*not expected: --bogus$" plan --bogus
+expect_exit 2 "^Run 'kvsim plan --help' for usage" plan --bogus
+expect_exit 2 "^kvsim plan: --model: 1 required TEXT missing" plan --model
+expect_exit 2 "^kvsim demo: .*not expected: extra$" demo extra
+expect_exit 2 "^kvsim accuracy: kv: .*not expected: --bogus$" accuracy kv --bogus
+expect_exit 2 "^Run 'kvsim accuracy kv --help' for usage" accuracy kv --bogus
+expect_exit 2 "^kvsim accuracy: weights: .*not expected: --bogus$" accuracy weights --bogus
+expect_exit 2 "^kvsim accuracy: .*not expected: bogus \(subcommands: kv, weights\)" accuracy bogus
+expect_exit 2 "^Run 'kvsim accuracy --help' for usage" accuracy bogus
+expect_exit 2 "^Run 'kvsim accuracy --help' for usage" accuracy
+expect_exit 2 "^Run 'kvsim plan --help' for usage" plan --gpu a100
 expect_exit 2 "^kvsim run: 'run' is not in this version of kvsim yet" run --scenario x
 expect_exit 2 "^kvsim demo: seed 'zz' has an invalid character 'z'" demo --seed zz
 expect_exit 2 "--samples 0 is out of range; allowed: 1 to 16777216" demo --samples 0
@@ -33,6 +45,7 @@ expect_exit 0 "Plot of decode tokens/s against concurrency: .*plan-demo.svg" dem
 expect_exit 0 "e4m3 per-tensor +1\.0" accuracy kv --kind gqa --requests 1 --tokens 16
 expect_exit 0 '"relative_rms"' accuracy kv --kind mla --requests 1 --tokens 8 --json
 expect_exit 2 "^kvsim accuracy: kv: --kind 'xyz' is not known; allowed: gqa, mla, both" accuracy kv --kind xyz
+expect_exit 2 "^Run 'kvsim accuracy kv --help' for usage" accuracy kv --kind xyz
 expect_exit 2 "--tokens 0 is out of range; allowed: 1 to 32768" accuracy kv --tokens 0
 expect_exit 2 "--requests 65 is out of range; allowed: 1 to 64" accuracy kv --requests 65
 expect_exit 2 "unknown backend 'gpu'; allowed: auto, cpu, cuda" accuracy kv --backend gpu

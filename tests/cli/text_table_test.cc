@@ -1,8 +1,9 @@
-// TextTable alignment.
+// TextTable alignment and grouped counts.
 #include "cli/text_table.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <sstream>
 
 namespace kvsim::cli {
@@ -19,6 +20,15 @@ TEST(TextTableTest, AlignsTextLeftAndNumbersRight) {
             " -------------\n"
             " a           1\n"
             " longer  12345\n");
+}
+
+TEST(GroupedTest, SeparatesThousandsWhateverTheSign) {
+  EXPECT_EQ(Grouped(0), "0");
+  EXPECT_EQ(Grouped(999), "999");
+  EXPECT_EQ(Grouped(1000), "1,000");
+  EXPECT_EQ(Grouped(1379584), "1,379,584");
+  EXPECT_EQ(Grouped(-21000), "-21,000");
+  EXPECT_EQ(Grouped(INT64_MIN), "-9,223,372,036,854,775,808");
 }
 
 TEST(TextTableDeathTest, RowWidthMustMatchHeaders) {

@@ -11,6 +11,8 @@ source tests/cli/cli_expect.sh
 
 expect_exit 0 "--compare" plan --help
 expect_exit 0 "--calibration-report" plan --help
+# The reserve comes off after the fraction, as model/capacity.cc computes the budget.
+expect_exit 0 "--reserved-gib .*subtracted after the fraction" plan --help
 
 # The published Kimi K2.6 figures on 8xH200 (docs/capacity-validation.md).
 expect_exit 0 "requests that fit at once +32 +65" plan --compare kv-dtype=bf16,fp8_e4m3
@@ -27,12 +29,47 @@ expect_exit 0 "checkpoint \(all GPUs, GiB\) +703.65 +419.93" plan --model glm-5.
 expect_exit 0 '"tokens_total": 685120' plan --json
 expect_exit 0 '"kv_bytes_per_token_per_gpu": 35136' plan --json --kv-dtype fp8_e4m3
 expect_exit 0 "^label,model,gpu,gpus,tp,pools,kv_dtype," plan --csv
+# The per-token KV breakdown the table shows, in JSON and CSV too (GLM 5.2 has every MLA and
+# indexer part: 576 x 78 latent and rope bytes, 132 x 21 indexer bytes).
+expect_exit 0 '"kv_bytes_per_token_per_gpu_by_part": \{' plan --json --concurrency 1
+glm_json=$("$kvsim" plan --json --concurrency 1 --model glm-5.2 --kv-dtype fp8_e4m3)
+for part in '"indexer_keys": 2688' '"indexer_scales": 84' '"latent": 39936' '"rope": 4992' \
+  '"keys": 0' '"scales": 0' '"values": 0'; do
+  grep -qF "$part" <<<"$glm_json" || { echo "FAIL: --json lacks $part"; failures=$((failures + 1)); }
+done
+expect_exit 0 ",kv_bytes_per_token_per_gpu,kv_keys,kv_values,kv_latent,kv_rope,kv_scales,kv_indexer_keys,kv_indexer_scales,tokens_total," \
+  plan --csv --concurrency 1
+expect_exit 0 ",47700,0,0,39936,4992,0,2688,84,[0-9]+," plan --csv --concurrency 1 --model glm-5.2 \
+  --kv-dtype fp8_e4m3
 expect_exit 0 '^"",kimi-k2.6,h200-sxm,8,8,1,bf16,int4,21000,.*,64,false,,,$' plan --csv
 rows=$("$kvsim" plan --csv --compare kv-dtype=bf16,fp8_e4m3 | wc -l)
 [ "$rows" -eq 11 ] || { echo "FAIL: --csv gave $rows lines, expected 11"; failures=$((failures + 1)); }
 expect_exit 0 "kv_lora_rank 512 x layers 61 x 2 B" plan --explain
 expect_exit 0 "experts touched per MoE layer = 384 x \(1 - \(1 - 8/384\)\^32 tokens\)" plan --explain
 expect_exit 0 "requests per pool = ceil\(64 / pools 1\)" plan --explain
+# Every term shown: quantisation scales apart from the values, and the INT4 speed.
+expect_exit 0 "= 66.45 GiB per GPU: values 59.06 GiB \+ scales 7.38 GiB" plan --explain --concurrency 1
+expect_exit 0 "linear layers time = 2 x 1 tokens x \(.* routed-expert params / \(989 TFLOP/s BF16 x 0.50 x INT4 speed 0.8\)\)" \
+  plan --explain --concurrency 1
+expect_exit 0 "compute time = linear layers [0-9.]+ ms \+ attention .* FLOP / \(989 TFLOP/s BF16 x 0.50\)" \
+  plan --explain --concurrency 1
+expect_exit 0 "x 4719744 B per expert \(scales 1152 B of it\)" plan --model glm-5.2 --explain \
+  --concurrency 1
+# --explain with --json: the same terms in each configuration; with --csv: refused.
+expect_exit 0 '"quantity": "requests at once"' plan --json --explain --concurrency 1
+expect_exit 0 '"section": "decode at concurrency 1"' plan --json --explain --concurrency 1
+expect_no_match '"explain"' plan --json --concurrency 1
+expect_exit 2 "^kvsim plan: --explain does not go with --csv" plan --csv --explain
+# --calibration-report: as JSON with --json; options it would ignore are refused.
+expect_exit 0 '"largest_prediction_error": 0.104' plan --calibration-report --json
+expect_exit 0 '"role": "predicted"' plan --calibration-report --json
+expect_no_match "^calibration:" plan --calibration-report --json
+for option in --explain --csv "--plot $tmp/c.svg" "--compare tp=4,8" "--model glm-5.2" \
+  "--concurrency 1"; do
+  # shellcheck disable=SC2086 # the option and its value are two words
+  expect_exit 2 "--calibration-report prints the calibration alone; ${option%% *} does not go with it \(allowed with it: --calibration, --configs, --json\)" \
+    plan --calibration-report $option
+done
 expect_exit 0 "plot written to $tmp/plan.png" plan --plot "$tmp/plan.png" \
   --compare kv-dtype=bf16,fp8_e4m3
 if ! head -c 8 "$tmp/plan.png" | grep -q PNG; then
@@ -48,6 +85,20 @@ expect_exit 2 "unknown model 'kimi'; available: deepseek-v3, glm-5.2, kimi-k2.6,
 expect_exit 2 "unknown GPU 'a100'; available: b200, h100-sxm, h200-sxm" plan --gpu a100
 expect_exit 1 "weights need 79.3 GiB per GPU, 66.1 available after the memory fraction" \
   plan --model deepseek-v3 --gpu h100-sxm
+# --compare plans every configuration; exit 1 only when none fits.
+expect_exit 0 "status +weights do not fit: 79.3 GiB needed per GPU, 66.1 available +planned +planned" \
+  plan --model deepseek-v3 --compare gpu=h100-sxm,h200-sxm,b200
+expect_exit 0 "tokens in all pools +- +569,024 +1,059,328" \
+  plan --model deepseek-v3 --compare gpu=h100-sxm,h200-sxm,b200
+expect_exit 0 '"does_not_fit": "weights do not fit: 79.3 GiB needed per GPU, 66.1 available"' \
+  plan --model deepseek-v3 --compare gpu=h100-sxm,h200-sxm --json
+expect_exit 0 '^"gpu=h100-sxm",deepseek-v3,h100-sxm,.*,false,"weights do not fit: 79.3 GiB needed per GPU, 66.1 available",' \
+  plan --model deepseek-v3 --compare gpu=h100-sxm,h200-sxm --csv
+expect_exit 1 "fit in none of the 2 configurations:" plan --model deepseek-v3 --gpu h100-sxm \
+  --compare tp=4,8
+expect_exit 1 "  tp=8: weights do not fit: 79.3 GiB needed per GPU, 66.1 available" \
+  plan --model deepseek-v3 --gpu h100-sxm --compare tp=4,8
+expect_exit 0 "Exit codes: 0 planned, also when some --compare configurations" plan --help
 printf 'name: broken\nlayers: 61\nhidden_size: [7168\n' >"$tmp/broken.yaml"
 expect_exit 2 "broken.yaml:4:1: YAML syntax error" plan --model "$tmp/broken.yaml"
 sed 's/qk_rope_head_dim: 64/qk_rope_head_dim: -64/' configs/models/kimi-k2.6.yaml >"$tmp/neg.yaml"

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 
 #include "cli/plan_plot.h"
 
@@ -115,6 +116,125 @@ TEST(PlanFieldsTest, DeploymentYamlErrorsNameTheLineAndField) {
   EXPECT_EQ(s.model, "glm-5.2");
   EXPECT_EQ(s.deployment.kv_dtype, model::KvDtype::kFp8E4m3);
   EXPECT_EQ(s.deployment.pools, 2);
+}
+
+// DeepSeek-V3 (79.3 GiB of weights per GPU at tp 8) on 8 x `gpu`, over `compare`, at
+// concurrency 1 with default step-time coefficients.
+Result<std::vector<LabeledPlan>> PlanDeepSeek(const std::string& gpu, const std::string& compare) {
+  KVSIM_ASSIGN_OR_RETURN(const model::Catalog catalog, model::Catalog::Open("configs"));
+  model::PlanSettings base;
+  base.model = "deepseek-v3";
+  base.gpu = gpu;
+  KVSIM_ASSIGN_OR_RETURN(const std::vector<LabeledSettings> configs,
+                         ExpandCompare(base, {compare}));
+  return RunPlans(catalog, model::StepTimeParams{}, configs, {1}, nullptr);
+}
+
+// --compare plans every configuration: those whose weights do not fit say so beside the others,
+// and only when none fits is it an error, with each one's numbers.
+TEST(RunPlansTest, PlansEveryConfigurationAndFailsOnlyWhenNoneFits) {
+  const auto plans = PlanDeepSeek("h200-sxm", "gpu=h100-sxm,h200-sxm,b200");
+  ASSERT_TRUE(plans.ok()) << plans.status().ToString();
+  ASSERT_EQ(plans->size(), 3u);
+  const model::PlanResult& h100 = (*plans)[0].result;
+  EXPECT_FALSE(h100.capacity.weights_fit);
+  EXPECT_EQ(WeightsDoNotFitText(h100.capacity),
+            "weights do not fit: 79.3 GiB needed per GPU, 66.1 available");
+  EXPECT_TRUE((*plans)[1].result.capacity.weights_fit);
+  EXPECT_TRUE((*plans)[2].result.capacity.weights_fit);
+  EXPECT_GT((*plans)[2].result.capacity.tokens_total, 0);
+
+  const auto failed = PlanDeepSeek("h100-sxm", "tp=4,8");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(ExitCodeFor(failed.status()), 1);
+  EXPECT_EQ(failed.status().message(),
+            "the weights fit in none of the 2 configurations:\n"
+            "  tp=4: weights do not fit: 157.5 GiB needed per GPU, 66.1 available\n"
+            "  tp=8: weights do not fit: 79.3 GiB needed per GPU, 66.1 available\n"
+            "use more GPUs, a larger tp, a smaller weight variant or a larger memory fraction");
+  // One configuration: the message of the single plan, with the memory fraction.
+  const auto single = PlanDeepSeek("h100-sxm", "tp=8");
+  ASSERT_FALSE(single.ok());
+  EXPECT_EQ(single.status().message().substr(0, 60),
+            "the weights do not fit: weights need 79.3 GiB per GPU, 66.1 ");
+}
+
+TEST(PlanTextTest, AConfigurationWhoseWeightsDoNotFitSaysSoInItsColumns) {
+  const auto plans = PlanDeepSeek("h200-sxm", "gpu=h100-sxm,h200-sxm");
+  ASSERT_TRUE(plans.ok());
+  std::ostringstream text;
+  PrintPlanText(text, *plans);
+  EXPECT_NE(text.str().find("status                      weights do not fit: 79.3 GiB needed "
+                            "per GPU, 66.1 available       planned"),
+            std::string::npos)
+      << text.str();
+  EXPECT_NE(text.str().find("1            weights do not fit       -         -"), std::string::npos)
+      << text.str();
+  std::ostringstream json;
+  PrintPlanJson(json, *plans);
+  EXPECT_NE(json.str().find("\"does_not_fit\": \"weights do not fit: 79.3 GiB needed per GPU, "
+                            "66.1 available\""),
+            std::string::npos);
+  EXPECT_NE(json.str().find("\"does_not_fit\": null"), std::string::npos);
+  EXPECT_NE(json.str().find("\"tokens_total\": null"), std::string::npos);
+  std::ostringstream csv;
+  PrintPlanCsv(csv, *plans);
+  EXPECT_NE(csv.str().find(",false,\"weights do not fit: 79.3 GiB needed per GPU, 66.1 "
+                           "available\","),
+            std::string::npos)
+      << csv.str();
+  // The plot leaves the configuration out rather than drawing it at zero.
+  const Result<std::string> script = PlanPlotScript(*plans, "out.svg", "t");
+  ASSERT_TRUE(script.ok());
+  EXPECT_EQ(script->find("$d0"), std::string::npos);
+  EXPECT_NE(script->find("plot $d1 using 1:2"), std::string::npos) << *script;
+  EXPECT_FALSE(PlanPlotScript({(*plans)[0]}, "out.svg", "t").ok());
+}
+
+// A plan to draw: `model` with `weights` on 8 x `gpu` at tp 8, BF16 cache, 21,000 tokens.
+LabeledPlan PlotPlan(const std::string& label, const std::string& model, const std::string& gpu,
+                     const std::string& weights) {
+  LabeledPlan plan;
+  plan.label = label;
+  plan.result.model.name = model;
+  plan.result.gpu.name = gpu;
+  plan.result.weight_variant = weights;
+  model::DecodeEstimate e;
+  e.concurrency = 1;
+  e.fits = true;
+  e.tokens_per_s = 100;
+  plan.result.decode.push_back(e);
+  return plan;
+}
+
+// The title names what every configuration shares, never the first one's model or GPU alone;
+// the legend names what differs, including what the label leaves out.
+TEST(PlotScriptTest, TitleHasTheSharedFieldsAndLegendsTheVaryingOnes) {
+  const std::vector<LabeledPlan> gpus = {PlotPlan("gpu=h100-sxm", "kimi-k2.6", "h100-sxm", "int4"),
+                                         PlotPlan("gpu=h200-sxm", "kimi-k2.6", "h200-sxm", "int4")};
+  EXPECT_EQ(PlanPlotTitle(gpus),
+            "kimi-k2.6, tp 8, bf16 KV cache, int4 weights, 21,000 tokens per request: decode "
+            "tokens/s");
+  const Result<std::string> gpu_script = PlanPlotScript(gpus, "out.svg", PlanPlotTitle(gpus));
+  ASSERT_TRUE(gpu_script.ok());
+  EXPECT_NE(gpu_script->find("title 'gpu=h100-sxm'"), std::string::npos) << *gpu_script;
+
+  // Comparing models changes the weight variant too (each model's default): the legend says so.
+  const std::vector<LabeledPlan> models = {
+      PlotPlan("model=glm-5.2", "glm-5.2", "h200-sxm", "fp8"),
+      PlotPlan("model=kimi-k2.6", "kimi-k2.6", "h200-sxm", "int4")};
+  EXPECT_EQ(PlanPlotTitle(models),
+            "8 x h200-sxm, tp 8, bf16 KV cache, 21,000 tokens per request: decode tokens/s");
+  const Result<std::string> script = PlanPlotScript(models, "out.svg", PlanPlotTitle(models));
+  ASSERT_TRUE(script.ok());
+  EXPECT_NE(script->find("set title '8 x h200-sxm, tp 8,"), std::string::npos) << *script;
+  EXPECT_NE(script->find("title 'model=glm-5.2 (fp8 weights)'"), std::string::npos) << *script;
+  EXPECT_NE(script->find("title 'model=kimi-k2.6 (int4 weights)'"), std::string::npos);
+
+  // One configuration: everything is shared.
+  EXPECT_EQ(PlanPlotTitle({gpus[0]}),
+            "kimi-k2.6 on 8 x h100-sxm, tp 8, bf16 KV cache, int4 weights, 21,000 tokens per "
+            "request: decode tokens/s");
 }
 
 TEST(PlotScriptTest, MarksOutOfMemoryPointsAndRefusesOtherFormats) {

@@ -111,5 +111,55 @@ TEST(CapacityTest, WeightsThatDoNotFitSaySoWithTheNumbers) {
   EXPECT_NE(r.status().message().find("minus 2.0 GiB reserved"), std::string::npos);
 }
 
+TEST(CapacityTest, CapacityOrShortfallGivesTheNumbersWhereComputeCapacityRefuses) {
+  const Loaded deepseek = Load("deepseek-v3", "h100-sxm");
+  const Deployment d;
+  const WeightBreakdown weights = ComputeWeights(deepseek.model, d, nullptr);
+  const Capacity c = CapacityOrShortfall(deepseek.gpu, d, weights,
+                                         ComputeKvBytes(deepseek.model, d, nullptr), nullptr);
+  EXPECT_FALSE(c.weights_fit);
+  EXPECT_EQ(c.memory_bytes, deepseek.gpu.memory_bytes);
+  EXPECT_EQ(c.budget_bytes, static_cast<uint64_t>(std::floor(c.memory_bytes * 0.83)));
+  EXPECT_EQ(c.weight_bytes, weights.per_gpu_bytes());
+  EXPECT_EQ(c.kv_budget_bytes, 0u);
+  EXPECT_EQ(c.tokens_total, 0);
+  EXPECT_EQ(c.max_requests_total, 0);
+  EXPECT_EQ(WeightsDoNotFitError(deepseek.gpu, d, c).message(),
+            CapacityOf(deepseek, d).status().message());
+  EXPECT_TRUE(CapacityOf(Load("kimi-k2.6", "h200-sxm"), d)->weights_fit);
+}
+
+// --compare plans every configuration: one whose weights do not fit is a result that says so,
+// with every concurrency marked, while Plan keeps refusing it with the numbers.
+TEST(CapacityTest, PlanOrShortfallMarksAConfigurationWhoseWeightsDoNotFit) {
+  const Result<Catalog> catalog = Catalog::Open("configs");
+  ASSERT_TRUE(catalog.ok());
+  PlanSettings settings;
+  settings.model = "deepseek-v3";
+  settings.gpu = "h100-sxm";
+  const Result<PlanResult> r =
+      PlanOrShortfall(settings, *catalog, StepTimeParams{}, {1, 8}, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->capacity.weights_fit);
+  EXPECT_EQ(r->capacity.weight_bytes, r->weights.per_gpu_bytes());
+  EXPECT_GT(r->kv.total(), 0u);
+  ASSERT_EQ(r->decode.size(), 2u);
+  EXPECT_EQ(r->decode[1].concurrency, 8);
+  EXPECT_FALSE(r->decode[0].fits);
+  EXPECT_FALSE(r->decode[1].fits);
+  EXPECT_EQ(r->prefill.tokens_per_s, 0);
+  const Result<PlanResult> refused = Plan(settings, *catalog, StepTimeParams{}, {1, 8}, nullptr);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(ExitCodeFor(refused.status()), 1);
+  EXPECT_EQ(refused.status().message(),
+            WeightsDoNotFitError(r->gpu, settings.deployment, r->capacity).message());
+  settings.gpu = "h200-sxm";
+  const Result<PlanResult> fits =
+      PlanOrShortfall(settings, *catalog, StepTimeParams{}, {1}, nullptr);
+  ASSERT_TRUE(fits.ok());
+  EXPECT_TRUE(fits->capacity.weights_fit);
+  EXPECT_TRUE(fits->decode[0].fits);
+}
+
 }  // namespace
 }  // namespace kvsim::model

@@ -29,6 +29,17 @@ TEST(WeightFormatTest, Int4PacksTwoPerByteWithOneScalePerGroupOfARow) {
   EXPECT_EQ(MatrixBytes(int4, 1, 256), 128u + 2u * 4);
 }
 
+// --explain shows the scales apart from the values: of MatrixBytes, exactly the scales.
+TEST(WeightFormatTest, ScaleBytesAreTheScalesAlone) {
+  EXPECT_EQ(MatrixScaleBytes(WeightFormat{}, 3, 5), 0u);
+  const WeightFormat fp8{WeightDtype::kFp8, 128, 0, 4};
+  EXPECT_EQ(MatrixScaleBytes(fp8, 576, 7168), 5u * 56 * 4);
+  EXPECT_EQ(MatrixBytes(fp8, 576, 7168) - MatrixScaleBytes(fp8, 576, 7168), 576u * 7168);
+  const WeightFormat int4{WeightDtype::kInt4, 0, 32, 2};
+  EXPECT_EQ(MatrixScaleBytes(int4, 2048, 7168), 2048u * 224 * 2);
+  EXPECT_EQ(MatrixScaleBytes(int4, 2, 33), 2u * 2 * 2);
+}
+
 TEST(WeightFormatTest, NamesAndEquality) {
   const WeightFormat int4{WeightDtype::kInt4, 0, 64, 2};
   EXPECT_EQ(Describe(int4), "int4 (group 64, bf16 scales)");

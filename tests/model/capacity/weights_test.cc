@@ -70,6 +70,14 @@ TEST(WeightsTest, KimiPerGpuAtTp8ShardsAllButTheLatentProjectionsRouterAndEncode
             w.component(Component::kEncoder).checkpoint_bytes);
   // Pinned (regression): the capacity figures rest on it; the hand counts above check it.
   EXPECT_EQ(w.per_gpu_bytes(), 76'980'488'192u);
+  // INT4 group 32 with bf16 scales: half a byte per value, 2 bytes per 32 values, so the scales
+  // are one ninth of the bytes. BF16 components have none.
+  const ComponentWeights& routed = w.component(Component::kRoutedExperts);
+  EXPECT_EQ(routed.per_gpu_scale_bytes * 9, routed.per_gpu_bytes);
+  EXPECT_EQ(routed.checkpoint_scale_bytes * 9, routed.checkpoint_bytes);
+  EXPECT_EQ(w.expert_scale_bytes_per_gpu * 9, w.expert_bytes_per_gpu);
+  EXPECT_EQ(w.component(Component::kAttention).per_gpu_scale_bytes, 0u);
+  EXPECT_EQ(w.component(Component::kAttention).checkpoint_scale_bytes, 0u);
 }
 
 TEST(WeightsTest, Glm52CheckpointsAreThePublished705And421GiB) {
