@@ -10,8 +10,9 @@
 
 #include "cli/text_table.h"
 #include "kernels/backend.h"
-#include "sim/integrity_tracker.h"
-#include "sim/page_pool.h"
+#include "sim/integrity/integrity_tracker.h"
+#include "sim/memory/page_pool.h"
+#include "sim/sched/launch_packing.h"
 
 namespace kvsim::cli {
 namespace {

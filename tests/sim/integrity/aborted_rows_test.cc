@@ -9,8 +9,9 @@
 
 #include "kernels/attention/decode_attention.h"
 #include "kernels/backend.h"
-#include "sim/integrity_tracker.h"
-#include "sim/page_pool.h"
+#include "sim/integrity/integrity_tracker.h"
+#include "sim/memory/page_pool.h"
+#include "sim/sched/launch_packing.h"
 #include "tests/sim/integrity/batch_attention.h"
 #include "tests/sim/integrity/decode_batch.h"
 
@@ -62,8 +63,7 @@ TEST(AbortedRowsTest, OnlyTheRowsThatProceedRunAndTheirOutputsAreUnchanged) {
   EXPECT_EQ(aborts[1].reason, TagCheckCode::kStaleTag);
   EXPECT_EQ(aborts[1].logical_page, 1);
 
-  const ProceedingLaunch launch =
-      PackProceedingRows(*backend, batch.access, aborts).value();
+  const ProceedingLaunch launch = PackProceedingRows(*backend, batch.access, aborts).value();
   ASSERT_EQ(launch.rows, (std::vector<int32_t>{0, 2, 4}));
   EXPECT_EQ(launch.first_tokens.bytes(), 0u);
   const std::vector<int32_t> packed_table = Download<int32_t>(*backend, launch.block_table).value();

@@ -8,8 +8,8 @@
 #include "base/status.h"
 #include "kernels/backend.h"
 #include "kernels/tag_check/tag_check.h"
-#include "sim/integrity_tracker.h"
-#include "sim/page_pool.h"
+#include "sim/integrity/integrity_tracker.h"
+#include "sim/memory/page_pool.h"
 
 namespace kvsim::testing {
 

@@ -26,8 +26,8 @@
 #include "kernels/attention/decode_attention.h"
 #include "kernels/backend.h"
 #include "kernels/tag_check/tag_check.h"
-#include "sim/integrity_tracker.h"
-#include "sim/page_pool.h"
+#include "sim/integrity/integrity_tracker.h"
+#include "sim/memory/page_pool.h"
 #include "tests/sim/integrity/batch_attention.h"
 #include "tests/sim/integrity/decode_batch.h"
 

@@ -22,7 +22,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device.h"
 #include "kernels/tag_check/tag_check.h"
-#include "sim/integrity_tracker.h"
+#include "sim/integrity/integrity_tracker.h"
 #include "tests/sim/integrity/batch_attention.h"
 #include "tests/sim/integrity/decode_batch.h"
 #include "tests/sim/integrity/kv_read_gpu.h"

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "sim/page_pool.h"
+#include "sim/memory/page_pool.h"
 #include "tests/sim/integrity/stale_read.h"
 
 namespace kvsim {

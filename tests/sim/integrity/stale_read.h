@@ -5,8 +5,8 @@
 #include <memory>
 
 #include "kernels/backend.h"
-#include "sim/integrity_tracker.h"
-#include "sim/page_pool.h"
+#include "sim/integrity/integrity_tracker.h"
+#include "sim/memory/page_pool.h"
 
 namespace kvsim::testing {
 

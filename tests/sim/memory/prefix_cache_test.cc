@@ -1,6 +1,6 @@
 // The prefix cache: page-aligned matching with splits, namespaces, pool references, locks, and the
 // eviction order of each policy.
-#include "sim/prefix_cache.h"
+#include "sim/memory/prefix_cache.h"
 
 #include <gtest/gtest.h>
 

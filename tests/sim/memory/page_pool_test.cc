@@ -1,6 +1,6 @@
 // The page pool: reuse order, the dummy page, tags under both policies, reference counts, the
 // tag-change log, and every misuse as an error rather than a crash.
-#include "sim/page_pool.h"
+#include "sim/memory/page_pool.h"
 
 #include <gtest/gtest.h>
 

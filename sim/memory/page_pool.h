@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "sim/page_tags.h"
+#include "sim/memory/page_tags.h"
 
 namespace kvsim {
 

@@ -1,6 +1,6 @@
 // The page-aligned radix tree: match with splitting, insert with pool references, locks, and
 // eviction of unlocked leaves (page by page, from the end of each edge) in LRU or LFU order.
-#include "sim/prefix_cache.h"
+#include "sim/memory/prefix_cache.h"
 
 #include <algorithm>
 #include <functional>

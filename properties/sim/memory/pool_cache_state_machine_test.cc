@@ -17,9 +17,9 @@
 #include <utility>
 #include <vector>
 
-#include "properties/sim/pool_cache_model.h"
-#include "sim/page_pool.h"
-#include "sim/prefix_cache.h"
+#include "properties/sim/memory/pool_cache_model.h"
+#include "sim/memory/page_pool.h"
+#include "sim/memory/prefix_cache.h"
 
 namespace kvsim {
 namespace {

@@ -1,7 +1,7 @@
 // The integrity trackers on the CPU backend: every abort reason with its message, only failing
 // rows aborted, the device copy of the tags kept current as pages are reallocated, writes checked
 // (or not, as the published design), clones, and argument errors.
-#include "sim/integrity_tracker.h"
+#include "sim/integrity/integrity_tracker.h"
 
 #include <gtest/gtest.h>
 
@@ -9,6 +9,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "sim/sched/launch_packing.h"
 
 namespace kvsim {
 namespace {

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "sim/page_pool.h"
-#include "sim/prefix_cache.h"
+#include "sim/memory/page_pool.h"
+#include "sim/memory/prefix_cache.h"
 
 namespace kvsim::model {
 

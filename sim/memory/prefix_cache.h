@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "sim/page_pool.h"
+#include "sim/memory/page_pool.h"
 
 namespace kvsim {
 

@@ -1,5 +1,5 @@
 // The page pool: free list in LIFO or FIFO order, reference counts, tags bumped on allocation.
-#include "sim/page_pool.h"
+#include "sim/memory/page_pool.h"
 
 #include <string>
 

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/page_pool.h"
+#include "sim/memory/page_pool.h"
 #include "tests/sim/integrity/stale_read.h"
 
 namespace kvsim {

@@ -1,5 +1,5 @@
 // Tag widths, the tag mask, and the two tag policies.
-#include "sim/page_tags.h"
+#include "sim/memory/page_tags.h"
 
 #include <string>
 

@@ -1,5 +1,5 @@
 // The plain model's rules, written from the specification of PagePool and PrefixCache.
-#include "properties/sim/pool_cache_model.h"
+#include "properties/sim/memory/pool_cache_model.h"
 
 #include "base/check.h"
 
