@@ -155,6 +155,15 @@ double Int4SpeedFor(const WeightBreakdown& w, const StepTimeParams& p, int64_t t
   return speed;
 }
 
+// Sum over positions 1..n of min(position, limit): the tokens the first n positions of a prompt
+// attend to when each attends to at most `limit` (n x MeanAttended(n, limit)).
+double SumAttended(int64_t n, int64_t limit) {
+  const double c = static_cast<double>(n);
+  if (n <= limit) return c * (c + 1) / 2;
+  const double k = static_cast<double>(limit);
+  return k * (k + 1) / 2 + (c - k) * k;
+}
+
 }  // namespace
 
 double ExpectedExpertsTouched(int experts, int k, int64_t tokens) {
@@ -328,6 +337,93 @@ PrefillEstimate EstimatePrefill(const ModelSpec& m, const GpuSpec& gpu, const De
     trace->Add("prefill tokens/s", fmt::format("replicas {} / time per token", d.replicas()),
                fmt::format("{:.0f}", e.tokens_per_s));
   }
+  return e;
+}
+
+BatchStepTime::BatchStepTime(const ModelSpec& model, const GpuSpec& gpu,
+                             const Deployment& deployment, const WeightBreakdown& weights,
+                             const KvBreakdown& kv, const StepTimeParams& params)
+    : model_(model),
+      gpu_(gpu),
+      deployment_(deployment),
+      weights_(weights),
+      kv_(kv),
+      params_(params) {}
+
+StepTimeBreakdown BatchStepTime::Step(const StepBatch& batch) const {
+  KVSIM_CHECK(!batch.empty()) << "a step runs at least one request";
+  const ModelSpec& m = model_;
+  const Deployment& d = deployment_;
+  const WeightBreakdown& w = weights_;
+  const StepTimeParams& p = params_;
+  StepTimeBreakdown e;
+  const int64_t topk = m.indexer ? m.indexer->topk : INT64_MAX;
+  // Decode: each request reads its attended tokens' cache once.
+  double kv_read = 0;
+  double fp8_read = 0;
+  double decode_attended = 0;
+  for (int64_t context : batch.decode_contexts) {
+    KVSIM_CHECK_GT(context, 0);
+    const double attended = static_cast<double>(AttendedTokens(m, context));
+    decode_attended += attended;
+    kv_read += attended * static_cast<double>(kv_.attention_bytes()) +
+               static_cast<double>(context) * static_cast<double>(kv_.indexer_bytes());
+    fp8_read += attended * static_cast<double>(kv_.fp8_bytes);
+  }
+  // Prefill: a chunk reads the cache of everything it attends to once, and each of its positions
+  // attends to the positions before it (DSA: at most top-k of them).
+  int64_t prefill_tokens = 0;
+  double prefill_attended = 0;
+  double prefill_indexed = 0;
+  for (const PrefillChunk& chunk : batch.prefill) {
+    KVSIM_CHECK(chunk.tokens > 0 && chunk.context_before >= 0);
+    const int64_t end = chunk.context_before + chunk.tokens;
+    prefill_tokens += chunk.tokens;
+    prefill_attended += SumAttended(end, topk) - SumAttended(chunk.context_before, topk);
+    prefill_indexed += SumAttended(end, end) - SumAttended(chunk.context_before, end);
+    const double attended = static_cast<double>(AttendedTokens(m, end));
+    kv_read += attended * static_cast<double>(kv_.attention_bytes()) +
+               static_cast<double>(end) * static_cast<double>(kv_.indexer_bytes());
+    fp8_read += attended * static_cast<double>(kv_.fp8_bytes);
+  }
+  e.pool_tokens = static_cast<int64_t>(batch.decode_contexts.size()) + prefill_tokens;
+  // The replica's MoE layers see every pool's tokens; the other pools run batches like this one.
+  const int64_t replica_tokens = e.pool_tokens * d.pool_count() / d.replicas();
+  double experts_touched = 0;
+  if (w.moe_layers > 0) {
+    experts_touched = ExpectedExpertsTouched(w.routed_experts, w.experts_per_token, replica_tokens);
+  }
+  // Whole bytes, as EstimateDecode counts them.
+  e.weight_read_bytes = static_cast<double>(
+      w.step_read_bytes_per_gpu +
+      static_cast<uint64_t>(std::llround(static_cast<double>(w.moe_layers) * experts_touched *
+                                         static_cast<double>(w.expert_bytes_per_gpu))));
+  e.kv_read_bytes = kv_read;
+  e.memory_s = (e.weight_read_bytes + kv_read) / (gpu_.memory_bytes_per_s * p.bandwidth_fraction);
+
+  const LinearWork linear = LinearWorkOf(w, gpu_, p, Int4SpeedFor(w, p, replica_tokens, nullptr));
+  const double linear_s = LinearSeconds(linear, static_cast<double>(replica_tokens),
+                                        static_cast<double>(e.pool_tokens));
+  // Decode attention runs absorbed on this pool's ranks; prefill attention runs expanded with its
+  // heads split over the replica's tensor-parallel GPUs, as EstimatePrefill has it.
+  const int heads_per_rank = (QueryHeads(m) + d.attention_tp() - 1) / d.attention_tp();
+  const double decode_flop =
+      decode_attended * heads_per_rank * AttentionFlopPerTokenHead(m, true) * m.layers;
+  const double prefill_flop =
+      prefill_attended * QueryHeads(m) * AttentionFlopPerTokenHead(m, false) * m.layers / d.tp;
+  double indexer_flop = 0;
+  if (m.indexer) {
+    indexer_flop =
+        prefill_indexed * m.indexer->heads * 2.0 * m.indexer->head_dim * m.indexer->layers / d.tp;
+  }
+  e.compute_s = linear_s + (decode_flop + prefill_flop) / linear.bf16_rate() +
+                indexer_flop / linear.fp8_rate();
+  if (fp8_read > 0) {
+    const double rate_ratio = p.calibration_bf16_flop_per_s / gpu_.bf16_flop_per_s;
+    e.fp8_s = p.fp8_kv_overhead_s + fp8_read * p.fp8_kv_convert_s_per_byte * rate_ratio;
+  }
+  e.overhead_s = p.step_overhead_s;
+  e.total_s = e.overhead_s + std::max(e.memory_s, e.compute_s) + e.fp8_s;
   return e;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "model/capacity.h"
 #include "model/deployment.h"
@@ -68,6 +69,65 @@ struct PrefillEstimate {
   double int4_speed = 1;    // as in DecodeEstimate, at a whole prompt's rows per expert
   double tokens_per_s = 0;  // all replicas, prompts of the deployment's context length
   double usd_per_million_tokens = 0;
+};
+
+// One prefill chunk of a step: `tokens` prompt tokens computed after `context_before` tokens
+// already in the cache (a cached prefix, or earlier chunks of the same prompt).
+struct PrefillChunk {
+  int64_t tokens = 0;
+  int64_t context_before = 0;
+};
+
+// What one step of one KV pool runs: decode requests, each with the tokens it attends over (its
+// cache including the token being generated), and prefill chunks. With data-parallel attention,
+// the other pools of the replica are taken to run a batch like this one.
+struct StepBatch {
+  std::vector<int64_t> decode_contexts;
+  std::vector<PrefillChunk> prefill;
+
+  void clear() {
+    decode_contexts.clear();
+    prefill.clear();
+  }
+  bool empty() const { return decode_contexts.empty() && prefill.empty(); }
+};
+
+// The time of one step and what it is made of. total_s = overhead_s + max(memory_s, compute_s) +
+// fp8_s, as EstimateDecode composes a decode step.
+struct StepTimeBreakdown {
+  int64_t pool_tokens = 0;  // decode requests plus prefill tokens
+  double weight_read_bytes = 0;
+  double kv_read_bytes = 0;
+  double overhead_s = 0;
+  double memory_s = 0;   // weights and KV read at the effective bandwidth
+  double compute_s = 0;  // linear layers, attention and indexer on the tensor cores
+  double fp8_s = 0;      // converting the FP8 cache bytes read
+  double total_s = 0;
+};
+
+// The step time of one pool of a deployment for any batch composition: the terms of
+// EstimateDecode and EstimatePrefill applied to each decode request's own context and each
+// prefill chunk's positions. A decode-only batch of n requests at the deployment's context gives
+// EstimateDecode's step time at concurrency n (one pool); a lone prefill chunk gives
+// EstimatePrefill's compute time per token. The simulator's timing mode calls this; a better model
+// keeps the signature.
+class BatchStepTime {
+ public:
+  // Every argument is copied; `deployment` must have passed ValidateDeployment.
+  BatchStepTime(const ModelSpec& model, const GpuSpec& gpu, const Deployment& deployment,
+                const WeightBreakdown& weights, const KvBreakdown& kv,
+                const StepTimeParams& params);
+
+  // The time of one step running `batch` (not empty).
+  StepTimeBreakdown Step(const StepBatch& batch) const;
+
+ private:
+  ModelSpec model_;
+  GpuSpec gpu_;
+  Deployment deployment_;
+  WeightBreakdown weights_;
+  KvBreakdown kv_;
+  StepTimeParams params_;
 };
 
 // Expected number of distinct experts `tokens` tokens route to, each picking `k` of `experts`
