@@ -15,4 +15,11 @@ double SampleGaussian(Prng& prng);
 // squared Gaussians, so small integer degrees only.
 double SampleStudentT(Prng& prng, int degrees_of_freedom);
 
+// Exponential with mean 1: -ln(1 - u). Scaled by the caller (an arrival gap is mean x sample).
+double SampleExponential(Prng& prng);
+
+// Gamma with `shape` > 0 and scale 1 (Marsaglia and Tsang; shape < 1 by boosting a shape + 1
+// sample with u^(1/shape)). Mean `shape`, coefficient of variation 1 / sqrt(shape).
+double SampleGamma(Prng& prng, double shape);
+
 }  // namespace kvsim

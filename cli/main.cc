@@ -13,6 +13,7 @@
 #include "cli/command.h"
 #include "cli/demo.h"
 #include "cli/plan.h"
+#include "cli/run_command.h"
 
 namespace kvsim::cli {
 namespace {
@@ -23,13 +24,11 @@ std::vector<std::unique_ptr<Command>> AllCommands() {
   std::vector<std::unique_ptr<Command>> commands;
   commands.push_back(MakeDemoCommand());
   commands.push_back(MakePlanCommand());
-  commands.push_back(MakePlannedCommand(
-      "run",
-      "Run one seeded simulation scenario through the real kernels and the integrity check"));
+  commands.push_back(MakeRunCommand());
   commands.push_back(MakePlannedCommand(
       "campaign",
       "Fault-injection campaign: many seeded scenarios with injected bookkeeping bugs"));
-  commands.push_back(MakePlannedCommand("replay", "Replay one failure from its reproduction line"));
+  commands.push_back(MakeReplayCommand());
   std::vector<std::unique_ptr<Command>> accuracy;
   accuracy.push_back(MakeAccuracyKvCommand());
   accuracy.push_back(MakeAccuracyWeightsCommand());

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 
 namespace kvsim {
 namespace {
@@ -37,6 +38,36 @@ TEST(DistributionsTest, StudentTHasHeavierTailsThanGaussian) {
   EXPECT_LT(gaussian_beyond_4, 30);
   EXPECT_GT(t3_beyond_4, 2000);
   EXPECT_LT(t3_beyond_4, 3600);
+}
+
+// Mean and variance of the exponential (1, 1) and of gamma at shapes below, at and above 1
+// (mean k, variance k), within five standard errors of the sample moments.
+TEST(DistributionsTest, ExponentialAndGammaHaveTheirMoments) {
+  constexpr int kSamples = 200000;
+  const auto moments = [](auto sample) {
+    double sum = 0, sum_squares = 0;
+    for (int i = 0; i < kSamples; ++i) {
+      const double x = sample();
+      EXPECT_GE(x, 0.0);
+      sum += x;
+      sum_squares += x * x;
+    }
+    const double mean = sum / kSamples;
+    return std::pair<double, double>(mean, sum_squares / kSamples - mean * mean);
+  };
+  Prng prng(0xa11);
+  const auto [exp_mean, exp_variance] = moments([&] { return SampleExponential(prng); });
+  // Standard errors: mean 1/sqrt(n) = 0.0022; variance sqrt(8/n) = 0.0063 (fourth moment 9).
+  EXPECT_NEAR(exp_mean, 1.0, 0.011);
+  EXPECT_NEAR(exp_variance, 1.0, 0.032);
+  for (double shape : {0.25, 1.0, 4.0}) {
+    const auto [mean, variance] = moments([&] { return SampleGamma(prng, shape); });
+    // Standard error of the mean sqrt(k/n); of the variance sqrt((2k^2 + 6k)/n) (excess kurtosis
+    // 6/k); five of each.
+    EXPECT_NEAR(mean, shape, 5 * std::sqrt(shape / kSamples)) << shape;
+    EXPECT_NEAR(variance, shape, 5 * std::sqrt((2 * shape * shape + 6 * shape) / kSamples))
+        << shape;
+  }
 }
 
 }  // namespace

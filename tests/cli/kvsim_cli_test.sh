@@ -11,7 +11,7 @@ out="${TEST_TMPDIR:-$(mktemp -d)}"
 source tests/cli/cli_expect.sh
 
 expect_exit 0 "Subcommands:" --help
-expect_exit 0 "run .*not in this version yet" --help
+expect_exit 0 "campaign .*not in this version yet" --help
 expect_exit 0 "^kvsim [0-9]+\.[0-9]+\.[0-9]+" --version
 expect_exit 0 "--seed" demo --help
 expect_exit 2 "^kvsim: .*not expected: --bogus" --bogus
@@ -30,7 +30,7 @@ expect_exit 2 "^kvsim accuracy: .*not expected: bogus \(subcommands: kv, weights
 expect_exit 2 "^Run 'kvsim accuracy --help' for usage" accuracy bogus
 expect_exit 2 "^Run 'kvsim accuracy --help' for usage" accuracy
 expect_exit 2 "^Run 'kvsim plan --help' for usage" plan --gpu a100
-expect_exit 2 "^kvsim run: 'run' is not in this version of kvsim yet" run --scenario x
+expect_exit 2 "^kvsim run: .*not expected: --scenario" run --scenario x
 expect_exit 2 "^kvsim demo: seed 'zz' has an invalid character 'z'" demo --seed zz
 expect_exit 2 "--samples 0 is out of range; allowed: 1 to 16777216" demo --samples 0
 expect_exit 2 "samples" demo --samples many
@@ -80,6 +80,26 @@ weights_second=$("$kvsim" accuracy weights --seed 0x9 --m 3 --k 256 --n 256)
 if [ "$weights_first" != "$weights_second" ]; then
   echo "FAIL: the same seed gave different accuracy weights output"; failures=$((failures + 1))
 fi
+
+# run and replay: a scenario by name, its report, and the replay that checks the state hash.
+expect_exit 0 "Reproduce: kvsim run kimi-decode-fp8 --seed 0x7 --mode timing --backend cpu" \
+  run kimi-decode-fp8 --seed 7 --backend cpu --json "$out/run.json" --csv "$out/run.csv"
+expect_exit 0 "peak running 64" run kimi-decode-fp8 --backend cpu
+expect_exit 0 "peak running 32" run kimi-decode-bf16 --backend cpu
+expect_exit 0 "replay: state hash 0x[0-9a-f]+ reproduced" replay "$out/run.json"
+[ "$(head -c 3 "$out/run.csv")" = "id," ] || { echo "FAIL: no request CSV"; failures=$((failures + 1)); }
+"$kvsim" run kimi-decode-fp8 --seed 7 --backend cpu --json "$out/run-again.json" >/dev/null
+cmp -s "$out/run.json" "$out/run-again.json" || {
+  echo "FAIL: the same seed gave a different JSON report"; failures=$((failures + 1)); }
+"$kvsim" run kimi-decode-fp8 --seed 8 --backend cpu --json "$out/run-other.json" >/dev/null
+cmp -s "$out/run.json" "$out/run-other.json" && {
+  echo "FAIL: different seeds gave the same JSON report"; failures=$((failures + 1)); }
+sed 's/"state_hash": "0x[0-9a-f]*"/"state_hash": "0x1"/' "$out/run.json" >"$out/tampered.json"
+expect_exit 1 "the run did not reproduce" replay "$out/tampered.json"
+expect_exit 2 "no scenario 'nope' in configs/scenarios; available: .*kimi-decode-bf16" run nope
+expect_exit 2 "unknown mode 'fast'; allowed: timing, kernel" run kimi-decode-bf16 --mode fast
+expect_exit 2 "^Run 'kvsim run --help' for usage" run kimi-decode-bf16 --seed zz
+expect_exit 2 "not a JSON report" replay configs/scenarios/kimi-decode-bf16.yaml
 
 echo "$failures failure(s)"
 [ "$failures" -eq 0 ]

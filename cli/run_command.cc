@@ -1,0 +1,127 @@
+// The run and replay subcommands.
+#include "cli/run_command.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "base/seed.h"
+#include "cli/configs_root.h"
+#include "cli/sim_run.h"
+#include "sim/report/report_io.h"
+
+namespace kvsim::cli {
+namespace {
+
+class RunCommand : public Command {
+ public:
+  std::string name() const override { return "run"; }
+  std::string summary() const override {
+    return "Run one seeded simulation scenario: continuous batching over a paged KV pool, the "
+           "integrity check before every write and read, latency and throughput";
+  }
+
+  void Configure(CLI::App& app) override {
+    app.add_option("scenario", scenario_,
+                   "A scenario name (configs/scenarios/NAME.yaml) or a path to a .yaml file")
+        ->required();
+    app.add_option("--seed", seed_text_,
+                   "Seed of the run, decimal or 0x-hex (default: the scenario's seed)");
+    app.add_option("--mode", mode_text_,
+                   "timing (bookkeeping only) or kernel (the data plane through the kernels; not "
+                   "in this version yet); default: the scenario's mode");
+    app.add_option("--backend", backend_text_, "Where checks and kernels run: auto, cpu or cuda")
+        ->capture_default_str();
+    app.add_option("--json", json_, "Write the report as JSON here (kvsim replay reads it)");
+    app.add_option("--csv", csv_, "Write one line per request here");
+    app.add_option("--configs", configs_, "Folder with models/, gpus/, calibration/, scenarios/");
+    app.footer(
+        "The report names the seed and ends with the one-line command that reproduces it.\n"
+        "Exit codes: 0 ok; 1 the run found something wrong (a finding) or broke an invariant; "
+        "2 bad usage or scenario.");
+  }
+
+  Status Run(std::ostream& out) override {
+    SimRunOptions options;
+    options.scenario_arg = scenario_;
+    options.configs_root = ConfigsRoot(configs_);
+    KVSIM_ASSIGN_OR_RETURN(const sim::Scenario scenario,
+                           ResolveScenario(scenario_, options.configs_root));
+    options.seed = scenario.seed;
+    if (!seed_text_.empty()) {
+      KVSIM_ASSIGN_OR_RETURN(options.seed, ParseSeed(seed_text_));
+    }
+    options.mode = scenario.mode;
+    if (!mode_text_.empty()) {
+      KVSIM_ASSIGN_OR_RETURN(options.mode, sim::ParseRunMode(mode_text_));
+    }
+    KVSIM_ASSIGN_OR_RETURN(options.backend, ParseBackendChoice(backend_text_));
+    options.json_path = json_;
+    options.csv_path = csv_;
+    KVSIM_ASSIGN_OR_RETURN(const sim::RunReport report, RunAndReport(scenario, options, out));
+    return FindingsStatus(report);
+  }
+
+ private:
+  std::string scenario_;
+  std::string seed_text_;
+  std::string mode_text_;
+  std::string backend_text_ = "auto";
+  std::string json_;
+  std::string csv_;
+  std::string configs_;
+};
+
+class ReplayCommand : public Command {
+ public:
+  std::string name() const override { return "replay"; }
+  std::string summary() const override {
+    return "Re-run a report written by 'kvsim run --json' and check that it reproduces its "
+           "state hash";
+  }
+
+  void Configure(CLI::App& app) override {
+    app.add_option("report", report_, "A JSON report written by kvsim run --json")->required();
+    app.add_option("--configs", configs_, "Folder with models/, gpus/, calibration/");
+    app.footer(
+        "The scenario's text, seed, mode and backend come from the report itself.\n"
+        "Exit codes: 0 the state hash is reproduced; 1 it is not, or the run found something "
+        "wrong; 2 bad usage or report.");
+  }
+
+  Status Run(std::ostream& out) override {
+    std::ifstream file(report_);
+    if (!file) return NotFoundError(report_ + ": cannot open the report");
+    std::ostringstream text;
+    text << file.rdbuf();
+    KVSIM_ASSIGN_OR_RETURN(const sim::ReplayInput input, sim::ReadReplayInput(text.str(), report_));
+    KVSIM_ASSIGN_OR_RETURN(const sim::Scenario scenario,
+                           sim::ParseScenario(input.scenario_text, input.scenario_path));
+    SimRunOptions options;
+    options.scenario_arg = input.scenario_argument;
+    options.configs_root = ConfigsRoot(configs_);
+    options.seed = input.seed;
+    KVSIM_ASSIGN_OR_RETURN(options.mode, sim::ParseRunMode(input.mode));
+    KVSIM_ASSIGN_OR_RETURN(options.backend, ParseBackendChoice(input.backend));
+    KVSIM_ASSIGN_OR_RETURN(const sim::RunReport report, RunAndReport(scenario, options, out));
+    if (report.state_hash != input.state_hash) {
+      return FailedPreconditionError(
+          fmt::format("the state hash is {}, the report says {}: the run did not reproduce",
+                      FormatSeed(report.state_hash), FormatSeed(input.state_hash)));
+    }
+    out << fmt::format("replay: state hash {} reproduced\n", FormatSeed(report.state_hash));
+    return FindingsStatus(report);
+  }
+
+ private:
+  std::string report_;
+  std::string configs_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> MakeRunCommand() { return std::make_unique<RunCommand>(); }
+std::unique_ptr<Command> MakeReplayCommand() { return std::make_unique<ReplayCommand>(); }
+
+}  // namespace kvsim::cli

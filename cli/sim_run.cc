@@ -1,0 +1,188 @@
+// Scenario runs for the CLI.
+#include "cli/sim_run.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "base/seed.h"
+#include "cli/text_table.h"
+#include "kernels/backend_factory.h"
+#include "model/catalog.h"
+#include "sim/report/report_io.h"
+#include "sim/scenario/run_scenario.h"
+
+namespace kvsim::cli {
+namespace {
+
+std::string Ms(double ns) { return fmt::format("{:.2f}", ns * 1e-6); }
+
+void PrintLatency(const sim::RunReport& r, std::ostream& out) {
+  TextTable table({"latency (ms)", "p50", "p90", "p99", "max", "mean", "count"});
+  const auto row = [&](const char* name, const sim::LatencySummary& s) {
+    table.AddRow({name, Ms(static_cast<double>(s.p50_ns)), Ms(static_cast<double>(s.p90_ns)),
+                  Ms(static_cast<double>(s.p99_ns)), Ms(static_cast<double>(s.max_ns)),
+                  Ms(s.mean_ns), Grouped(s.count)});
+  };
+  row("time to first token", r.ttft);
+  row("time per output token", r.tpot);
+  row("inter-token latency", r.itl);
+  row("end to end", r.e2e);
+  row("queueing", r.queueing);
+  table.Print(out);
+}
+
+void PrintIntegrity(const sim::RunReport& r, std::ostream& out) {
+  const sim::IntegrityCounts& c = r.integrity;
+  int64_t aborts = 0;
+  for (size_t code = 1; code < c.aborts.size(); ++code) aborts += c.aborts[code];
+  out << fmt::format(
+      "  integrity: tracker {}, {} write checks, {} read checks, {} rows checked, "
+      "{} aborted; oracle {}\n",
+      r.tracker, Grouped(c.write_checks), Grouped(c.read_checks), Grouped(c.rows_checked),
+      Grouped(aborts), r.oracle ? "on" : "off");
+  out << fmt::format("  findings: {}\n", Grouped(r.findings_total));
+  for (const sim::Finding& f : r.findings) {
+    out << fmt::format("    step {} request {}: {}: {}\n", f.step, f.request,
+                       sim::FindingKindName(f.kind), f.detail);
+  }
+}
+
+// A progress line on a terminal, at most five times a second of wall time.
+class ProgressLine {
+ public:
+  explicit ProgressLine(bool enabled) : enabled_(enabled && isatty(STDERR_FILENO) == 1) {}
+  ~ProgressLine() {
+    if (shown_) std::cerr << "\r\033[K" << std::flush;
+  }
+  void Update(sim::SimNs now, int64_t steps) {
+    if (!enabled_) return;
+    const auto wall = std::chrono::steady_clock::now();
+    if (shown_ && wall - last_ < std::chrono::milliseconds(200)) return;
+    last_ = wall;
+    shown_ = true;
+    std::cerr << fmt::format("\rkvsim run: {:.1f} s simulated, {} steps", sim::NsToSeconds(now),
+                             Grouped(steps))
+              << std::flush;
+  }
+
+ private:
+  bool enabled_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point last_;
+};
+
+}  // namespace
+
+Result<sim::Scenario> ResolveScenario(const std::string& name_or_path,
+                                      const std::string& configs_root) {
+  const bool is_path =
+      name_or_path.find('/') != std::string::npos ||
+      (name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".yaml") == 0);
+  if (is_path) return sim::LoadScenario(name_or_path);
+  const std::filesystem::path folder = std::filesystem::path(configs_root) / "scenarios";
+  const std::filesystem::path file = folder / (name_or_path + ".yaml");
+  std::error_code error;
+  if (!std::filesystem::exists(file, error)) {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+      if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
+    }
+    std::sort(names.begin(), names.end());
+    std::string list;
+    for (const std::string& name : names) list += (list.empty() ? "" : ", ") + name;
+    return NotFoundError("no scenario '" + name_or_path + "' in " + folder.string() +
+                         "; available: " + (list.empty() ? "none" : list) +
+                         " (or give a path to a .yaml file)");
+  }
+  KVSIM_ASSIGN_OR_RETURN(sim::Scenario scenario, sim::LoadScenario(file.string()));
+  if (scenario.name != name_or_path) {
+    return InvalidArgumentError(file.string() + ": its name field is '" + scenario.name +
+                                "'; a scenario file's name must match its file name");
+  }
+  return scenario;
+}
+
+std::string ReproductionLine(const SimRunOptions& o, const std::string& backend_name) {
+  return fmt::format("kvsim run {} --seed {} --mode {} --backend {}", o.scenario_arg,
+                     FormatSeed(o.seed), sim::RunModeName(o.mode), backend_name);
+}
+
+Status FindingsStatus(const sim::RunReport& r) {
+  if (r.findings_total == 0) return Status::Ok();
+  return FailedPreconditionError(fmt::format(
+      "{} finding(s): the simulated server did what it must not (see above)", r.findings_total));
+}
+
+Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunOptions& options,
+                                    std::ostream& out) {
+  KVSIM_ASSIGN_OR_RETURN(const model::Catalog catalog, model::Catalog::Open(options.configs_root));
+  KVSIM_ASSIGN_OR_RETURN(const sim::PreparedScenario prepared,
+                         sim::PrepareScenario(scenario, catalog));
+  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(options.backend));
+  ProgressLine progress(options.progress);
+  sim::RunOptions run;
+  run.seed = options.seed;
+  run.mode = options.mode;
+  run.progress = [&progress](sim::SimNs now, int64_t steps) { progress.Update(now, steps); };
+  const auto wall_start = std::chrono::steady_clock::now();
+  Result<sim::RunReport> result = sim::RunPrepared(scenario, prepared, run, *backend);
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  const std::string reproduce = ReproductionLine(options, BackendKindName(backend->kind()));
+  if (!result.ok()) {
+    return result.status().WithContext(scenario.name + " (reproduce: " + reproduce + ")");
+  }
+  const sim::RunReport& r = *result;
+  const model::Deployment& d = prepared.plan.settings.deployment;
+  out << fmt::format("kvsim run: {} (seed {}, {} mode, {} backend)\n", r.scenario,
+                     FormatSeed(r.seed), r.mode, r.backend);
+  if (!scenario.description.empty()) out << "  " << scenario.description << "\n";
+  out << fmt::format(
+      "  deployment: {} on {} x {}, tp {}, KV {}; this pool: {} pages of {} tokens\n",
+      prepared.plan.model.name, d.gpus, prepared.plan.gpu.name, d.tp,
+      model::KvDtypeName(d.kv_dtype), Grouped(r.pool_pages), r.page_size);
+  out << fmt::format("  simulated {:.3f} s ({}): {} steps, {} events\n", sim::NsToSeconds(r.end_ns),
+                     sim::StopReasonName(r.stop), Grouped(r.steps), Grouped(r.events));
+  out << fmt::format(
+      "  requests: {} arrived, {} finished, {} cancelled ({} retried), {} rejected, {} aborted, "
+      "{} unfinished\n",
+      Grouped(r.arrived), Grouped(r.finished), Grouped(r.cancelled), Grouped(r.retries),
+      Grouped(r.rejected), Grouped(r.aborted), Grouped(r.unfinished));
+  out << fmt::format(
+      "  peak running {}, peak pages in use {} of {}; {} preemptions; {} pages evicted; prefix "
+      "cache hit {:.1f}% of admitted prompt tokens\n",
+      r.peak_running, Grouped(r.peak_pages_used), Grouped(r.pool_pages), Grouped(r.preemptions),
+      Grouped(r.evicted_pages),
+      r.prompt_tokens > 0 ? 100.0 * static_cast<double>(r.cached_tokens) / r.prompt_tokens : 0.0);
+  out << fmt::format("  tokens: {} output ({:.0f} per simulated second), {} prefill\n",
+                     Grouped(r.output_tokens), r.output_tokens_per_s(), Grouped(r.prefill_tokens));
+  PrintLatency(r, out);
+  PrintIntegrity(r, out);
+  out << fmt::format("  state hash {}\n", FormatSeed(r.state_hash));
+  out << fmt::format(
+      "  wall time {:.3f} s: {:.0f} output tokens and {:.0f} requests simulated per second\n",
+      wall_s, wall_s > 0 ? static_cast<double>(r.output_tokens) / wall_s : 0.0,
+      wall_s > 0 ? static_cast<double>(r.arrived) / wall_s : 0.0);
+  out << "Reproduce: " << reproduce << "\n";
+  const sim::ReportContext context{options.scenario_arg, scenario.path, scenario.text, reproduce};
+  if (!options.json_path.empty()) {
+    std::ofstream file(options.json_path);
+    if (!file) return InvalidArgumentError("--json: cannot write " + options.json_path);
+    sim::WriteReportJson(r, context, file);
+    if (!file) return InvalidArgumentError("--json: writing " + options.json_path + " failed");
+  }
+  if (!options.csv_path.empty()) {
+    std::ofstream file(options.csv_path);
+    if (!file) return InvalidArgumentError("--csv: cannot write " + options.csv_path);
+    sim::WriteRequestsCsv(r, file);
+    if (!file) return InvalidArgumentError("--csv: writing " + options.csv_path + " failed");
+  }
+  return result;
+}
+
+}  // namespace kvsim::cli

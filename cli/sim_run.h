@@ -1,0 +1,44 @@
+// Running a simulation scenario from the command line: resolving its name, running it on the
+// chosen backend, printing the summary with its reproduction line, and writing the JSON report
+// and per-request CSV. Shared by `kvsim run`, `kvsim replay` and the demo.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "base/status.h"
+#include "kernels/backend.h"
+#include "sim/report/run_report.h"
+#include "sim/scenario/scenario.h"
+
+namespace kvsim::cli {
+
+// `name_or_path` is a path when it contains '/' or ends in .yaml; otherwise the scenario
+// configs/scenarios/NAME.yaml under `configs_root` (NotFound lists the ones there).
+Result<sim::Scenario> ResolveScenario(const std::string& name_or_path,
+                                      const std::string& configs_root);
+
+struct SimRunOptions {
+  std::string scenario_arg;  // as the user typed it, for the reproduction line
+  uint64_t seed = 0;
+  sim::RunMode mode = sim::RunMode::kTiming;
+  BackendChoice backend = BackendChoice::kAuto;
+  std::string configs_root;
+  std::string json_path;  // "" none
+  std::string csv_path;   // "" none
+  bool progress = true;   // a progress line on stderr when it is a terminal
+};
+
+// Runs `scenario` and prints its summary to `out`. The report is returned even when the run
+// found something wrong; the status says what.
+Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunOptions& options,
+                                    std::ostream& out);
+
+// The one-line command that reproduces a run.
+std::string ReproductionLine(const SimRunOptions& options, const std::string& backend_name);
+
+// FailedPrecondition naming the findings of `report` when it has any, else Ok.
+Status FindingsStatus(const sim::RunReport& report);
+
+}  // namespace kvsim::cli

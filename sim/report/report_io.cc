@@ -1,0 +1,164 @@
+// JSON and CSV output of a run report.
+#include "sim/report/report_io.h"
+
+#include <nlohmann/json.hpp>
+
+#include "base/seed.h"
+
+namespace kvsim::sim {
+namespace {
+
+using nlohmann::ordered_json;
+
+double Ms(double ns) { return ns * 1e-6; }
+
+ordered_json LatencyJson(const LatencySummary& s) {
+  return ordered_json{{"count", s.count},
+                      {"mean_ms", Ms(s.mean_ns)},
+                      {"p50_ms", Ms(static_cast<double>(s.p50_ns))},
+                      {"p90_ms", Ms(static_cast<double>(s.p90_ns))},
+                      {"p99_ms", Ms(static_cast<double>(s.p99_ns))},
+                      {"max_ms", Ms(static_cast<double>(s.max_ns))}};
+}
+
+const char* VerdictName(size_t verdict) {
+  static const char* const kNames[kAccessVerdicts] = {"ok", "wrong_page", "unwritten",
+                                                      "foreign_write", "wrong_content"};
+  return kNames[verdict];
+}
+
+const char* AbortName(size_t code) {
+  static const char* const kNames[6] = {"ok",           "bad_range",  "unrecorded",
+                                        "out_of_range", "wrong_page", "stale_tag"};
+  return kNames[code];
+}
+
+}  // namespace
+
+void WriteReportJson(const RunReport& r, const ReportContext& context, std::ostream& out) {
+  ordered_json j;
+  j["kvsim_report"] = 1;
+  j["scenario"] = {{"name", r.scenario},
+                   {"argument", context.scenario_argument},
+                   {"path", context.scenario_path},
+                   {"text", context.scenario_text}};
+  j["run"] = {{"seed", FormatSeed(r.seed)},
+              {"mode", r.mode},
+              {"backend", r.backend},
+              {"tracker", r.tracker},
+              {"oracle", r.oracle}};
+  j["reproduce"] = context.reproduce;
+  j["stop"] = StopReasonName(r.stop);
+  j["events"] = r.events;
+  j["steps"] = r.steps;
+  j["simulated_s"] = NsToSeconds(r.end_ns);
+  j["requests"] = {{"arrived", r.arrived},     {"finished", r.finished},
+                   {"cancelled", r.cancelled}, {"rejected", r.rejected},
+                   {"aborted", r.aborted},     {"unfinished", r.unfinished},
+                   {"retries", r.retries},     {"preemptions", r.preemptions}};
+  j["tokens"] = {{"output", r.output_tokens},
+                 {"prefill", r.prefill_tokens},
+                 {"prompt", r.prompt_tokens},
+                 {"cached", r.cached_tokens},
+                 {"output_per_s", r.output_tokens_per_s()}};
+  j["latency"] = {{"ttft", LatencyJson(r.ttft)},
+                  {"tpot", LatencyJson(r.tpot)},
+                  {"itl", LatencyJson(r.itl)},
+                  {"e2e", LatencyJson(r.e2e)},
+                  {"queueing", LatencyJson(r.queueing)}};
+  ordered_json series = ordered_json::array();
+  for (const PoolSample& s : r.pool_series) {
+    series.push_back({NsToSeconds(s.time_ns), s.pages_used, s.running, s.waiting});
+  }
+  j["pool"] = {{"pages", r.pool_pages},
+               {"page_size", r.page_size},
+               {"peak_pages_used", r.peak_pages_used},
+               {"peak_running", r.peak_running},
+               {"evicted_pages", r.evicted_pages},
+               {"cache_insert_refusals", r.cache_insert_refusals},
+               {"series_columns", {"time_s", "pages_used", "running", "waiting"}},
+               {"series", series}};
+  ordered_json aborts;
+  for (size_t code = 1; code < r.integrity.aborts.size(); ++code) {
+    aborts[AbortName(code)] = r.integrity.aborts[code];
+  }
+  ordered_json writes;
+  ordered_json reads;
+  for (size_t v = 0; v < kAccessVerdicts; ++v) {
+    writes[VerdictName(v)] = r.integrity.writes[v];
+    reads[VerdictName(v)] = r.integrity.reads[v];
+  }
+  j["integrity"] = {{"write_checks", r.integrity.write_checks},
+                    {"read_checks", r.integrity.read_checks},
+                    {"rows_checked", r.integrity.rows_checked},
+                    {"aborts", aborts},
+                    {"oracle_writes", writes},
+                    {"oracle_reads", reads}};
+  ordered_json findings = ordered_json::array();
+  for (const Finding& f : r.findings) {
+    findings.push_back({{"kind", FindingKindName(f.kind)},
+                        {"step", f.step},
+                        {"time_s", NsToSeconds(f.time_ns)},
+                        {"request", f.request},
+                        {"logical_page", f.logical_page},
+                        {"page", f.page},
+                        {"detail", f.detail}});
+  }
+  j["findings_total"] = r.findings_total;
+  j["findings"] = findings;
+  j["state_hash"] = FormatSeed(r.state_hash);
+  out << j.dump(2) << "\n";
+}
+
+void WriteRequestsCsv(const RunReport& r, std::ostream& out) {
+  out << "id,client,retry_of,phase,prompt_tokens,output_tokens,generated,cached_tokens,"
+         "preemptions,arrival_s,first_scheduled_s,first_token_s,last_token_s,end_s,reason\n";
+  const auto seconds = [](SimNs ns) {
+    return ns < 0 ? std::string() : std::to_string(NsToSeconds(ns));
+  };
+  for (const RequestRecord& q : r.requests) {
+    std::string reason = q.reason;
+    for (char& c : reason) {
+      if (c == ',' || c == '"' || c == '\n') c = ';';
+    }
+    out << q.id << ',' << q.client << ',' << q.retry_of << ',' << RequestPhaseName(q.phase) << ','
+        << q.prompt_tokens << ',' << q.output_tokens << ',' << q.generated << ',' << q.cached_tokens
+        << ',' << q.preemptions << ',' << seconds(q.arrival_ns) << ','
+        << seconds(q.first_scheduled_ns) << ',' << seconds(q.first_token_ns) << ','
+        << seconds(q.last_token_ns) << ',' << seconds(q.end_ns) << ',' << reason << '\n';
+  }
+}
+
+Result<ReplayInput> ReadReplayInput(const std::string& json_text, const std::string& path) {
+  const nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return InvalidArgumentError(path + ": not a JSON report written by kvsim run --json");
+  }
+  const auto text_at = [&](const char* section, const char* key) -> Result<std::string> {
+    const auto outer = j.find(section);
+    if (outer == j.end() || !outer->is_object()) {
+      return InvalidArgumentError(path + ": no '" + section + "' object in the report");
+    }
+    const auto inner = outer->find(key);
+    if (inner == outer->end() || !inner->is_string()) {
+      return InvalidArgumentError(path + ": no string '" + section + "." + key + "' in the report");
+    }
+    return inner->get<std::string>();
+  };
+  ReplayInput input;
+  KVSIM_ASSIGN_OR_RETURN(input.scenario_argument, text_at("scenario", "argument"));
+  KVSIM_ASSIGN_OR_RETURN(input.scenario_path, text_at("scenario", "path"));
+  KVSIM_ASSIGN_OR_RETURN(input.scenario_text, text_at("scenario", "text"));
+  KVSIM_ASSIGN_OR_RETURN(const std::string seed, text_at("run", "seed"));
+  KVSIM_ASSIGN_OR_RETURN(input.seed, ParseSeed(seed));
+  KVSIM_ASSIGN_OR_RETURN(input.mode, text_at("run", "mode"));
+  KVSIM_ASSIGN_OR_RETURN(input.backend, text_at("run", "backend"));
+  const auto hash = j.find("state_hash");
+  if (hash == j.end() || !hash->is_string()) {
+    return InvalidArgumentError(path + ": no string 'state_hash' in the report");
+  }
+  KVSIM_ASSIGN_OR_RETURN(input.state_hash, ParseSeed(hash->get<std::string>()));
+  return input;
+}
+
+}  // namespace kvsim::sim

@@ -1,0 +1,42 @@
+// A run report as JSON (the replayable artifact: the scenario's text, the seed, the mode, the
+// state hash; no wall-clock figure, so a seed gives the same bytes) and as per-request CSV.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "base/status.h"
+#include "sim/report/run_report.h"
+
+namespace kvsim::sim {
+
+// What a report carries besides the run's figures: where its scenario came from and the command
+// that reproduces it.
+struct ReportContext {
+  std::string scenario_argument;  // how the run named it: a scenario name or a path
+  std::string scenario_path;
+  std::string scenario_text;
+  std::string reproduce;  // the one-line command
+};
+
+// Writes the report as indented JSON followed by a newline.
+void WriteReportJson(const RunReport& report, const ReportContext& context, std::ostream& out);
+
+// One line per request, in the order they ended, with a header line.
+void WriteRequestsCsv(const RunReport& report, std::ostream& out);
+
+// What `kvsim replay` needs from a report.
+struct ReplayInput {
+  std::string scenario_argument;
+  std::string scenario_path;
+  std::string scenario_text;
+  uint64_t seed = 0;
+  std::string mode;
+  std::string backend;
+  uint64_t state_hash = 0;
+};
+
+// Reads a report written by WriteReportJson; errors name the file and the missing or bad field.
+Result<ReplayInput> ReadReplayInput(const std::string& json_text, const std::string& path);
+
+}  // namespace kvsim::sim

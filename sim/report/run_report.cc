@@ -1,0 +1,18 @@
+// Names in run reports.
+#include "sim/report/run_report.h"
+
+namespace kvsim::sim {
+
+const char* FindingKindName(Finding::Kind kind) {
+  switch (kind) {
+    case Finding::Kind::kSilentWrite:
+      return "silent write";
+    case Finding::Kind::kSilentRead:
+      return "silent read";
+    case Finding::Kind::kFalseAlarm:
+      return "false alarm";
+  }
+  return "unknown";
+}
+
+}  // namespace kvsim::sim

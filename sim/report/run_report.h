@@ -1,0 +1,121 @@
+// RunReport: everything one simulation run reports: what ran, per-request records, latency and
+// throughput, the integrity check's and the oracle's verdicts, findings, and the state hash that
+// a replay must reproduce.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/engine/event_queue.h"
+#include "sim/engine/run_loop.h"
+#include "sim/report/metrics.h"
+#include "sim/sched/scheduler.h"
+
+namespace kvsim::sim {
+
+// One request's life, as the per-request CSV lists it.
+struct RequestRecord {
+  int64_t id = -1;
+  int32_t client = -1;
+  int64_t retry_of = -1;
+  RequestPhase phase = RequestPhase::kFinished;
+  std::string reason;  // rejected or aborted: why
+  int32_t prompt_tokens = 0;
+  int32_t output_tokens = 0;  // the true length it would have generated
+  int32_t generated = 0;
+  int32_t cached_tokens = 0;
+  int32_t preemptions = 0;
+  SimNs arrival_ns = 0;
+  SimNs first_scheduled_ns = -1;
+  SimNs first_token_ns = -1;
+  SimNs last_token_ns = -1;
+  SimNs end_ns = -1;
+};
+
+// The verdicts of the ownership oracle on accesses that ran, in AccessVerdict order (ok, wrong
+// page, unwritten, foreign write, wrong content).
+inline constexpr int kAccessVerdicts = 5;
+
+// Something the simulated server did that it must not: an access that ran and was wrong (a silent
+// corruption), or a check that failed with no fault planted (a false alarm).
+struct Finding {
+  enum class Kind { kSilentWrite, kSilentRead, kFalseAlarm };
+  Kind kind = Kind::kSilentRead;
+  int64_t step = 0;
+  SimNs time_ns = 0;
+  int64_t request = -1;
+  int32_t logical_page = -1;
+  int32_t page = -1;
+  std::string detail;
+};
+// "silent write", "silent read", "false alarm".
+const char* FindingKindName(Finding::Kind kind);
+
+// At most this many findings are listed; all are counted.
+inline constexpr size_t kMaxListedFindings = 64;
+
+struct IntegrityCounts {
+  int64_t write_checks = 0;  // batched checks run before writes
+  int64_t read_checks = 0;
+  int64_t rows_checked = 0;
+  std::array<int64_t, 6> aborts{};  // by TagCheckCode
+  // Oracle verdicts: per token written and per page read, of the rows that ran.
+  std::array<int64_t, kAccessVerdicts> writes{};
+  std::array<int64_t, kAccessVerdicts> reads{};
+};
+
+struct RunReport {
+  std::string scenario;
+  uint64_t seed = 0;
+  std::string mode;     // "timing" or "kernel"
+  std::string backend;  // "cpu", "cuda"
+  std::string tracker;  // "noop" or "tag"
+  bool oracle = false;
+
+  StopReason stop = StopReason::kDrained;
+  int64_t events = 0;
+  int64_t steps = 0;
+  SimNs end_ns = 0;
+
+  int64_t arrived = 0;
+  int64_t finished = 0;
+  int64_t cancelled = 0;
+  int64_t rejected = 0;
+  int64_t aborted = 0;
+  int64_t unfinished = 0;  // still waiting or running when the run stopped
+  int64_t retries = 0;
+  int64_t preemptions = 0;
+  int64_t evicted_pages = 0;
+  int64_t cache_insert_refusals = 0;
+
+  int64_t output_tokens = 0;   // tokens generated
+  int64_t prefill_tokens = 0;  // prompt (and recomputed) tokens computed
+  int64_t prompt_tokens = 0;   // of admitted requests, at their first admission
+  int64_t cached_tokens = 0;   // of those, served from the prefix cache
+  int32_t peak_running = 0;
+  int32_t peak_pages_used = 0;
+  int32_t pool_pages = 0;
+  int32_t page_size = 0;
+
+  LatencySummary ttft;
+  LatencySummary tpot;
+  LatencySummary itl;
+  LatencySummary e2e;
+  LatencySummary queueing;
+  std::vector<PoolSample> pool_series;
+
+  IntegrityCounts integrity;
+  int64_t findings_total = 0;
+  std::vector<Finding> findings;  // the first kMaxListedFindings
+
+  uint64_t state_hash = 0;
+  std::vector<RequestRecord> requests;  // in the order they ended
+
+  double output_tokens_per_s() const {
+    return end_ns > 0 ? static_cast<double>(output_tokens) / NsToSeconds(end_ns) : 0;
+  }
+};
+
+}  // namespace kvsim::sim

@@ -1,0 +1,321 @@
+// Scenario YAML, field by field.
+#include "sim/scenario/scenario.h"
+
+#include <cmath>
+#include <fstream>
+#include <utility>
+#include <vector>
+
+#include "base/seed.h"
+#include "model/yaml_reader.h"
+
+namespace kvsim::sim {
+namespace {
+
+using model::YamlMap;
+
+constexpr int64_t kMaxMs = int64_t{1} << 40;
+
+int64_t PartsPerMillion(double probability) {
+  return static_cast<int64_t>(std::llround(probability * kPartsPerMillion));
+}
+
+SimNs Milliseconds(int64_t ms) { return ms * 1'000'000; }
+
+Result<LengthSpec> ParseLength(const YamlMap& parent, const std::string& key) {
+  KVSIM_ASSIGN_OR_RETURN(const YamlMap map, parent.Map(key));
+  KVSIM_ASSIGN_OR_RETURN(const std::string dist,
+                         map.Enum("dist", {"fixed", "uniform", "lognormal", "zipf"}));
+  LengthSpec spec;
+  if (dist == "fixed") {
+    KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"dist", "value"}));
+    spec.kind = LengthKind::kFixed;
+    KVSIM_ASSIGN_OR_RETURN(const int64_t value, map.Int("value", 1, kMaxLengthTokens));
+    spec.value = static_cast<int32_t>(value);
+    return spec;
+  }
+  KVSIM_ASSIGN_OR_RETURN(const int64_t min, map.Int("min", 1, kMaxLengthTokens));
+  KVSIM_ASSIGN_OR_RETURN(const int64_t max, map.Int("max", min, kMaxLengthTokens));
+  spec.min = static_cast<int32_t>(min);
+  spec.max = static_cast<int32_t>(max);
+  if (dist == "uniform") {
+    KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"dist", "min", "max"}));
+    spec.kind = LengthKind::kUniform;
+  } else if (dist == "lognormal") {
+    KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"dist", "min", "max", "median", "sigma"}));
+    spec.kind = LengthKind::kLogNormal;
+    KVSIM_ASSIGN_OR_RETURN(spec.median, map.Double("median", 1, kMaxLengthTokens));
+    KVSIM_ASSIGN_OR_RETURN(spec.sigma, map.Double("sigma", 0, 10));
+  } else {
+    KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"dist", "min", "max", "s"}));
+    spec.kind = LengthKind::kZipf;
+    KVSIM_ASSIGN_OR_RETURN(spec.zipf_s, map.Double("s", 1e-6, 10));
+    if (max - min + 1 > kMaxZipfSupport) {
+      return map.Error("max", "a Zipf length spans at most " + std::to_string(kMaxZipfSupport) +
+                                  " values (max - min + 1)");
+    }
+  }
+  return spec;
+}
+
+Result<ArrivalSpec> ParseArrival(const YamlMap& map) {
+  KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"process", "rate", "cv", "burst_size"}));
+  ArrivalSpec spec;
+  KVSIM_ASSIGN_OR_RETURN(const std::string process,
+                         map.Enum("process", {"poisson", "gamma", "burst", "fixed_rate"}));
+  spec.kind = process == "poisson" ? ArrivalKind::kPoisson
+              : process == "gamma" ? ArrivalKind::kGamma
+              : process == "burst" ? ArrivalKind::kBurst
+                                   : ArrivalKind::kFixedRate;
+  KVSIM_ASSIGN_OR_RETURN(spec.rate_per_s, map.Double("rate", 1e-9, 1e7));
+  if (spec.kind == ArrivalKind::kGamma) {
+    KVSIM_ASSIGN_OR_RETURN(spec.cv, map.Double("cv", 0.011, 100));
+  } else if (map.Has("cv")) {
+    return map.Error("cv", "only gamma arrivals take a coefficient of variation");
+  }
+  if (spec.kind == ArrivalKind::kBurst) {
+    KVSIM_ASSIGN_OR_RETURN(const int64_t size, map.Int("burst_size", 1, 1 << 20));
+    spec.burst_size = static_cast<int32_t>(size);
+  } else if (map.Has("burst_size")) {
+    return map.Error("burst_size", "only burst arrivals take a burst size");
+  }
+  return spec;
+}
+
+Status ParseWorkload(const YamlMap& map, WorkloadSpec& w) {
+  KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"loop", "requests", "clients", "think_ms", "arrival",
+                                            "prompt_tokens", "output_tokens", "max_new_tokens",
+                                            "shared_prefix", "sessions", "cancel"}));
+  KVSIM_ASSIGN_OR_RETURN(const std::string loop, map.Enum("loop", {"closed", "open"}));
+  w.loop = loop == "open" ? LoopKind::kOpen : LoopKind::kClosed;
+  KVSIM_ASSIGN_OR_RETURN(w.requests, map.Int("requests", 1, kMaxRequests));
+  if (w.loop == LoopKind::kClosed) {
+    KVSIM_ASSIGN_OR_RETURN(const int64_t clients, map.Int("clients", 1, kMaxClients));
+    w.clients = static_cast<int32_t>(clients);
+    KVSIM_ASSIGN_OR_RETURN(const int64_t think, map.IntOr("think_ms", 0, 0, kMaxMs));
+    w.think_ns = Milliseconds(think);
+    if (map.Has("arrival")) return map.Error("arrival", "a closed loop has no arrival process");
+  } else {
+    KVSIM_ASSIGN_OR_RETURN(const YamlMap arrival, map.Map("arrival"));
+    KVSIM_ASSIGN_OR_RETURN(w.arrival, ParseArrival(arrival));
+    for (const char* key : {"clients", "think_ms", "sessions"}) {
+      if (map.Has(key)) return map.Error(key, "only a closed loop takes this field");
+    }
+  }
+  KVSIM_ASSIGN_OR_RETURN(w.prompt_tokens, ParseLength(map, "prompt_tokens"));
+  KVSIM_ASSIGN_OR_RETURN(w.output_tokens, ParseLength(map, "output_tokens"));
+  KVSIM_ASSIGN_OR_RETURN(const int64_t max_new,
+                         map.IntOr("max_new_tokens", 0, 0, kMaxLengthTokens));
+  w.max_new_tokens = static_cast<int32_t>(max_new);
+  if (w.max_new_tokens != 0 && w.max_new_tokens < w.output_tokens.upper()) {
+    return map.Error("max_new_tokens", "must be at least the longest output drawn (" +
+                                           std::to_string(w.output_tokens.upper()) + ")");
+  }
+  if (map.Has("shared_prefix")) {
+    KVSIM_ASSIGN_OR_RETURN(const YamlMap shared, map.Map("shared_prefix"));
+    KVSIM_RETURN_IF_ERROR(shared.CheckKnownKeys({"groups", "tokens", "share", "zipf_s"}));
+    KVSIM_ASSIGN_OR_RETURN(const int64_t groups, shared.Int("groups", 1, 1 << 20));
+    KVSIM_ASSIGN_OR_RETURN(const int64_t tokens, shared.Int("tokens", 1, kMaxLengthTokens));
+    KVSIM_ASSIGN_OR_RETURN(const double share, shared.Double("share", 0, 1));
+    w.shared_prefix.groups = static_cast<int32_t>(groups);
+    w.shared_prefix.tokens = static_cast<int32_t>(tokens);
+    w.shared_prefix.share_ppm = PartsPerMillion(share);
+    if (shared.Has("zipf_s")) {
+      KVSIM_ASSIGN_OR_RETURN(w.shared_prefix.zipf_s, shared.Double("zipf_s", 0, 10));
+    }
+  }
+  if (map.Has("sessions")) {
+    KVSIM_ASSIGN_OR_RETURN(const YamlMap sessions, map.Map("sessions"));
+    KVSIM_RETURN_IF_ERROR(sessions.CheckKnownKeys({"turns", "think_ms"}));
+    SessionSpec session;
+    KVSIM_ASSIGN_OR_RETURN(session.turns, ParseLength(sessions, "turns"));
+    KVSIM_ASSIGN_OR_RETURN(const int64_t think, sessions.IntOr("think_ms", 0, 0, kMaxMs));
+    session.think_ns = Milliseconds(think);
+    w.sessions = session;
+  }
+  if (map.Has("cancel")) {
+    KVSIM_ASSIGN_OR_RETURN(const YamlMap cancel, map.Map("cancel"));
+    KVSIM_RETURN_IF_ERROR(cancel.CheckKnownKeys(
+        {"probability", "at_page_boundary", "after_ms", "retry", "retry_delay_ms"}));
+    KVSIM_ASSIGN_OR_RETURN(const double probability, cancel.Double("probability", 0, 1));
+    w.cancel.probability_ppm = PartsPerMillion(probability);
+    KVSIM_ASSIGN_OR_RETURN(w.cancel.at_page_boundary, cancel.BoolOr("at_page_boundary", false));
+    if (w.cancel.at_page_boundary == cancel.Has("after_ms")) {
+      return cancel.Error("after_ms",
+                          "say when a cancellation comes: after_ms (a length distribution in "
+                          "milliseconds) or at_page_boundary: true, not both");
+    }
+    if (!w.cancel.at_page_boundary) {
+      KVSIM_ASSIGN_OR_RETURN(w.cancel.after_ms, ParseLength(cancel, "after_ms"));
+    }
+    if (cancel.Has("retry")) {
+      KVSIM_ASSIGN_OR_RETURN(const double retry, cancel.Double("retry", 0, 1));
+      w.cancel.retry_ppm = PartsPerMillion(retry);
+    }
+    KVSIM_ASSIGN_OR_RETURN(const int64_t delay, cancel.IntOr("retry_delay_ms", 0, 0, kMaxMs));
+    w.cancel.retry_delay_ns = Milliseconds(delay);
+  }
+  return Status::Ok();
+}
+
+Status ParseScheduler(const YamlMap& map, SchedulerConfig& s) {
+  KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"reservation", "max_running", "token_budget",
+                                            "chunked_prefill", "watermark_pages", "preemption",
+                                            "prefix_cache", "eviction", "max_model_tokens"}));
+  if (map.Has("reservation")) {
+    KVSIM_ASSIGN_OR_RETURN(const std::string text, map.Enum("reservation", {"full", "prompt"}));
+    s.reservation = *ParseReservation(text);
+  }
+  KVSIM_ASSIGN_OR_RETURN(const int64_t running,
+                         map.IntOr("max_running", s.max_running, 1, kMaxSchedulerRequests));
+  s.max_running = static_cast<int32_t>(running);
+  KVSIM_ASSIGN_OR_RETURN(const int64_t budget,
+                         map.IntOr("token_budget", s.token_budget, 1, 1 << 24));
+  s.token_budget = static_cast<int32_t>(budget);
+  KVSIM_ASSIGN_OR_RETURN(s.chunked_prefill, map.BoolOr("chunked_prefill", s.chunked_prefill));
+  KVSIM_ASSIGN_OR_RETURN(const int64_t watermark,
+                         map.IntOr("watermark_pages", 0, 0, kMaxPoolPages));
+  s.watermark_pages = static_cast<int32_t>(watermark);
+  if (map.Has("preemption")) {
+    KVSIM_ASSIGN_OR_RETURN(const std::string text,
+                           map.Enum("preemption", {"newest", "most_pages"}));
+    s.victim = *ParsePreemptionVictim(text);
+  }
+  KVSIM_ASSIGN_OR_RETURN(s.prefix_cache, map.BoolOr("prefix_cache", s.prefix_cache));
+  if (map.Has("eviction")) {
+    KVSIM_ASSIGN_OR_RETURN(const std::string text, map.Enum("eviction", {"lru", "lfu"}));
+    s.eviction = text == "lru" ? EvictionPolicy::kLru : EvictionPolicy::kLfu;
+  }
+  KVSIM_ASSIGN_OR_RETURN(const int64_t model_tokens,
+                         map.IntOr("max_model_tokens", 0, 0, INT32_MAX));
+  if (model_tokens > 0) s.max_model_tokens = static_cast<int32_t>(model_tokens);
+  return Status::Ok();
+}
+
+Status ParsePool(const YamlMap& map, Scenario& scenario) {
+  KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"pages", "reuse", "dummy_page"}));
+  KVSIM_ASSIGN_OR_RETURN(const int64_t pages, map.IntOr("pages", 0, 0, kMaxPoolPages));
+  scenario.pool_pages = static_cast<int32_t>(pages);
+  PagePoolConfig& pool = scenario.server.scheduler.pool;
+  if (map.Has("reuse")) {
+    KVSIM_ASSIGN_OR_RETURN(const std::string reuse, map.Enum("reuse", {"lifo", "fifo"}));
+    pool.reuse_order = reuse == "lifo" ? ReuseOrder::kLifo : ReuseOrder::kFifo;
+  }
+  KVSIM_ASSIGN_OR_RETURN(pool.reserve_dummy_page, map.BoolOr("dummy_page", false));
+  return Status::Ok();
+}
+
+Status ParseIntegrity(const YamlMap& map, Scenario& scenario) {
+  KVSIM_RETURN_IF_ERROR(
+      map.CheckKnownKeys({"tracker", "check_writes", "tag_bits", "tag_policy", "oracle"}));
+  ServerConfig& server = scenario.server;
+  if (map.Has("tracker")) {
+    KVSIM_ASSIGN_OR_RETURN(const std::string tracker, map.Enum("tracker", {"noop", "tag"}));
+    server.tag_tracker = tracker == "tag";
+  }
+  KVSIM_ASSIGN_OR_RETURN(server.check_writes, map.BoolOr("check_writes", true));
+  TagConfig& tags = server.scheduler.pool.tags;
+  if (map.Has("tag_bits")) {
+    KVSIM_ASSIGN_OR_RETURN(const std::string bits,
+                           map.Enum("tag_bits", {"2", "4", "8", "16", "32", "64"}));
+    tags.width_bits = std::stoi(bits);
+  }
+  if (map.Has("tag_policy")) {
+    KVSIM_ASSIGN_OR_RETURN(const std::string policy,
+                           map.Enum("tag_policy", {"generation", "random"}));
+    tags.policy = policy == "generation" ? TagPolicy::kGeneration : TagPolicy::kRandom;
+  }
+  KVSIM_ASSIGN_OR_RETURN(scenario.oracle, map.BoolOr("oracle", false));
+  return Status::Ok();
+}
+
+Status ParseLimits(const YamlMap& map, RunLimits& limits) {
+  KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"max_time_s", "max_events", "sweep_every"}));
+  if (map.Has("max_time_s")) {
+    KVSIM_ASSIGN_OR_RETURN(const double seconds, map.Double("max_time_s", 1e-9, 9e9));
+    limits.max_time_ns = SecondsToNs(seconds);
+  }
+  if (map.Has("max_events")) {
+    KVSIM_ASSIGN_OR_RETURN(limits.max_events, map.Int("max_events", 1, INT64_MAX));
+  }
+  KVSIM_ASSIGN_OR_RETURN(limits.sweep_every_events,
+                         map.IntOr("sweep_every", limits.sweep_every_events, 1, INT64_MAX));
+  return Status::Ok();
+}
+
+}  // namespace
+
+const char* RunModeName(RunMode mode) { return mode == RunMode::kTiming ? "timing" : "kernel"; }
+
+Result<RunMode> ParseRunMode(const std::string& text) {
+  if (text == "timing") return RunMode::kTiming;
+  if (text == "kernel") return RunMode::kKernel;
+  return InvalidArgumentError("unknown mode '" + text + "'; allowed: timing, kernel");
+}
+
+Result<Scenario> ParseScenario(const std::string& text, const std::string& path) {
+  KVSIM_ASSIGN_OR_RETURN(const YamlMap root, YamlMap::LoadString(text, path));
+  KVSIM_RETURN_IF_ERROR(
+      root.CheckKnownKeys({"name", "description", "seed", "mode", "deployment", "calibration",
+                           "pool", "scheduler", "workload", "integrity", "limits"}));
+  Scenario scenario;
+  scenario.path = path;
+  scenario.text = text;
+  KVSIM_ASSIGN_OR_RETURN(scenario.name, root.String("name"));
+  if (root.Has("description")) {
+    KVSIM_ASSIGN_OR_RETURN(scenario.description, root.String("description"));
+  }
+  if (root.Has("seed")) {
+    KVSIM_ASSIGN_OR_RETURN(const std::string seed, root.String("seed"));
+    Result<uint64_t> parsed = ParseSeed(seed);
+    if (!parsed.ok()) return root.Error("seed", parsed.status().message());
+    scenario.seed = *parsed;
+  }
+  if (root.Has("mode")) {
+    KVSIM_ASSIGN_OR_RETURN(const std::string mode, root.Enum("mode", {"timing", "kernel"}));
+    scenario.mode = *ParseRunMode(mode);
+  }
+  KVSIM_ASSIGN_OR_RETURN(const YamlMap deployment, root.Map("deployment"));
+  KVSIM_RETURN_IF_ERROR(model::ApplyPlanFields(scenario.deployment, deployment));
+  if (root.Has("calibration")) {
+    KVSIM_ASSIGN_OR_RETURN(scenario.calibration, root.String("calibration"));
+  }
+  if (root.Has("pool")) {
+    KVSIM_ASSIGN_OR_RETURN(const YamlMap pool, root.Map("pool"));
+    KVSIM_RETURN_IF_ERROR(ParsePool(pool, scenario));
+  }
+  if (root.Has("scheduler")) {
+    KVSIM_ASSIGN_OR_RETURN(const YamlMap scheduler, root.Map("scheduler"));
+    KVSIM_RETURN_IF_ERROR(ParseScheduler(scheduler, scenario.server.scheduler));
+  }
+  KVSIM_ASSIGN_OR_RETURN(const YamlMap workload, root.Map("workload"));
+  KVSIM_RETURN_IF_ERROR(ParseWorkload(workload, scenario.server.workload));
+  if (root.Has("integrity")) {
+    KVSIM_ASSIGN_OR_RETURN(const YamlMap integrity, root.Map("integrity"));
+    KVSIM_RETURN_IF_ERROR(ParseIntegrity(integrity, scenario));
+  }
+  if (root.Has("limits")) {
+    KVSIM_ASSIGN_OR_RETURN(const YamlMap limits, root.Map("limits"));
+    KVSIM_RETURN_IF_ERROR(ParseLimits(limits, scenario.server.limits));
+  }
+  const Status valid = ValidateWorkloadSpec(scenario.server.workload);
+  if (!valid.ok()) return root.Error("workload", valid.message());
+  return scenario;
+}
+
+Result<Scenario> LoadScenario(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError(path + ": cannot open the scenario file");
+  // Reading stops one byte past 1 MiB, so an endless input is refused instead of read forever.
+  constexpr size_t kMaxBytes = size_t{1} << 20;
+  std::string text(kMaxBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (in.bad()) return InvalidArgumentError(path + ": cannot read the scenario file");
+  if (text.size() > kMaxBytes) {
+    return InvalidArgumentError(path + ": larger than 1 MiB; not a scenario file");
+  }
+  return ParseScenario(text, path);
+}
+
+}  // namespace kvsim::sim

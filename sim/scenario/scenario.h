@@ -1,0 +1,49 @@
+// Scenario: a simulation run described in YAML (configs/scenarios/*.yaml): the deployment whose
+// step time and KV capacity the server has, the pool, the scheduler's policies, the workload,
+// the integrity check and the oracle, and the run's limits. Every error names the file, line,
+// column and field and says what is allowed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+#include "model/plan_settings.h"
+#include "sim/server/server.h"
+
+namespace kvsim::sim {
+
+// How a run executes each step.
+enum class RunMode {
+  kTiming,  // bookkeeping only: no K/V values; step times from the step-time model
+  kKernel,  // every step also runs the data plane through the real kernels (not in this version)
+};
+// "timing", "kernel".
+const char* RunModeName(RunMode mode);
+Result<RunMode> ParseRunMode(const std::string& text);
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::string path;  // the file it was read from
+  std::string text;  // the file's text, so that a report can be replayed from itself
+  uint64_t seed = 0;
+  RunMode mode = RunMode::kTiming;
+  // The deployment the server is one KV pool of, as `kvsim plan` takes it, and the calibration
+  // that fits its step-time model.
+  model::PlanSettings deployment;
+  std::string calibration = "kimi-k2.6-8xh200";
+  // 0: the pool holds as many pages as the deployment's KV capacity per pool.
+  int32_t pool_pages = 0;
+  bool oracle = false;  // the ownership oracle audits every access
+  // The server's scheduler, workload, tracker and limits. scheduler.pool.num_pages and
+  // scheduler.page_size are set when the scenario is prepared (pool_pages, the deployment).
+  ServerConfig server;
+};
+
+// Parses scenario YAML `text` read from `path`.
+Result<Scenario> ParseScenario(const std::string& text, const std::string& path);
+// Reads and parses a scenario file.
+Result<Scenario> LoadScenario(const std::string& path);
+
+}  // namespace kvsim::sim

@@ -1,0 +1,427 @@
+// Continuous batching: step formation, admission, page grants, eviction, preemption, prefix
+// caching and request ends.
+#include "sim/sched/scheduler.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "base/check.h"
+
+namespace kvsim::sim {
+
+const char* RequestPhaseName(RequestPhase phase) {
+  switch (phase) {
+    case RequestPhase::kWaiting:
+      return "waiting";
+    case RequestPhase::kRunning:
+      return "running";
+    case RequestPhase::kFinished:
+      return "finished";
+    case RequestPhase::kCancelled:
+      return "cancelled";
+    case RequestPhase::kRejected:
+      return "rejected";
+    case RequestPhase::kAborted:
+      return "aborted";
+  }
+  return "unknown";
+}
+
+Result<Scheduler> Scheduler::Create(const SchedulerConfig& config) {
+  KVSIM_RETURN_IF_ERROR(ValidateSchedulerConfig(config));
+  KVSIM_ASSIGN_OR_RETURN(PagePool pool, PagePool::Create(config.pool));
+  PrefixCacheConfig cache_config;
+  cache_config.page_size = config.page_size;
+  cache_config.eviction = config.eviction;
+  KVSIM_ASSIGN_OR_RETURN(PrefixCache cache, PrefixCache::Create(cache_config, pool.num_pages()));
+  return Scheduler(config, std::move(pool), std::move(cache));
+}
+
+Scheduler::Scheduler(const SchedulerConfig& config, PagePool pool, PrefixCache cache)
+    : config_(config), pool_(std::move(pool)), cache_(std::move(cache)) {}
+
+int32_t Scheduler::PagesFor(int64_t tokens) const {
+  return static_cast<int32_t>((tokens + config_.page_size - 1) / config_.page_size);
+}
+
+int32_t Scheduler::Enqueue(const RequestSpec& spec) {
+  KVSIM_CHECK_GE(spec.prompt_tokens, 1);
+  KVSIM_CHECK_GE(spec.max_new_tokens, spec.output_tokens);
+  int32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    KVSIM_CHECK_LT(requests_.size(), static_cast<size_t>(kMaxSchedulerRequests))
+        << "more requests held at once than the scheduler allows";
+    slot = static_cast<int32_t>(requests_.size());
+    requests_.emplace_back();
+  }
+  SimRequest& r = requests_[static_cast<size_t>(slot)];
+  r = SimRequest();
+  r.spec = spec;
+  r.prefill_end = spec.prompt_tokens;
+  waiting_.push_back(slot);
+  return slot;
+}
+
+std::string Scheduler::NeverFits(const SimRequest& r) const {
+  const int64_t longest = int64_t{r.spec.prompt_tokens} + r.spec.max_new_tokens;
+  if (longest > config_.max_model_tokens) {
+    return "prompt + max_new_tokens = " + std::to_string(longest) + " tokens exceeds the model's " +
+           std::to_string(config_.max_model_tokens);
+  }
+  const int64_t usable = int64_t{pool_.capacity()} - config_.watermark_pages;
+  if (PagesFor(longest) > usable) {
+    return "prompt + max_new_tokens = " + std::to_string(longest) + " tokens needs " +
+           std::to_string(PagesFor(longest)) + " pages; the pool has " + std::to_string(usable) +
+           " usable";
+  }
+  if (!config_.chunked_prefill && r.num_tokens() > config_.token_budget) {
+    return "a prompt of " + std::to_string(r.num_tokens()) + " tokens exceeds the token budget (" +
+           std::to_string(config_.token_budget) + ") and chunked prefill is off";
+  }
+  return "";
+}
+
+void Scheduler::GrantNewPage(int32_t slot, GrantObserver* observer) {
+  SimRequest& r = requests_[static_cast<size_t>(slot)];
+  Result<PageGrant> grant = pool_.Allocate();
+  KVSIM_CHECK(grant.ok()) << grant.status().ToString();
+  const int32_t logical = static_cast<int32_t>(r.recorded.size());
+  r.recorded.push_back(*grant);
+  r.block_row.push_back(grant->page);
+  if (r.reserved_pages > 0) {
+    --r.reserved_pages;
+    --reserved_total_;
+  }
+  if (observer != nullptr) {
+    observer->OnAllocate(grant->page);
+    observer->OnGrant(slot, logical, grant->page);
+  }
+}
+
+bool Scheduler::MakeRoom(size_t protect, GrantObserver* observer, StepPlan& plan) {
+  if (cache_.evictable_pages() > 0) {
+    Result<int32_t> evicted = cache_.Evict(1, pool_);
+    KVSIM_CHECK(evicted.ok()) << evicted.status().ToString();
+    plan.evicted_pages += *evicted;
+    return *evicted > 0;
+  }
+  // Requests after `protect` have not been scheduled in this step.
+  int32_t victim = -1;
+  for (size_t i = protect + 1; i < running_.size(); ++i) {
+    const int32_t candidate = running_[i];
+    if (victim < 0 || config_.victim == PreemptionVictim::kNewest ||
+        requests_[static_cast<size_t>(candidate)].recorded.size() >=
+            requests_[static_cast<size_t>(victim)].recorded.size()) {
+      victim = candidate;
+    }
+  }
+  if (victim < 0) return false;
+  Preempt(victim, observer);
+  ++plan.preempted;
+  return true;
+}
+
+bool Scheduler::EnsurePages(int32_t slot, int32_t end_tokens, size_t protect,
+                            GrantObserver* observer, StepPlan& plan) {
+  const size_t needed = static_cast<size_t>(PagesFor(end_tokens));
+  while (requests_[static_cast<size_t>(slot)].recorded.size() < needed) {
+    const SimRequest& r = requests_[static_cast<size_t>(slot)];
+    // A page this request reserved, or a free page beyond everyone's reservations.
+    const bool free_for_it =
+        pool_.pages_free() > 0 && (r.reserved_pages > 0 || pool_.pages_free() > reserved_total_);
+    if (free_for_it) {
+      GrantNewPage(slot, observer);
+      continue;
+    }
+    if (!MakeRoom(protect, observer, plan)) {
+      Preempt(slot, observer);
+      ++plan.preempted;
+      return false;
+    }
+  }
+  return true;
+}
+
+void Scheduler::ReleaseAll(int32_t slot, GrantObserver* observer) {
+  SimRequest& r = requests_[static_cast<size_t>(slot)];
+  for (const PageGrant& grant : r.recorded) {
+    const Status released = pool_.Release(grant.page);
+    KVSIM_CHECK(released.ok()) << released.ToString();
+  }
+  if (r.locked != kNoNode) {
+    const Status unlocked = cache_.Unlock(r.locked);
+    KVSIM_CHECK(unlocked.ok()) << unlocked.ToString();
+    r.locked = kNoNode;
+  }
+  r.recorded.clear();
+  r.block_row.clear();
+  reserved_total_ -= r.reserved_pages;
+  r.reserved_pages = 0;
+  if (observer != nullptr) observer->OnReleaseAll(slot);
+}
+
+void Scheduler::RemoveFromRunning(int32_t slot) {
+  const auto at = std::find(running_.begin(), running_.end(), slot);
+  KVSIM_CHECK(at != running_.end()) << "slot " << slot << " is not running";
+  running_.erase(at);
+}
+
+void Scheduler::Preempt(int32_t slot, GrantObserver* observer) {
+  SimRequest& r = requests_[static_cast<size_t>(slot)];
+  KVSIM_CHECK(r.phase == RequestPhase::kRunning);
+  ReleaseAll(slot, observer);
+  RemoveFromRunning(slot);
+  // Recompute: the prompt and the output so far are prefilled again on readmission.
+  r.computed = 0;
+  r.prefill_end = r.num_tokens();
+  r.phase = RequestPhase::kWaiting;
+  r.in_step = false;
+  ++r.preemptions;
+  waiting_.push_front(slot);
+}
+
+void Scheduler::End(int32_t slot, RequestPhase phase, SimNs now, GrantObserver* observer) {
+  SimRequest& r = requests_[static_cast<size_t>(slot)];
+  if (r.phase == RequestPhase::kRunning) {
+    ReleaseAll(slot, observer);
+    RemoveFromRunning(slot);
+  }
+  r.phase = phase;
+  r.in_step = false;
+  r.cancel_pending = false;
+  r.end_ns = now;
+}
+
+int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, GrantObserver* observer, StepPlan& plan,
+                             std::vector<RequestEnd>& ended) {
+  const int32_t slot = waiting_.front();
+  SimRequest& r = requests_[static_cast<size_t>(slot)];
+  const std::string never = NeverFits(r);
+  if (!never.empty()) {
+    waiting_.pop_front();
+    End(slot, RequestPhase::kRejected, now, observer);
+    r.end_reason = never;
+    ++plan.rejected;
+    ended.push_back({slot, RequestPhase::kRejected});
+    return 0;
+  }
+  PrefixMatch match;
+  if (config_.prefix_cache) {
+    // At least the last token is computed, so the match covers at most the tokens before it.
+    tokens_.clear();
+    AppendTokens(SequenceSegments(r.spec), r.num_tokens() - 1, tokens_);
+    match = cache_.Match(r.spec.namespace_key, tokens_);
+    KVSIM_CHECK(cache_.Lock(match.node).ok());
+  }
+  const int32_t matched = static_cast<int32_t>(match.pages.size());
+  const int32_t start = matched * config_.page_size;
+  const int32_t want = r.num_tokens() - start;
+  const int32_t tokens = std::min(want, budget);
+  const int32_t pages_now = PagesFor(start + tokens) - matched;
+  const int32_t pages_total =
+      PagesFor(int64_t{r.spec.prompt_tokens} + r.spec.max_new_tokens) - matched;
+  const int32_t required = config_.reservation == Reservation::kFull ? pages_total : pages_now;
+  const int64_t available = int64_t{pool_.pages_free()} + cache_.evictable_pages() -
+                            reserved_total_ - config_.watermark_pages;
+  if ((!config_.chunked_prefill && want > budget) || available < required) {
+    KVSIM_CHECK(cache_.Unlock(match.node).ok());
+    return -1;
+  }
+  waiting_.pop_front();
+  running_.push_back(slot);
+  r.phase = RequestPhase::kRunning;
+  r.locked = match.node;
+  for (int32_t i = 0; i < matched; ++i) {
+    const PageGrant& grant = match.pages[static_cast<size_t>(i)];
+    KVSIM_CHECK(pool_.Share(grant.page).ok());
+    r.recorded.push_back(grant);
+    r.block_row.push_back(grant.page);
+    if (observer != nullptr) observer->OnGrant(slot, i, grant.page);
+  }
+  r.computed = start;
+  if (r.preemptions == 0) r.cached_tokens = start;
+  if (config_.reservation == Reservation::kFull) {
+    r.reserved_pages = pages_total;
+    reserved_total_ += pages_total;
+  }
+  // The availability check covers these pages; admission never preempts.
+  KVSIM_CHECK(EnsurePages(slot, start + tokens, running_.size(), observer, plan))
+      << "admission ran out of pages it had counted";
+  r.in_step = true;
+  if (r.first_scheduled_ns < 0) r.first_scheduled_ns = now;
+  plan.rows.push_back({slot, start, tokens});
+  ++plan.admitted;
+  return tokens;
+}
+
+StepPlan Scheduler::ScheduleStep(SimNs now, GrantObserver* observer,
+                                 std::vector<RequestEnd>& ended) {
+  StepPlan plan;
+  int32_t budget = config_.token_budget;
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    const int32_t slot = running_[i];
+    SimRequest& r = requests_[static_cast<size_t>(slot)];
+    const int32_t want = r.num_tokens() - r.computed;
+    KVSIM_CHECK_GE(want, 1) << "a running request with nothing to compute";
+    if (!config_.chunked_prefill && want > budget) continue;
+    const int32_t tokens = std::min(want, budget);
+    if (!EnsurePages(slot, r.computed + tokens, i, observer, plan)) break;
+    r.in_step = true;
+    if (r.first_scheduled_ns < 0) r.first_scheduled_ns = now;
+    plan.rows.push_back({slot, r.computed, tokens});
+    budget -= tokens;
+  }
+  // As vLLM v1: a step that had to preempt admits nobody.
+  while (plan.preempted == 0 && budget > 0 && !waiting_.empty() &&
+         static_cast<int32_t>(running_.size()) < config_.max_running) {
+    const int32_t tokens = AdmitHead(budget, now, observer, plan, ended);
+    if (tokens < 0) break;
+    budget -= tokens;
+  }
+  return plan;
+}
+
+void Scheduler::CachePrefill(int32_t slot, GrantObserver* observer) {
+  SimRequest& r = requests_[static_cast<size_t>(slot)];
+  const int32_t pages = r.computed / config_.page_size;
+  if (pages == 0) return;
+  tokens_.clear();
+  AppendTokens(SequenceSegments(r.spec), pages * config_.page_size, tokens_);
+  const std::vector<PageGrant> grants(r.recorded.begin(), r.recorded.begin() + pages);
+  if (!cache_.Insert(r.spec.namespace_key, tokens_, grants, pool_).ok()) {
+    ++cache_insert_refusals_;
+    return;
+  }
+  // Pages another request cached first replace this request's copies of the same tokens.
+  const PrefixMatch match = cache_.Match(r.spec.namespace_key, tokens_);
+  KVSIM_CHECK_EQ(match.pages.size(), static_cast<size_t>(pages));
+  for (int32_t i = 0; i < pages; ++i) {
+    const PageGrant& cached = match.pages[static_cast<size_t>(i)];
+    PageGrant& own = r.recorded[static_cast<size_t>(i)];
+    if (cached.page == own.page) continue;
+    KVSIM_CHECK(pool_.Release(own.page).ok());
+    KVSIM_CHECK(pool_.Share(cached.page).ok());
+    own = cached;
+    r.block_row[static_cast<size_t>(i)] = cached.page;
+    if (observer != nullptr) observer->OnGrant(slot, i, cached.page);
+  }
+  KVSIM_CHECK(cache_.Lock(match.node).ok());
+  if (r.locked != kNoNode) {
+    KVSIM_CHECK(cache_.Unlock(r.locked).ok());
+  }
+  r.locked = match.node;
+}
+
+void Scheduler::CompleteStep(const StepPlan& plan, const std::vector<bool>& ran, SimNs now,
+                             GrantObserver* observer, std::vector<RequestEnd>& ended) {
+  KVSIM_CHECK_EQ(ran.size(), plan.rows.size());
+  for (size_t i = 0; i < plan.rows.size(); ++i) {
+    if (!ran[i]) continue;
+    const ScheduledRow& row = plan.rows[i];
+    SimRequest& r = requests_[static_cast<size_t>(row.slot)];
+    KVSIM_CHECK(r.in_step && r.phase == RequestPhase::kRunning) << "slot " << row.slot;
+    KVSIM_CHECK_EQ(r.computed, row.first_token);
+    r.in_step = false;
+    r.computed += row.tokens;
+    if (r.computed == r.num_tokens()) {
+      if (row.first_token < r.prefill_end && config_.prefix_cache) {
+        CachePrefill(row.slot, observer);
+      }
+      ++r.generated;
+      if (r.first_token_ns < 0) r.first_token_ns = now;
+      r.last_token_ns = now;
+      if (r.generated == r.spec.output_tokens) {
+        End(row.slot, RequestPhase::kFinished, now, observer);
+        ended.push_back({row.slot, RequestPhase::kFinished});
+        continue;
+      }
+    }
+    const bool at_boundary = r.spec.page_boundary_cancel && r.computed % config_.page_size == 0;
+    if (r.cancel_pending || at_boundary) {
+      End(row.slot, RequestPhase::kCancelled, now, observer);
+      ended.push_back({row.slot, RequestPhase::kCancelled});
+    }
+  }
+}
+
+bool Scheduler::Cancel(int32_t slot, SimNs now, GrantObserver* observer) {
+  SimRequest& r = requests_[static_cast<size_t>(slot)];
+  if (r.phase == RequestPhase::kWaiting) {
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), slot));
+    End(slot, RequestPhase::kCancelled, now, observer);
+    return true;
+  }
+  if (r.phase != RequestPhase::kRunning) return false;
+  if (r.in_step) {
+    r.cancel_pending = true;
+    return false;
+  }
+  End(slot, RequestPhase::kCancelled, now, observer);
+  return true;
+}
+
+void Scheduler::Abort(int32_t slot, SimNs now, const std::string& reason, GrantObserver* observer) {
+  SimRequest& r = requests_[static_cast<size_t>(slot)];
+  KVSIM_CHECK(r.phase == RequestPhase::kRunning) << "slot " << slot;
+  // Only pages whose grant still verifies are this request's to release.
+  std::vector<PageGrant> verified;
+  for (const PageGrant& grant : r.recorded) {
+    if (grant.page >= 0 && grant.page < pool_.num_pages() && !pool_.is_free(grant.page) &&
+        grant.page != pool_.dummy_page() && pool_.tag(grant.page) == grant.tag) {
+      verified.push_back(grant);
+    }
+  }
+  r.recorded = std::move(verified);
+  End(slot, RequestPhase::kAborted, now, observer);
+  r.end_reason = reason;
+}
+
+void Scheduler::Retire(int32_t slot) {
+  SimRequest& r = requests_[static_cast<size_t>(slot)];
+  KVSIM_CHECK(r.phase != RequestPhase::kWaiting && r.phase != RequestPhase::kRunning)
+      << "retiring a live request";
+  r = SimRequest();
+  free_slots_.push_back(slot);
+}
+
+Status Scheduler::CheckSweep() const {
+  pool_.CheckInvariants();
+  cache_.CheckInvariants(pool_);
+  std::vector<int32_t> holders(static_cast<size_t>(pool_.num_pages()), 0);
+  for (const PageGrant& grant : cache_.HeldGrants()) ++holders[static_cast<size_t>(grant.page)];
+  int64_t reserved = 0;
+  int32_t running = 0;
+  for (size_t slot = 0; slot < requests_.size(); ++slot) {
+    const SimRequest& r = requests_[slot];
+    const bool live = r.phase == RequestPhase::kRunning;
+    running += live ? 1 : 0;
+    if (!live && (!r.recorded.empty() || r.locked != kNoNode || r.reserved_pages != 0)) {
+      return InternalError("request in slot " + std::to_string(slot) + " is " +
+                           RequestPhaseName(r.phase) + " but still holds pages, a lock or a " +
+                           "reservation");
+    }
+    reserved += r.reserved_pages;
+    for (const PageGrant& grant : r.recorded) ++holders[static_cast<size_t>(grant.page)];
+  }
+  if (running != static_cast<int32_t>(running_.size())) {
+    return InternalError("running set holds " + std::to_string(running_.size()) + " requests; " +
+                         std::to_string(running) + " are running");
+  }
+  if (reserved != reserved_total_) {
+    return InternalError("reservations sum to " + std::to_string(reserved) + "; the total says " +
+                         std::to_string(reserved_total_));
+  }
+  for (int32_t page = 0; page < pool_.num_pages(); ++page) {
+    if (pool_.refcount(page) != holders[static_cast<size_t>(page)]) {
+      return InternalError("page " + std::to_string(page) + " has " +
+                           std::to_string(pool_.refcount(page)) + " references but " +
+                           std::to_string(holders[static_cast<size_t>(page)]) + " holders");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace kvsim::sim

@@ -1,0 +1,190 @@
+// Scheduler: continuous batching over one paged KV pool, as SGLang and vLLM v1 schedule.
+//
+// Every step: running requests first, in admission order, each taking the tokens it needs (one
+// to decode, the rest of its prompt to prefill, within the step's token budget); then, if nothing
+// was preempted, waiting requests in arrival order, while the running cap, the budget and the
+// reservation policy allow (head-of-line blocking: the first that does not fit stops admission).
+// Pages are granted as tokens need them; when none is free, unlocked prefix-cache leaves are
+// evicted, then running requests are preempted and later recomputed. A request that can never fit
+// is rejected with its reason.
+//
+// The prefix cache is matched on admission (the matched node locked), inserted into when a
+// prefill completes; pages another request cached meanwhile replace the request's duplicates,
+// whose table entries are rewritten (SGLang's path, where mini-sglang's bug 142 lived).
+//
+// The scheduler is the server's bookkeeping and nothing else: it records, for every request, the
+// page table it granted (page and tag) and the block-table row the kernels read; the simulated
+// server runs the checks and kernels and reports back which rows ran.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "sim/engine/event_queue.h"
+#include "sim/memory/page_pool.h"
+#include "sim/memory/prefix_cache.h"
+#include "sim/sched/scheduler_config.h"
+#include "sim/workload/request_spec.h"
+
+namespace kvsim::sim {
+
+enum class RequestPhase : uint8_t {
+  kWaiting,
+  kRunning,
+  kFinished,
+  kCancelled,
+  kRejected,  // could never fit; never ran
+  kAborted,   // failed an integrity check
+};
+// "waiting", "running", "finished", "cancelled", "rejected", "aborted".
+const char* RequestPhaseName(RequestPhase phase);
+
+// One request as the scheduler keeps it.
+struct SimRequest {
+  RequestSpec spec;
+  RequestPhase phase = RequestPhase::kWaiting;
+  int32_t computed = 0;   // tokens whose K/V is in the cache
+  int32_t generated = 0;  // output tokens produced
+  // The end of the current (re)computation's prefill: the sequence length at admission.
+  int32_t prefill_end = 0;
+  std::vector<PageGrant> recorded;  // the page table the server granted, logical page 0 first
+  std::vector<int32_t> block_row;   // the kernels' block-table row
+  PrefixNodeId locked = kNoNode;    // the prefix-cache node this request protects
+  int32_t reserved_pages = 0;       // full reservation: pages counted but not yet allocated
+  bool in_step = false;             // scheduled in the step in flight
+  bool cancel_pending = false;      // cancelled while in the step in flight
+  // Metrics.
+  int32_t cached_tokens = 0;  // prefix-cache hit at the first admission
+  int32_t preemptions = 0;
+  SimNs first_scheduled_ns = -1;
+  SimNs first_token_ns = -1;
+  SimNs last_token_ns = -1;
+  SimNs end_ns = -1;
+  std::string end_reason;  // rejected or aborted: why
+
+  // Tokens of the sequence that exist now: the prompt and the output so far.
+  int32_t num_tokens() const { return spec.prompt_tokens + generated; }
+};
+
+// One request's share of a step: it computes tokens [first_token, first_token + tokens).
+struct ScheduledRow {
+  int32_t slot = -1;
+  int32_t first_token = 0;
+  int32_t tokens = 0;
+};
+
+// What one step runs, and what forming it did.
+struct StepPlan {
+  std::vector<ScheduledRow> rows;
+  int32_t admitted = 0;
+  int32_t preempted = 0;
+  int32_t rejected = 0;
+  int32_t evicted_pages = 0;
+  void clear() { *this = StepPlan(); }
+};
+
+// What the server is told about every grant, so that an observer (the ownership oracle) can keep
+// its own record of what each request legitimately holds. May be null.
+class GrantObserver {
+ public:
+  virtual ~GrantObserver() = default;
+  // The pool allocated `page`: a new allocation of it begins.
+  virtual void OnAllocate(int32_t page) = 0;
+  // Request `slot` now holds `page` at `logical` (allocated, matched or rewritten).
+  virtual void OnGrant(int32_t slot, int32_t logical, int32_t page) = 0;
+  // Request `slot` let go of its whole table (finished, cancelled, preempted, aborted).
+  virtual void OnReleaseAll(int32_t slot) = 0;
+};
+
+// What happened to requests at a step end or a cancellation, for the server's metrics.
+struct RequestEnd {
+  int32_t slot = -1;
+  RequestPhase phase = RequestPhase::kFinished;
+};
+
+class Scheduler {
+ public:
+  static Result<Scheduler> Create(const SchedulerConfig& config);
+
+  // A new request joins the back of the waiting queue. The slot it occupies until it ends.
+  int32_t Enqueue(const RequestSpec& spec);
+  // Forms the next step (empty when nothing can run). Requests that can never fit are rejected
+  // here and listed in `ended`.
+  StepPlan ScheduleStep(SimNs now, GrantObserver* observer, std::vector<RequestEnd>& ended);
+  // The step ended at `now`; `ran[i]` says whether plan.rows[i] ran (an aborted row did not:
+  // Abort it before calling). Advances the rows that ran, produces tokens, caches completed
+  // prefills, finishes requests, and carries out cancellations that waited for the step.
+  void CompleteStep(const StepPlan& plan, const std::vector<bool>& ran, SimNs now,
+                    GrantObserver* observer, std::vector<RequestEnd>& ended);
+  // Cancels request `slot` at `now`: a waiting one leaves the queue, a running one releases its
+  // pages now, or after the step in flight if it is part of it. Returns whether it ended now.
+  bool Cancel(int32_t slot, SimNs now, GrantObserver* observer);
+  // Request `slot` failed an integrity check at `now`: it leaves the running set and releases
+  // only the pages whose grant still verifies (the others are no longer its own).
+  void Abort(int32_t slot, SimNs now, const std::string& reason, GrantObserver* observer);
+  // Frees a slot once the server has recorded the request's end.
+  void Retire(int32_t slot);
+
+  const SimRequest& request(int32_t slot) const { return requests_[static_cast<size_t>(slot)]; }
+  SimRequest& mutable_request(int32_t slot) { return requests_[static_cast<size_t>(slot)]; }
+  const std::vector<int32_t>& running() const { return running_; }
+  const std::deque<int32_t>& waiting() const { return waiting_; }
+  const PagePool& pool() const { return pool_; }
+  PagePool& mutable_pool() { return pool_; }
+  const PrefixCache& cache() const { return cache_; }
+  const SchedulerConfig& config() const { return config_; }
+  int32_t reserved_pages() const { return reserved_total_; }
+  int64_t cache_insert_refusals() const { return cache_insert_refusals_; }
+
+  // Pages a sequence of `tokens` tokens occupies.
+  int32_t PagesFor(int64_t tokens) const;
+
+  // The O(pages + requests) sweep: pool and cache invariants, every page's reference count equal
+  // to its holders (requests that record it, plus the cache), reservations summed, locks held
+  // only by running requests. An Internal error names what disagrees.
+  Status CheckSweep() const;
+
+ private:
+  explicit Scheduler(const SchedulerConfig& config, PagePool pool, PrefixCache cache);
+
+  // Why `r` can never run, or "" when it can.
+  std::string NeverFits(const SimRequest& r) const;
+  // Grants pages to `slot` until its table covers `end_tokens`, evicting and then preempting
+  // requests after running_[protect] when the pool is out. False when it had to preempt `slot`
+  // itself.
+  bool EnsurePages(int32_t slot, int32_t end_tokens, size_t protect, GrantObserver* observer,
+                   StepPlan& plan);
+  // One page for `slot`: allocated, and recorded in its table and block row.
+  void GrantNewPage(int32_t slot, GrantObserver* observer);
+  // Frees one page's worth of room: evicts a cached page or preempts a running request after
+  // position `protect` of running_. False when neither is possible.
+  bool MakeRoom(size_t protect, GrantObserver* observer, StepPlan& plan);
+  void Preempt(int32_t slot, GrantObserver* observer);
+  // Releases every page `slot` records and its lock; clears its table.
+  void ReleaseAll(int32_t slot, GrantObserver* observer);
+  void RemoveFromRunning(int32_t slot);
+  // Tries to admit the head of the waiting queue within `budget`; returns the tokens scheduled
+  // (0 when it stopped admitting).
+  int32_t AdmitHead(int32_t budget, SimNs now, GrantObserver* observer, StepPlan& plan,
+                    std::vector<RequestEnd>& ended);
+  // Caches the whole pages of `slot`'s computed sequence and swaps its duplicates for the
+  // cache's pages.
+  void CachePrefill(int32_t slot, GrantObserver* observer);
+  void End(int32_t slot, RequestPhase phase, SimNs now, GrantObserver* observer);
+
+  SchedulerConfig config_;
+  PagePool pool_;
+  PrefixCache cache_;
+  std::vector<SimRequest> requests_;  // by slot
+  std::vector<int32_t> free_slots_;
+  std::deque<int32_t> waiting_;
+  std::vector<int32_t> running_;  // admission order
+  int32_t reserved_total_ = 0;
+  int64_t cache_insert_refusals_ = 0;
+  std::vector<int32_t> tokens_;  // scratch: token ids for the prefix cache
+};
+
+}  // namespace kvsim::sim

@@ -1,0 +1,214 @@
+// Request generation.
+#include "sim/workload/workload.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "base/check.h"
+
+namespace kvsim::sim {
+namespace {
+
+// Seeds of shared-prefix groups: fixed per group index, so every run's group g is the same text.
+constexpr uint64_t kGroupSeedBase = 0x6a09e667f3bcc908ULL;
+
+Status CheckPpm(const char* field, int64_t ppm) {
+  if (ppm < 0 || ppm > kPartsPerMillion) {
+    return OutOfRangeError(std::string(field) + " must be a probability from 0 to 1");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const char* LoopKindName(LoopKind kind) { return kind == LoopKind::kOpen ? "open" : "closed"; }
+
+Status ValidateWorkloadSpec(const WorkloadSpec& spec) {
+  if (spec.requests < 1 || spec.requests > kMaxRequests) {
+    return OutOfRangeError("workload.requests " + std::to_string(spec.requests) +
+                           " is out of range; allowed: 1 to " + std::to_string(kMaxRequests));
+  }
+  if (spec.loop == LoopKind::kOpen) {
+    KVSIM_RETURN_IF_ERROR(ValidateArrivalSpec(spec.arrival).WithContext("workload.arrival"));
+    if (spec.sessions) {
+      return InvalidArgumentError(
+          "workload.sessions needs a closed loop: a session's next turn follows its last one");
+    }
+  } else if (spec.clients < 1 || spec.clients > kMaxClients) {
+    return OutOfRangeError("workload.clients " + std::to_string(spec.clients) +
+                           " is out of range; allowed: 1 to " + std::to_string(kMaxClients));
+  }
+  if (spec.think_ns < 0) return OutOfRangeError("workload.think_ms must not be negative");
+  KVSIM_RETURN_IF_ERROR(ValidateLengthSpec(spec.prompt_tokens, "workload.prompt_tokens"));
+  KVSIM_RETURN_IF_ERROR(ValidateLengthSpec(spec.output_tokens, "workload.output_tokens"));
+  if (spec.max_new_tokens != 0 && spec.max_new_tokens < spec.output_tokens.upper()) {
+    return OutOfRangeError("workload.max_new_tokens " + std::to_string(spec.max_new_tokens) +
+                           " is below the longest output the workload draws (" +
+                           std::to_string(spec.output_tokens.upper()) +
+                           "); a request never generates more than it declared");
+  }
+  const SharedPrefixSpec& shared = spec.shared_prefix;
+  if (shared.groups < 0 || shared.groups > 1 << 20) {
+    return OutOfRangeError("workload.shared_prefix.groups must be 0 to 1048576");
+  }
+  if (shared.groups > 0) {
+    if (shared.tokens < 1 || shared.tokens > kMaxLengthTokens) {
+      return OutOfRangeError("workload.shared_prefix.tokens must be 1 to " +
+                             std::to_string(kMaxLengthTokens));
+    }
+    KVSIM_RETURN_IF_ERROR(CheckPpm("workload.shared_prefix.share", shared.share_ppm));
+    if (!(shared.zipf_s >= 0 && shared.zipf_s <= 10)) {
+      return OutOfRangeError("workload.shared_prefix.zipf_s must be 0 to 10");
+    }
+  }
+  if (spec.sessions) {
+    KVSIM_RETURN_IF_ERROR(ValidateLengthSpec(spec.sessions->turns, "workload.sessions.turns"));
+    if (spec.sessions->think_ns < 0) {
+      return OutOfRangeError("workload.sessions.think_ms must not be negative");
+    }
+  }
+  const CancelSpec& cancel = spec.cancel;
+  KVSIM_RETURN_IF_ERROR(CheckPpm("workload.cancel.probability", cancel.probability_ppm));
+  KVSIM_RETURN_IF_ERROR(CheckPpm("workload.cancel.retry", cancel.retry_ppm));
+  if (cancel.probability_ppm > 0 && !cancel.at_page_boundary) {
+    KVSIM_RETURN_IF_ERROR(ValidateLengthSpec(cancel.after_ms, "workload.cancel.after_ms"));
+  }
+  if (cancel.retry_delay_ns < 0) {
+    return OutOfRangeError("workload.cancel.retry_delay_ms must not be negative");
+  }
+  return Status::Ok();
+}
+
+Result<Workload> Workload::Create(const WorkloadSpec& spec, uint64_t seed) {
+  KVSIM_RETURN_IF_ERROR(ValidateWorkloadSpec(spec));
+  return Workload(spec, seed);
+}
+
+Workload::Workload(const WorkloadSpec& spec, uint64_t seed)
+    : spec_(spec),
+      prompt_(spec.prompt_tokens),
+      output_(spec.output_tokens),
+      arrivals_rng_(seed),
+      lengths_rng_(arrivals_rng_.fork()),
+      prefix_rng_(arrivals_rng_.fork()),
+      cancel_rng_(arrivals_rng_.fork()),
+      seeds_rng_(arrivals_rng_.fork()),
+      arrivals_(spec.loop == LoopKind::kOpen ? spec.arrival : ArrivalSpec()) {
+  if (spec_.max_new_tokens == 0) spec_.max_new_tokens = spec_.output_tokens.upper();
+  if (spec_.sessions) turns_.emplace(spec_.sessions->turns);
+  if (spec_.cancel.probability_ppm > 0 && !spec_.cancel.at_page_boundary) {
+    cancel_after_.emplace(spec_.cancel.after_ms);
+  }
+  const SharedPrefixSpec& shared = spec_.shared_prefix;
+  double sum = 0;
+  for (int32_t g = 1; g <= shared.groups; ++g) {
+    sum += shared.zipf_s > 0 ? std::pow(static_cast<double>(g), -shared.zipf_s) : 1.0;
+    group_cdf_.push_back(sum);
+  }
+  for (double& c : group_cdf_) c /= sum;
+  if (!group_cdf_.empty()) group_cdf_.back() = 1.0;
+  if (spec_.loop == LoopKind::kClosed) sessions_.resize(static_cast<size_t>(spec_.clients));
+}
+
+RequestSpec Workload::Make(SimNs arrival_ns, int32_t client, std::vector<PromptSegment> history) {
+  RequestSpec r;
+  r.id = next_id_++;
+  r.arrival_ns = arrival_ns;
+  r.client = client;
+  r.prompt = std::move(history);
+  const SharedPrefixSpec& shared = spec_.shared_prefix;
+  // Draws happen whether or not they are used, so one request's draws never depend on another's
+  // branch.
+  const bool shares = prefix_rng_.chance(static_cast<uint64_t>(shared.share_ppm), kPartsPerMillion);
+  const double u = prefix_rng_.unit_f64();
+  if (r.prompt.empty() && shared.groups > 0 && shares) {
+    const auto at = std::upper_bound(group_cdf_.begin(), group_cdf_.end(), u);
+    const uint64_t group = static_cast<uint64_t>(at - group_cdf_.begin());
+    r.prompt.push_back({MixIds(kGroupSeedBase, group), shared.tokens});
+  }
+  r.prompt.push_back({seeds_rng_.next_u64(), prompt_.Sample(lengths_rng_)});
+  int64_t prompt_tokens = 0;
+  for (const PromptSegment& segment : r.prompt) prompt_tokens += segment.tokens;
+  KVSIM_CHECK_LE(prompt_tokens, int64_t{INT32_MAX} / 2) << "a prompt too long to index";
+  r.prompt_tokens = static_cast<int32_t>(prompt_tokens);
+  r.output_tokens = output_.Sample(lengths_rng_);
+  r.max_new_tokens = spec_.max_new_tokens;
+  r.output_seed = seeds_rng_.next_u64();
+  const CancelSpec& cancel = spec_.cancel;
+  const bool cancelled =
+      cancel_rng_.chance(static_cast<uint64_t>(cancel.probability_ppm), kPartsPerMillion);
+  const int32_t after_ms = cancel_after_ ? cancel_after_->Sample(cancel_rng_) : 0;
+  if (cancelled) {
+    if (cancel.at_page_boundary) {
+      r.page_boundary_cancel = true;
+    } else {
+      r.cancel_after_ns = SimNs{after_ms} * 1'000'000;
+    }
+  }
+  return r;
+}
+
+std::optional<RequestSpec> Workload::NextTurn(int32_t client, SimNs arrival_ns) {
+  if (issued_ >= spec_.requests) return std::nullopt;
+  ++issued_;
+  if (!turns_) return Make(arrival_ns, client, {});
+  Session& session = sessions_[static_cast<size_t>(client)];
+  if (session.turns_left == 0) {
+    session.history.clear();
+    session.turns_left = turns_->Sample(lengths_rng_);
+  }
+  --session.turns_left;
+  RequestSpec r = Make(arrival_ns, client, session.history);
+  // The next turn's prompt is this whole exchange: the prompt and the answer.
+  session.history = SequenceSegments(r);
+  return r;
+}
+
+std::vector<RequestSpec> Workload::Start() {
+  std::vector<RequestSpec> first;
+  if (spec_.loop == LoopKind::kOpen) {
+    if (std::optional<RequestSpec> r = NextArrival()) first.push_back(std::move(*r));
+    return first;
+  }
+  for (int32_t client = 0; client < spec_.clients; ++client) {
+    std::optional<RequestSpec> r = NextTurn(client, 0);
+    if (!r) break;
+    first.push_back(std::move(*r));
+  }
+  return first;
+}
+
+std::optional<RequestSpec> Workload::NextArrival() {
+  KVSIM_CHECK(spec_.loop == LoopKind::kOpen);
+  if (issued_ >= spec_.requests) return std::nullopt;
+  // The first arrival comes after one gap too, so that time 0 is not special.
+  last_arrival_ns_ += arrivals_.NextGap(arrivals_rng_);
+  ++issued_;
+  return Make(last_arrival_ns_, -1, {});
+}
+
+std::optional<RequestSpec> Workload::NextForClient(int32_t client, SimNs now) {
+  KVSIM_CHECK(spec_.loop == LoopKind::kClosed);
+  KVSIM_CHECK(client >= 0 && client < spec_.clients) << client;
+  const SimNs think = turns_ && sessions_[static_cast<size_t>(client)].turns_left > 0
+                          ? spec_.sessions->think_ns
+                          : spec_.think_ns;
+  return NextTurn(client, now + think);
+}
+
+std::optional<RequestSpec> Workload::RetryOf(const RequestSpec& cancelled, SimNs now) {
+  if (!cancel_rng_.chance(static_cast<uint64_t>(spec_.cancel.retry_ppm), kPartsPerMillion)) {
+    return std::nullopt;
+  }
+  RequestSpec retry = cancelled;
+  retry.id = next_id_++;
+  retry.arrival_ns = now + spec_.cancel.retry_delay_ns;
+  retry.retry_of = cancelled.id;
+  // A retry runs to its end: cancelling it again could retry forever.
+  retry.cancel_after_ns = -1;
+  retry.page_boundary_cancel = false;
+  return retry;
+}
+
+}  // namespace kvsim::sim

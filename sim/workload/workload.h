@@ -1,0 +1,117 @@
+// Workload: the requests a run issues. Open loop (arrivals from a process, whatever the server
+// does) or closed loop (N clients, each issuing its next request when its last one ends, as the
+// published decode benchmarks run); lengths from distributions; shared-prefix groups; multi-turn
+// sessions whose prompts carry the conversation so far; cancellations and retries. Every draw
+// comes from the run's workload stream, split per purpose so that, e.g., turning cancellations on
+// does not change the lengths drawn.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "base/prng.h"
+#include "base/status.h"
+#include "sim/workload/distributions.h"
+#include "sim/workload/request_spec.h"
+
+namespace kvsim::sim {
+
+enum class LoopKind { kOpen, kClosed };
+// "open", "closed".
+const char* LoopKindName(LoopKind kind);
+
+// Probabilities are kept as parts per million so that the draw that uses them is an integer one.
+inline constexpr int64_t kPartsPerMillion = 1'000'000;
+
+struct SharedPrefixSpec {
+  int32_t groups = 0;     // 0: no shared prefixes
+  int32_t tokens = 0;     // tokens of each group's prefix, before the request's own prompt
+  int64_t share_ppm = 0;  // requests that start with a group's prefix
+  double zipf_s = 0;      // 0: groups chosen uniformly; else group k has weight k^-s
+};
+
+struct SessionSpec {
+  LengthSpec turns;    // turns per session (closed loop); each turn's prompt is the whole
+                       // conversation so far plus a new message drawn from prompt_tokens
+  SimNs think_ns = 0;  // between a turn's end and the next turn
+};
+
+struct CancelSpec {
+  int64_t probability_ppm = 0;
+  bool at_page_boundary = false;  // cancel at the first page boundary reached (else after_ms)
+  LengthSpec after_ms;            // delay from arrival, in milliseconds
+  int64_t retry_ppm = 0;          // cancelled requests that are retried
+  SimNs retry_delay_ns = 0;       // 0: the retry arrives in the same instant
+};
+
+struct WorkloadSpec {
+  LoopKind loop = LoopKind::kClosed;
+  int64_t requests = 1;  // requests issued in all, retries excluded
+  ArrivalSpec arrival;   // open loop
+  int32_t clients = 1;   // closed loop
+  SimNs think_ns = 0;    // closed loop: between a request's end and the client's next
+  LengthSpec prompt_tokens;
+  LengthSpec output_tokens;
+  int32_t max_new_tokens = 0;  // declared output limit; 0: output_tokens.upper()
+  SharedPrefixSpec shared_prefix;
+  std::optional<SessionSpec> sessions;  // closed loop only
+  CancelSpec cancel;
+};
+
+// Bounds on a workload: requests per run and closed-loop clients.
+inline constexpr int64_t kMaxRequests = int64_t{1} << 30;
+inline constexpr int32_t kMaxClients = 1 << 20;
+
+// Checks every field; errors name the field and what is allowed.
+Status ValidateWorkloadSpec(const WorkloadSpec& spec);
+
+class Workload {
+ public:
+  static Result<Workload> Create(const WorkloadSpec& spec, uint64_t seed);
+
+  // The requests issued at time 0: the first open-loop arrival (its own arrival time), or the
+  // first request of every closed-loop client.
+  std::vector<RequestSpec> Start();
+  // Open loop: the arrival after the last one (nullopt once `requests` have been issued).
+  std::optional<RequestSpec> NextArrival();
+  // Closed loop: `client`'s next request after its last one ended at `now` (nullopt when the run
+  // has issued all its requests).
+  std::optional<RequestSpec> NextForClient(int32_t client, SimNs now);
+  // The retry of a request cancelled at `now`, if the draw says it is retried.
+  std::optional<RequestSpec> RetryOf(const RequestSpec& cancelled, SimNs now);
+
+  int64_t issued() const { return issued_; }
+  const WorkloadSpec& spec() const { return spec_; }
+
+ private:
+  // The conversation of one closed-loop client.
+  struct Session {
+    std::vector<PromptSegment> history;
+    int32_t turns_left = 0;
+  };
+
+  Workload(const WorkloadSpec& spec, uint64_t seed);
+  // A new request arriving at `arrival_ns`, its prompt starting with `history`.
+  RequestSpec Make(SimNs arrival_ns, int32_t client, std::vector<PromptSegment> history);
+  std::optional<RequestSpec> NextTurn(int32_t client, SimNs arrival_ns);
+
+  WorkloadSpec spec_;
+  LengthSampler prompt_;
+  LengthSampler output_;
+  std::optional<LengthSampler> turns_;
+  std::optional<LengthSampler> cancel_after_;
+  std::vector<double> group_cdf_;  // shared-prefix group weights, cumulative
+  Prng arrivals_rng_;
+  Prng lengths_rng_;
+  Prng prefix_rng_;
+  Prng cancel_rng_;
+  Prng seeds_rng_;
+  ArrivalSampler arrivals_;
+  SimNs last_arrival_ns_ = 0;
+  int64_t issued_ = 0;   // requests issued, retries excluded
+  int64_t next_id_ = 0;  // ids, retries included
+  std::vector<Session> sessions_;
+};
+
+}  // namespace kvsim::sim
