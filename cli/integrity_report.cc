@@ -10,6 +10,7 @@
 
 #include "cli/text_table.h"
 #include "kernels/backend.h"
+#include "sim/faults/divergence.h"
 #include "sim/integrity/integrity_tracker.h"
 #include "sim/memory/page_pool.h"
 #include "sim/sched/launch_packing.h"
@@ -40,10 +41,12 @@ struct Batch {
     }
   }
 
-  // Frees B's second page while B still records and maps it, then hands it out `times` times.
+  // Frees B's second page while B still records and maps it (a premature free), then hands it
+  // out `times` times.
   void ReuseBsPage(int times) {
     const int32_t page = recorded[1][1].page;
-    KVSIM_CHECK(pool.Release(page).ok());
+    const Status freed = PrematureFree(pool, recorded[1][1]);
+    KVSIM_CHECK(freed.ok()) << freed.ToString();
     for (int i = 0; i < times; ++i) {
       KVSIM_CHECK_EQ(pool.Allocate().value().page, page);  // LIFO: the page just freed
       if (i + 1 < times) {
@@ -114,11 +117,11 @@ Status PrintIntegrityScenarios(std::ostream& out) {
       {"B's page freed while in use, then reused", "SGLang PR 24226", 64, KvAccess::kRead, true,
        [](Batch& b) { b.ReuseBsPage(1); }},
       {"A's row left pointing at dummy page 0", "vLLM PR 7018", 64, KvAccess::kRead, true,
-       [](Batch& b) { b.rows[0][0] = 0; }},
+       [](Batch& b) { CorruptEntry(b.rows[0], 0, 0); }},
       {"C's entry not a page at all", "garbage in the table", 64, KvAccess::kRead, true,
-       [](Batch& b) { b.rows[2][1] = 99; }},
+       [](Batch& b) { CorruptEntry(b.rows[2], 1, 99); }},
       {"C's length runs past its pages", "a length off by one", 64, KvAccess::kRead, true,
-       [](Batch& b) { b.seq_lens[2] = 9; }},
+       [](Batch& b) { b.seq_lens[2] = SeqLenOverrun(b.seq_lens[2], 2); }},
       {"B appends into its freed, reused page", "SGLang 23392", 64, KvAccess::kWrite, true,
        [](Batch& b) { b.ReuseBsPage(1); }},
       {"the same, writes unchecked (published design)", "a stale write", 64, KvAccess::kWrite,

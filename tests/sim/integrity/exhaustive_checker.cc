@@ -93,8 +93,8 @@ class Explorer {
     totals_.intra_page_overruns += report.intra_page_overruns;
     totals_.pool_refusals += report.pool_refusals;
     if (world.fault_injected()) {
-      totals_.caught_by_fault[world.fault()] += aborts;
-      totals_.silent_by_fault[world.fault()] += report.silent_corruptions;
+      totals_.caught_by_fault[*world.fault()] += aborts;
+      totals_.silent_by_fault[*world.fault()] += report.silent_corruptions;
     }
   }
 
@@ -117,12 +117,12 @@ Result<ExhaustiveTotals> RunExhaustive(const ExhaustiveBounds& bounds, Backend& 
   return totals;
 }
 
-int64_t ExhaustiveTotals::caught_after(OpKind fault) const {
+int64_t ExhaustiveTotals::caught_after(Divergence fault) const {
   const auto found = caught_by_fault.find(fault);
   return found == caught_by_fault.end() ? 0 : found->second;
 }
 
-int64_t ExhaustiveTotals::silent_after(OpKind fault) const {
+int64_t ExhaustiveTotals::silent_after(Divergence fault) const {
   const auto found = silent_by_fault.find(fault);
   return found == silent_by_fault.end() ? 0 : found->second;
 }
@@ -144,7 +144,7 @@ std::string ExhaustiveTotals::Summary(const ExhaustiveBounds& bounds, double sec
       intra_page_overruns, pool_refusals);
   for (const auto& [fault, caught] : caught_by_fault) {
     text += fmt::format("  after {:<16} {:>9} aborts, {:>9} silent corruptions\n",
-                        OpKindName(fault), caught, silent_after(fault));
+                        DivergenceName(fault), caught, silent_after(fault));
   }
   return text;
 }

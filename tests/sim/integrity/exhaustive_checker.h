@@ -35,11 +35,11 @@ struct ExhaustiveTotals {
   int64_t silent_corruptions = 0;
   int64_t intra_page_overruns = 0;
   int64_t pool_refusals = 0;
-  std::map<OpKind, int64_t> caught_by_fault;  // aborts, by the divergence injected
-  std::map<OpKind, int64_t> silent_by_fault;  // silent corruptions, by the divergence injected
+  std::map<Divergence, int64_t> caught_by_fault;  // aborts, by the divergence injected
+  std::map<Divergence, int64_t> silent_by_fault;  // silent corruptions, by the divergence injected
 
-  int64_t caught_after(OpKind fault) const;  // 0 when the divergence never led to an abort
-  int64_t silent_after(OpKind fault) const;
+  int64_t caught_after(Divergence fault) const;  // 0 when the divergence never led to an abort
+  int64_t silent_after(Divergence fault) const;
 
   // A few lines for the test log: bounds, counts, and the per-fault tables.
   std::string Summary(const ExhaustiveBounds& bounds, double seconds) const;

@@ -15,7 +15,7 @@ TEST(ExhaustiveCheckerLargeTest, FourPagesThreeRequestsTenOperations) {
   bounds.max_ops = 10;
   const ExhaustiveTotals totals = RunAndPrint(bounds);
   EXPECT_EQ(totals.escapes, 0);
-  EXPECT_GT(totals.silent_after(OpKind::kDoubleGrant), 0);
+  EXPECT_GT(totals.silent_after(Divergence::kDoubleGrant), 0);
 }
 
 TEST(ExhaustiveCheckerLargeTest, FivePagesFourRequestsEightOperations) {

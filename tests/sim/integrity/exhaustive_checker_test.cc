@@ -19,10 +19,10 @@ TEST(ExhaustiveCheckerTest, FourPagesThreeRequestsEightOperations) {
   bounds.max_ops = 8;
   const ExhaustiveTotals totals = RunAndPrint(bounds);
   // Every in-scope divergence was injected and caught somewhere, for every reason the check has.
-  for (OpKind fault : {OpKind::kCorruptEntry, OpKind::kPrematureFree, OpKind::kLostShare,
-                       OpKind::kSeqLenOverrun}) {
-    EXPECT_GT(totals.caught_after(fault), 0) << OpKindName(fault);
-    EXPECT_EQ(totals.silent_after(fault), 0) << OpKindName(fault);
+  for (Divergence fault : {Divergence::kCorruptEntry, Divergence::kPrematureFree,
+                           Divergence::kLostShare, Divergence::kSeqLenOverrun}) {
+    EXPECT_GT(totals.caught_after(fault), 0) << DivergenceName(fault);
+    EXPECT_EQ(totals.silent_after(fault), 0) << DivergenceName(fault);
   }
   for (TagCheckCode code :
        {TagCheckCode::kBadRange, TagCheckCode::kUnrecorded, TagCheckCode::kOutOfRange,
@@ -32,7 +32,7 @@ TEST(ExhaustiveCheckerTest, FourPagesThreeRequestsEightOperations) {
   // 64-bit generation tags never wrap; the out-of-scope divergence does corrupt silently, so the
   // checker would see a silent corruption if the check missed one.
   EXPECT_EQ(totals.escapes, 0);
-  EXPECT_GT(totals.silent_after(OpKind::kDoubleGrant), 0);
+  EXPECT_GT(totals.silent_after(Divergence::kDoubleGrant), 0);
   EXPECT_GT(totals.out_of_scope_passes, 0);
 }
 
@@ -59,11 +59,11 @@ TEST(ExhaustiveCheckerTest, TwoBitTagsEscapeAfterExactlyFourReallocations) {
   bounds.max_ops = 10;
   const ExhaustiveTotals narrow = RunAndPrint(bounds);
   EXPECT_GT(narrow.escapes, 0);
-  EXPECT_GT(narrow.silent_after(OpKind::kPrematureFree), 0);
+  EXPECT_GT(narrow.silent_after(Divergence::kPrematureFree), 0);
   bounds.world.tags.width_bits = 64;
   const ExhaustiveTotals wide = RunAndPrint(bounds);
   EXPECT_EQ(wide.escapes, 0);
-  EXPECT_EQ(wide.silent_after(OpKind::kPrematureFree), 0);
+  EXPECT_EQ(wide.silent_after(Divergence::kPrematureFree), 0);
 }
 
 // The published design checks reads only. Then a request writing through a stale page corrupts
@@ -78,13 +78,15 @@ TEST(ExhaustiveCheckerTest, UncheckedWritesLetAStaleWriteCorruptAnotherRequest) 
   bounds.max_ops = 7;
   // A stale page, a corrupted block-table entry and an overlong sequence each let a write land in
   // another allocation when writes go unchecked, and in none when they are checked.
-  const OpKind in_scope[] = {OpKind::kPrematureFree, OpKind::kCorruptEntry,
-                             OpKind::kSeqLenOverrun};
+  const Divergence in_scope[] = {Divergence::kPrematureFree, Divergence::kCorruptEntry,
+                                 Divergence::kSeqLenOverrun};
   const ExhaustiveTotals unchecked = RunAndPrint(bounds);
-  for (OpKind fault : in_scope) EXPECT_GT(unchecked.silent_after(fault), 0) << OpKindName(fault);
+  for (Divergence fault : in_scope)
+    EXPECT_GT(unchecked.silent_after(fault), 0) << DivergenceName(fault);
   bounds.world.check_writes = true;
   const ExhaustiveTotals checked = RunAndPrint(bounds);
-  for (OpKind fault : in_scope) EXPECT_EQ(checked.silent_after(fault), 0) << OpKindName(fault);
+  for (Divergence fault : in_scope)
+    EXPECT_EQ(checked.silent_after(fault), 0) << DivergenceName(fault);
 }
 
 // Pages of two tokens: everything above still holds, and a sequence length that overruns into the
@@ -99,7 +101,7 @@ TEST(ExhaustiveCheckerTest, PagesOfTwoTokens) {
   const ExhaustiveTotals totals = RunAndPrint(bounds);
   EXPECT_GT(totals.intra_page_overruns, 0);
   EXPECT_EQ(totals.escapes, 0);
-  EXPECT_GT(totals.caught_after(OpKind::kSeqLenOverrun), 0);
+  EXPECT_GT(totals.caught_after(Divergence::kSeqLenOverrun), 0);
 }
 
 }  // namespace

@@ -18,51 +18,44 @@ Status Stage(Backend& backend, const std::vector<int32_t>& values, DeviceBuffer&
   return backend.CopyToDevice(buffer, 0, values.data(), bytes);
 }
 
+// The world follows allocations, not values: every write has this content, and every read
+// expects it.
+constexpr uint64_t kNoContent = 0;
+
+// "corrupt_entry r1 page 0 := 3", "premature_free r0 page 1", "lost_share r1 <- r0", ...
+std::string DivergenceToString(const Op& op, const std::string& request) {
+  const std::string name = DivergenceName(op.divergence);
+  switch (op.divergence) {
+    case Divergence::kLostShare:
+    case Divergence::kDoubleGrant:
+      return name + request + " <- r" + std::to_string(op.s);
+    case Divergence::kCorruptEntry:
+      return name + request + " page " + std::to_string(op.i) + " := " + std::to_string(op.value);
+    case Divergence::kPrematureFree:
+      return name + request + " page " + std::to_string(op.i);
+    case Divergence::kSeqLenOverrun:
+      return name + request;
+  }
+  return name;
+}
+
 }  // namespace
 
-const char* OpKindName(OpKind kind) {
+std::string Op::ToString() const {
+  const std::string request = " r" + std::to_string(r);
   switch (kind) {
     case OpKind::kAppend:
-      return "append";
+      return "append" + request;
     case OpKind::kShare:
-      return "share";
+      return "share" + request + " <- r" + std::to_string(s);
     case OpKind::kDecode:
       return "decode";
     case OpKind::kFinish:
-      return "finish";
-    case OpKind::kCorruptEntry:
-      return "corrupt_entry";
-    case OpKind::kPrematureFree:
-      return "premature_free";
-    case OpKind::kLostShare:
-      return "lost_share";
-    case OpKind::kSeqLenOverrun:
-      return "seq_len_overrun";
-    case OpKind::kDoubleGrant:
-      return "double_grant";
+      return "finish" + request;
+    case OpKind::kDiverge:
+      return DivergenceToString(*this, request);
   }
   return "unknown";
-}
-
-bool InScope(OpKind fault) { return fault != OpKind::kDoubleGrant; }
-
-std::string Op::ToString() const {
-  const std::string name = OpKindName(kind);
-  const std::string request = " r" + std::to_string(r);
-  switch (kind) {
-    case OpKind::kDecode:
-      return name;
-    case OpKind::kShare:
-    case OpKind::kLostShare:
-    case OpKind::kDoubleGrant:
-      return name + request + " <- r" + std::to_string(s);
-    case OpKind::kCorruptEntry:
-      return name + request + " page " + std::to_string(i) + " := " + std::to_string(value);
-    case OpKind::kPrematureFree:
-      return name + request + " page " + std::to_string(i);
-    default:
-      return name + request;
-  }
 }
 
 Result<IntegrityWorld> IntegrityWorld::Create(const WorldConfig& config, Backend& backend) {
@@ -82,20 +75,22 @@ Result<IntegrityWorld> IntegrityWorld::Create(const WorldConfig& config, Backend
   TagTrackerOptions options;
   options.check_writes = config.check_writes;
   KVSIM_ASSIGN_OR_RETURN(TagTracker tracker, TagTracker::Create(backend, pool, options));
-  return IntegrityWorld(config, backend, std::move(pool), std::move(tracker),
+  KVSIM_ASSIGN_OR_RETURN(OwnershipOracle oracle,
+                         OwnershipOracle::Create(config.num_pages, config.page_size));
+  return IntegrityWorld(config, backend, std::move(pool), std::move(tracker), std::move(oracle),
                         std::make_shared<AccessScratch>());
 }
 
 IntegrityWorld::IntegrityWorld(const WorldConfig& config, Backend& backend, PagePool pool,
-                               TagTracker tracker, std::shared_ptr<AccessScratch> scratch)
+                               TagTracker tracker, OwnershipOracle oracle,
+                               std::shared_ptr<AccessScratch> scratch)
     : config_(config),
       backend_(&backend),
       pool_(std::move(pool)),
       tracker_(std::make_unique<TagTracker>(std::move(tracker))),
       scratch_(std::move(scratch)),
       requests_(static_cast<size_t>(config.num_requests)),
-      epoch_(static_cast<size_t>(config.num_pages), 0),
-      content_(static_cast<size_t>(config.num_pages) * static_cast<size_t>(config.page_size)) {
+      oracle_(std::move(oracle)) {
   // Leftover entries point at page 0, as zero-filled block tables do.
   for (Request& request : requests_) {
     request.block_row.assign(static_cast<size_t>(config.max_pages_per_request), 0);
@@ -104,10 +99,8 @@ IntegrityWorld::IntegrityWorld(const WorldConfig& config, Backend& backend, Page
 
 Result<IntegrityWorld> IntegrityWorld::Clone() const {
   KVSIM_ASSIGN_OR_RETURN(TagTracker tracker, tracker_->Clone(*backend_));
-  IntegrityWorld copy(config_, *backend_, pool_, std::move(tracker), scratch_);
+  IntegrityWorld copy(config_, *backend_, pool_, std::move(tracker), oracle_, scratch_);
   copy.requests_ = requests_;
-  copy.epoch_ = epoch_;
-  copy.content_ = content_;
   copy.fault_ = fault_;
   copy.escaped_ = escaped_;
   copy.history_ = history_;
@@ -115,11 +108,7 @@ Result<IntegrityWorld> IntegrityWorld::Clone() const {
 }
 
 bool IntegrityWorld::Covered() const {
-  return fault_injected() && (!InScope(fault()) || escaped_ || !config_.check_writes);
-}
-
-IntegrityWorld::Identity IntegrityWorld::CurrentAllocation(int32_t q) const {
-  return Identity{q, epoch_[static_cast<size_t>(q)], false};
+  return fault_injected() && (!InScope(*fault_) || escaped_ || !config_.check_writes);
 }
 
 bool IntegrityWorld::NeedsNewPage(int32_t r) const {
@@ -157,27 +146,28 @@ std::vector<Op> IntegrityWorld::EnabledOps() const {
     }
   }
   if (fault_injected()) return ops;
+  const auto diverge = [&ops](Divergence divergence, int32_t r, int32_t s, size_t i,
+                              int32_t value) {
+    ops.push_back({OpKind::kDiverge, static_cast<int8_t>(r), static_cast<int8_t>(s),
+                   static_cast<int8_t>(i), value, divergence});
+  };
   for (int32_t r = 0; r < n; ++r) {
     const Request& request = requests_[static_cast<size_t>(r)];
-    const auto rr = static_cast<int8_t>(r);
     if (request.aborted) continue;
     for (size_t i = 0; i < request.recorded.size(); ++i) {
-      const auto ii = static_cast<int8_t>(i);
       for (int32_t value = -1; value <= config_.num_pages; ++value) {
-        if (value != request.block_row[i]) ops.push_back({OpKind::kCorruptEntry, rr, 0, ii, value});
+        if (value != request.block_row[i]) diverge(Divergence::kCorruptEntry, r, 0, i, value);
       }
-      ops.push_back({OpKind::kPrematureFree, rr, 0, ii, 0});
+      diverge(Divergence::kPrematureFree, r, 0, i, 0);
     }
-    if (request.recorded_len > 0) ops.push_back({OpKind::kSeqLenOverrun, rr, 0, 0, 0});
+    if (request.recorded_len > 0) diverge(Divergence::kSeqLenOverrun, r, 0, 0, 0);
     for (int32_t s = 0; s < n; ++s) {
       const Request& other = requests_[static_cast<size_t>(s)];
-      const auto ss = static_cast<int8_t>(s);
       if (s == r) continue;
-      if (request.recorded_len == 0 && can_lend(s))
-        ops.push_back({OpKind::kLostShare, rr, ss, 0, 0});
+      if (request.recorded_len == 0 && can_lend(s)) diverge(Divergence::kLostShare, r, s, 0, 0);
       if (NeedsNewPage(r) && request.recorded_len < row_tokens && !other.aborted &&
           !other.recorded.empty()) {
-        ops.push_back({OpKind::kDoubleGrant, rr, ss, 0, 0});
+        diverge(Divergence::kDoubleGrant, r, s, 0, 0);
       }
     }
   }
@@ -190,7 +180,7 @@ Status IntegrityWorld::Violation(const std::string& what) const {
   return InternalError("theorem violated: " + what + "\n  operations: " + history);
 }
 
-Status IntegrityWorld::Grant(int32_t r, const PageGrant& grant, const Identity& identity) {
+Status IntegrityWorld::Grant(int32_t r, const PageGrant& grant, const Allocation& identity) {
   Request& request = requests_[static_cast<size_t>(r)];
   const size_t logical = request.recorded.size();
   if (logical >= request.block_row.size()) return Violation("a grant beyond the row");
@@ -198,6 +188,21 @@ Status IntegrityWorld::Grant(int32_t r, const PageGrant& grant, const Identity& 
   request.identity.push_back(identity);
   request.block_row[logical] = grant.page;
   return Status::Ok();
+}
+
+Status IntegrityWorld::StartFrom(int32_t r, const PageGrant& grant, const Allocation& identity) {
+  KVSIM_RETURN_IF_ERROR(Grant(r, grant, identity));
+  Request& request = requests_[static_cast<size_t>(r)];
+  request.recorded_len = config_.page_size;
+  request.kernel_len = config_.page_size;
+  return Status::Ok();
+}
+
+Status IntegrityWorld::AppendToken(int32_t r, OpReport& report) {
+  Request& request = requests_[static_cast<size_t>(r)];
+  ++request.recorded_len;
+  ++request.kernel_len;
+  return Access({r}, KvAccess::kWrite, report);
 }
 
 void IntegrityWorld::Reset(int32_t r) {
@@ -254,7 +259,7 @@ TagCheckResult IntegrityWorld::Predict(int32_t r, int32_t first, int32_t end) co
     if (q != request.recorded[logical].page) return verdict(TagCheckCode::kWrongPage, i);
     // Generation tags count allocations: the tag differs unless 2^w divides the reallocations.
     const uint64_t reallocations =
-        static_cast<uint64_t>(epoch_[static_cast<size_t>(q)] - request.identity[logical].epoch);
+        static_cast<uint64_t>(oracle_.epoch(q) - request.identity[logical].epoch);
     if ((reallocations & mask) != 0) return verdict(TagCheckCode::kStaleTag, i);
   }
   return verdict(TagCheckCode::kOk, -1);
@@ -266,13 +271,13 @@ Status IntegrityWorld::CheckPassedAccess(int32_t r, int32_t first, int32_t end, 
   for (int32_t i = first / p; i < (end + p - 1) / p && first < end; ++i) {
     const size_t logical = static_cast<size_t>(i);
     const int32_t q = request.block_row[logical];
-    const Identity& identity = request.identity[logical];
-    if (epoch_[static_cast<size_t>(q)] != identity.epoch) {
+    const Allocation& identity = request.identity[logical];
+    if (oracle_.epoch(q) != identity.epoch) {
       // Reallocated a multiple of 2^w times: the theorem's exact escape condition.
       ++report.escapes;
       escaped_ = true;
-    } else if (CurrentAllocation(q) != identity) {
-      if (InScope(fault())) {
+    } else if (oracle_.Current(q) != identity) {
+      if (InScope(*fault_)) {
         return Violation("r" + std::to_string(r) + " passed at logical page " + std::to_string(i) +
                          " on an allocation it was never granted");
       }
@@ -294,11 +299,9 @@ Status IntegrityWorld::Write(int32_t r, int32_t token, OpReport& report) {
     ++report.silent_corruptions;
     return Status::Ok();
   }
-  const Identity writer =
-      logical < request.identity.size() ? request.identity[logical] : Identity{-2 - r, 0, false};
-  content_[static_cast<size_t>(q) * static_cast<size_t>(p) + static_cast<size_t>(token % p)] =
-      Slot{writer, epoch_[static_cast<size_t>(q)]};
-  if (CurrentAllocation(q) != writer) {
+  const Allocation writer =
+      logical < request.identity.size() ? request.identity[logical] : Allocation{-2 - r, 0, false};
+  if (oracle_.Write(q, token % p, writer, kNoContent) != AccessVerdict::kOk) {
     if (!covered) {
       return Violation("r" + std::to_string(r) + " wrote token " + std::to_string(token) +
                        " into physical page " + std::to_string(q) +
@@ -315,17 +318,15 @@ Status IntegrityWorld::Read(int32_t r, OpReport& report) {
   for (int32_t token = 0; token < request.kernel_len; ++token) {
     const size_t logical = static_cast<size_t>(token / p);
     const int32_t q = request.block_row[logical];
-    const Identity& reader = request.identity[logical];
-    const Slot& found =
-        content_[static_cast<size_t>(q) * static_cast<size_t>(p) + static_cast<size_t>(token % p)];
-    const bool this_allocation = found.epoch == epoch_[static_cast<size_t>(q)];
-    if (this_allocation && found.writer == reader) continue;
-    if (reader == CurrentAllocation(q) && !this_allocation) {
+    const AccessVerdict verdict = oracle_.Read(q, token % p, request.identity[logical], kNoContent);
+    if (verdict == AccessVerdict::kOk) continue;
+    KVSIM_CHECK(verdict != AccessVerdict::kWrongContent) << "the world writes no content";
+    if (verdict == AccessVerdict::kUnwritten) {
       // A slot of the request's own page that this allocation never wrote (it holds nothing, or
       // the page's previous owner's data): a token position went wrong inside a page the request
       // rightly holds, below the check's page granularity (docs/integrity.md, out of scope). With
       // writes checked, only a sequence length that runs past the recorded one gets here.
-      if (fault() == OpKind::kSeqLenOverrun) {
+      if (fault_ == Divergence::kSeqLenOverrun) {
         ++report.intra_page_overruns;
         continue;
       }
@@ -425,51 +426,58 @@ Status IntegrityWorld::Access(const std::vector<int32_t>& rows, KvAccess access,
   return Status::Ok();
 }
 
+Status IntegrityWorld::Diverge(const Op& op, OpReport& report) {
+  const int32_t r = op.r;
+  Request& request = requests_[static_cast<size_t>(r)];
+  const Request& other = requests_[static_cast<size_t>(op.s)];
+  switch (op.divergence) {
+    case Divergence::kCorruptEntry:
+      CorruptEntry(request.block_row, op.i, op.value);
+      return Status::Ok();
+    case Divergence::kPrematureFree:
+      return PrematureFree(pool_, request.recorded[static_cast<size_t>(op.i)]);
+    case Divergence::kLostShare: {
+      KVSIM_ASSIGN_OR_RETURN(const PageGrant grant, LostShare(pool_, other.recorded[0]));
+      return StartFrom(r, grant, other.identity[0]);
+    }
+    case Divergence::kSeqLenOverrun:
+      request.kernel_len = SeqLenOverrun(request.recorded_len, 1);
+      return Status::Ok();
+    case Divergence::kDoubleGrant: {
+      KVSIM_CHECK(NeedsNewPage(r)) << "a double grant stands in for an allocation";
+      const int32_t q = other.recorded.back().page;
+      KVSIM_ASSIGN_OR_RETURN(const PageGrant grant, DoubleGrant(pool_, q));
+      // An allocation the pool never made: the oracle's epoch of q, forged.
+      KVSIM_RETURN_IF_ERROR(Grant(r, grant, Allocation{q, oracle_.epoch(q), true}));
+      return AppendToken(r, report);
+    }
+  }
+  return InternalError("unknown divergence");
+}
+
 Result<OpReport> IntegrityWorld::Apply(const Op& op) {
   history_.push_back(op);
   OpReport report;
   const int32_t r = op.r;
   Request& request = requests_[static_cast<size_t>(r)];
-  if (op.is_fault()) {
-    if (fault_injected()) return Violation("a second fault");
-    fault_ = static_cast<uint8_t>(op.kind);
-  }
   switch (op.kind) {
     case OpKind::kAppend:
-    case OpKind::kDoubleGrant: {
       if (NeedsNewPage(r)) {
-        if (op.kind == OpKind::kAppend) {
-          KVSIM_ASSIGN_OR_RETURN(const PageGrant grant, pool_.Allocate());
-          ++epoch_[static_cast<size_t>(grant.page)];
-          KVSIM_RETURN_IF_ERROR(Grant(r, grant, CurrentAllocation(grant.page)));
-        } else {
-          // The allocator hands out a page that another request still holds.
-          const int32_t q = requests_[static_cast<size_t>(op.s)].recorded.back().page;
-          KVSIM_RETURN_IF_ERROR(
-              Grant(r, pool_.CurrentGrant(q), {q, epoch_[static_cast<size_t>(q)], true}));
-        }
+        KVSIM_ASSIGN_OR_RETURN(const PageGrant grant, pool_.Allocate());
+        oracle_.OnAllocate(grant.page);
+        KVSIM_RETURN_IF_ERROR(Grant(r, grant, oracle_.Current(grant.page)));
       }
-      ++request.recorded_len;
-      ++request.kernel_len;
-      KVSIM_RETURN_IF_ERROR(Access({r}, KvAccess::kWrite, report));
+      KVSIM_RETURN_IF_ERROR(AppendToken(r, report));
       break;
-    }
-    case OpKind::kShare:
-    case OpKind::kLostShare: {
+    case OpKind::kShare: {
       const Request& other = requests_[static_cast<size_t>(op.s)];
-      const PageGrant grant = other.recorded[0];
-      const Identity identity = other.identity[0];
-      if (op.kind == OpKind::kShare) {
-        const Status shared = pool_.Share(grant.page);
-        if (!shared.ok()) {
-          if (!fault_injected()) return Violation("a correct share failed: " + shared.message());
-          ++report.pool_refusals;
-          break;
-        }
+      const Status shared = pool_.Share(other.recorded[0].page);
+      if (!shared.ok()) {
+        if (!fault_injected()) return Violation("a correct share failed: " + shared.message());
+        ++report.pool_refusals;
+        break;
       }
-      KVSIM_RETURN_IF_ERROR(Grant(r, grant, identity));
-      request.recorded_len = config_.page_size;
-      request.kernel_len = config_.page_size;
+      KVSIM_RETURN_IF_ERROR(StartFrom(r, other.recorded[0], other.identity[0]));
       break;
     }
     case OpKind::kDecode: {
@@ -489,17 +497,14 @@ Result<OpReport> IntegrityWorld::Apply(const Op& op) {
       }
       Reset(r);
       break;
-    case OpKind::kCorruptEntry:
-      request.block_row[static_cast<size_t>(op.i)] = op.value;
-      break;
-    case OpKind::kPrematureFree:
-      KVSIM_RETURN_IF_ERROR(pool_.Release(request.recorded[static_cast<size_t>(op.i)].page));
-      break;
-    case OpKind::kSeqLenOverrun:
-      request.kernel_len = request.recorded_len + 1;
+    case OpKind::kDiverge:
+      if (fault_injected()) return Violation("a second fault");
+      fault_ = op.divergence;
+      KVSIM_RETURN_IF_ERROR(Diverge(op, report));
       break;
   }
   pool_.CheckInvariants();
+  oracle_.CheckInvariants();
   return report;
 }
 
@@ -517,7 +522,7 @@ void IntegrityWorld::AppendKey(const std::vector<int32_t>& request_order,
   for (int32_t r : request_order) {
     const Request& request = requests_[static_cast<size_t>(r)];
     for (const PageGrant& grant : request.recorded) see(grant.page);
-    for (const Identity& identity : request.identity) see(identity.page);
+    for (const Allocation& identity : request.identity) see(identity.page);
     for (int32_t entry : request.block_row) see(entry);
   }
   for (int32_t page = 0; page < n; ++page) see(page);
@@ -529,7 +534,7 @@ void IntegrityWorld::AppendKey(const std::vector<int32_t>& request_order,
   for (size_t i = 0; i < request_order.size(); ++i) {
     position[static_cast<size_t>(request_order[i])] = static_cast<int32_t>(i);
   }
-  const auto put_identity = [&](const Identity& identity) {
+  const auto put_identity = [&](const Allocation& identity) {
     // The marker of a write by r through an unrecorded page names r: rename it with the requests.
     key.push_back(identity.page <= -2 ? static_cast<uint64_t>(
                                             -2 - position[static_cast<size_t>(-2 - identity.page)])
@@ -553,13 +558,13 @@ void IntegrityWorld::AppendKey(const std::vector<int32_t>& request_order,
     key.push_back(pool_.tag(page));
     key.push_back(device_tags[static_cast<size_t>(page)]);
     key.push_back(pool_.tag_change_pending(page) ? 1 : 0);
-    key.push_back(static_cast<uint64_t>(epoch_[static_cast<size_t>(page)]));
+    key.push_back(static_cast<uint64_t>(oracle_.epoch(page)));
+    // The oracle's page summaries follow from its slots and epochs: they need no words here.
     for (int32_t slot = 0; slot < config_.page_size; ++slot) {
-      const Slot& written =
-          content_[static_cast<size_t>(page) * static_cast<size_t>(config_.page_size) +
-                   static_cast<size_t>(slot)];
+      const OwnershipOracle::Slot& written = oracle_.slot(page, slot);
       put_identity(written.writer);
       key.push_back(static_cast<uint64_t>(written.epoch));
+      key.push_back(written.content);
     }
   }
   for (int32_t r : request_order) {
@@ -575,7 +580,7 @@ void IntegrityWorld::AppendKey(const std::vector<int32_t>& request_order,
     }
     key.push_back(~uint64_t{1});
   }
-  key.push_back(fault_);
+  key.push_back(fault_ ? static_cast<uint64_t>(*fault_) : ~uint64_t{0});
   key.push_back(escaped_ ? 1 : 0);
 }
 

@@ -1,14 +1,16 @@
 // IntegrityWorld: a small serving world for proving the integrity check. It drives the real
 // PagePool, TagTracker and tag-check kernel (CPU backend) with a server's bookkeeping, injects the
-// divergences of the fault model (docs/integrity.md), and keeps an independent oracle of which
-// allocation every page and every written token belongs to. After every operation it checks the
-// theorem: the verdict of every check equals the one the theorem predicts, no check fails without
-// a fault, and a check that passes let no request touch another allocation's page unless a tag
-// wrapped or the fault is one the theorem puts out of scope.
+// divergences of the fault model (sim/faults, docs/integrity.md), and keeps an independent
+// OwnershipOracle (sim/oracle) of which allocation every page and every written token belongs
+// to. After every operation it checks the theorem: the verdict of every check equals the one the
+// theorem predicts, no check fails without a fault, and a check that passes let no request touch
+// another allocation's page unless a tag wrapped or the fault is one the theorem puts out of
+// scope.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,8 +18,10 @@
 
 #include "base/status.h"
 #include "kernels/backend.h"
+#include "sim/faults/divergence.h"
 #include "sim/integrity/integrity_tracker.h"
 #include "sim/memory/page_pool.h"
+#include "sim/oracle/ownership_oracle.h"
 
 namespace kvsim::testing {
 
@@ -32,7 +36,7 @@ struct WorldConfig {
   bool check_writes = true;
 };
 
-// The operations of a world: the server's own, then the injected divergences.
+// The operations of a world: the server's own, and an injected divergence.
 enum class OpKind : uint8_t {
   // The server's own operations, done right.
   kAppend,  // request r appends a token: a new page when its last is full, then a checked write
@@ -41,20 +45,13 @@ enum class OpKind : uint8_t {
   // Request r ends and starts over empty: it releases what it recorded, or, after an abort, only
   // the pages whose grant still verifies (the others are no longer its own).
   kFinish,
-  // Injected divergences, at most one per run.
-  kCorruptEntry,   // block-table entry i of r := value (another page, -1 or num_pages)
-  kPrematureFree,  // r's page i is released while r still records and maps it
-  kLostShare,      // kShare without the pool reference: a holder the refcount does not count
-  kSeqLenOverrun,  // the kernel's sequence length of r runs one token past the recorded one
-  kDoubleGrant,    // out of scope: r is granted s's last page as if it were free
+  // An injected divergence, at most one per run; Op::divergence says which, acting on:
+  // kCorruptEntry: block-table entry i of r := value (another page, -1 or num_pages);
+  // kPrematureFree: r's page i; kLostShare: r starts from s's first page without the pool's
+  // reference; kSeqLenOverrun: r's kernel length, one token past the recorded one;
+  // kDoubleGrant: r is granted s's last page as if it were free, then appends a token.
+  kDiverge,
 };
-
-// "append", "share", ...
-const char* OpKindName(OpKind kind);
-
-// Whether the theorem covers the divergence (kDoubleGrant makes the server's expectation itself
-// wrong, which no check of expectations can see).
-bool InScope(OpKind fault);
 
 // One operation with its arguments.
 struct Op {
@@ -63,8 +60,8 @@ struct Op {
   int8_t s = 0;       // the other request (share, lost share, double grant)
   int8_t i = 0;       // a logical page (corrupt entry, premature free)
   int32_t value = 0;  // the corrupt block-table entry
+  Divergence divergence = Divergence::kCorruptEntry;  // kDiverge only
 
-  bool is_fault() const { return kind >= OpKind::kCorruptEntry; }
   // "append r0", "corrupt_entry r1 page 0 := 3", ...
   std::string ToString() const;
 };
@@ -106,37 +103,20 @@ class IntegrityWorld {
   // only marks its request; its pages are released when it finishes).
   void AppendKey(const std::vector<int32_t>& request_order, std::vector<uint64_t>& key) const;
 
-  bool fault_injected() const { return fault_ != kNoFault; }
-  OpKind fault() const { return static_cast<OpKind>(fault_); }
+  bool fault_injected() const { return fault_.has_value(); }
+  // The divergence injected, if any.
+  std::optional<Divergence> fault() const { return fault_; }
   bool escaped() const { return escaped_; }
   const PagePool& pool() const { return pool_; }
 
  private:
-  // The allocation a recorded page, or a written token, belongs to, as the oracle knows it: the
-  // page's allocation count names an allocation of the pool; `forged` marks the one allocation a
-  // double grant invents, which the pool never made.
-  struct Identity {
-    int32_t page = -1;  // -1: nothing written; -2 - r: written by r through an unrecorded page
-    int64_t epoch = 0;
-    bool forged = false;
-    bool operator==(const Identity& o) const {
-      return page == o.page && epoch == o.epoch && forged == o.forged;
-    }
-    bool operator!=(const Identity& o) const { return !(*this == o); }
-  };
   struct Request {
-    std::vector<PageGrant> recorded;  // the server's page table
-    std::vector<Identity> identity;   // the oracle's view of each recorded page
-    int32_t recorded_len = 0;         // tokens the server believes the request holds
-    std::vector<int32_t> block_row;   // the kernel's block-table row
-    int32_t kernel_len = 0;           // the kernel's sequence length
-    bool aborted = false;             // failed a check; waits for kFinish
-  };
-  // What a token slot holds: its writer, and the page's allocation count at the write (older
-  // than the page's current count: written before the page's current allocation began).
-  struct Slot {
-    Identity writer;
-    int64_t epoch = -1;
+    std::vector<PageGrant> recorded;   // the server's page table
+    std::vector<Allocation> identity;  // the oracle's view of each recorded page
+    int32_t recorded_len = 0;          // tokens the server believes the request holds
+    std::vector<int32_t> block_row;    // the kernel's block-table row
+    int32_t kernel_len = 0;            // the kernel's sequence length
+    bool aborted = false;              // failed a check; waits for kFinish
   };
   // Host and device arrays of one checked access, reused by every copy of a world (worlds are
   // used one at a time), so that a step allocates nothing.
@@ -149,17 +129,19 @@ class IntegrityWorld {
     DeviceBuffer first_buffer;
     std::vector<uint64_t> device_tags;  // AppendKey's host copy of the tracker's tags
   };
-  static constexpr uint8_t kNoFault = 0xFF;
-
   IntegrityWorld(const WorldConfig& config, Backend& backend, PagePool pool, TagTracker tracker,
-                 std::shared_ptr<AccessScratch> scratch);
-  // The pool's current allocation of page q.
-  Identity CurrentAllocation(int32_t q) const;
+                 OwnershipOracle oracle, std::shared_ptr<AccessScratch> scratch);
   // Whether a silent corruption is explained: by a divergence out of scope, a tag that wrapped,
   // or writes left unchecked. Anywhere else it violates the theorem.
   bool Covered() const;
 
-  Status Grant(int32_t r, const PageGrant& grant, const Identity& identity);
+  Status Grant(int32_t r, const PageGrant& grant, const Allocation& identity);
+  // Empty request r starts from `grant`, a full page of another request (a shared prefix).
+  Status StartFrom(int32_t r, const PageGrant& grant, const Allocation& identity);
+  // Request r appends a token into its last page: a checked write.
+  Status AppendToken(int32_t r, OpReport& report);
+  // Commits the divergence `op` names.
+  Status Diverge(const Op& op, OpReport& report);
   void Reset(int32_t r);
   // Releases every recorded page (a finish; naive, as a server is). Counts refusals after a fault.
   Status ReleaseAll(int32_t r, OpReport& report);
@@ -183,9 +165,8 @@ class IntegrityWorld {
   std::unique_ptr<TagTracker> tracker_;
   std::shared_ptr<AccessScratch> scratch_;
   std::vector<Request> requests_;
-  std::vector<int64_t> epoch_;  // [num_pages]: allocations seen by the oracle
-  std::vector<Slot> content_;   // [num_pages * page_size]: who wrote each token slot, when
-  uint8_t fault_ = kNoFault;
+  OwnershipOracle oracle_;  // allocations and token writers, as they truly are
+  std::optional<Divergence> fault_;
   bool escaped_ = false;
   std::vector<Op> history_;  // for the reproduction in a violation's message
 };
