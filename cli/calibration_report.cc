@@ -58,7 +58,7 @@ void PrintCalibrationReport(std::ostream& out, const model::Calibration& c) {
     } else {
       error = fmt::format("{:+.1f}%", row.relative_error * 100);
     }
-    table.AddRow({model::KvDtypeName(point.kv_dtype), std::to_string(point.concurrency),
+    table.AddRow({KvFormatName(point.kv_format), std::to_string(point.concurrency),
                   point.fit ? "fitted" : "predicted", published, modelled, error});
   }
   table.Print(out);
@@ -74,7 +74,7 @@ void PrintCalibrationJson(std::ostream& out, const model::Calibration& c) {
     const bool both = !point.out_of_memory && !row.model_out_of_memory;
     // Out of memory on either side: no figure and no error, but whether the two sides agree.
     points.push_back({
-        {"kv_dtype", model::KvDtypeName(point.kv_dtype)},
+        {"kv_dtype", KvFormatName(point.kv_format)},
         {"concurrency", point.concurrency},
         {"role", point.fit ? "fitted" : "predicted"},
         {"published_out_of_memory", point.out_of_memory},

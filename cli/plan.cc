@@ -3,9 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "base/kv_format.h"
 #include "cli/calibration_report.h"
 #include "cli/configs_root.h"
 #include "cli/plan_plot.h"
@@ -19,28 +21,32 @@ namespace {
 
 struct FieldHelp {
   const char* field;
-  const char* help;
+  std::string help;
 };
 
 // One flag per plan field; the same names work in --compare and in --deployment YAML.
-constexpr FieldHelp kFieldHelp[] = {
-    {"model", "Model name (configs/models/NAME.yaml) or a YAML path (default kimi-k2.6)"},
-    {"gpu", "GPU name (configs/gpus/NAME.yaml) or a YAML path (default h200-sxm)"},
-    {"gpus", "GPUs in the deployment (default 8)"},
-    {"tp", "Tensor-parallel size; gpus / tp replicas (default 8)"},
-    {"pools", "Independent KV pools (data-parallel attention); default gpus / tp"},
-    {"mem-fraction", "Share of GPU memory for weights + KV cache (default 0.83)"},
-    {"reserved-gib",
-     "GiB per GPU subtracted after the fraction: budget = memory x fraction - reserved (default "
-     "0)"},
-    {"kv-dtype", "KV cache dtype: bf16, fp8_e4m3, fp8_mla_tiles (default bf16)"},
-    {"page-size", "Tokens per KV page (default 64)"},
-    {"weights", "Weight variant of the model (default: as published; see the model YAML)"},
-    {"latent-projections", "MLA down-projections and DSA indexer: replicated (default) or sharded"},
-    {"mtp", "Load the multi-token-prediction layers: on or off (default off)"},
-    {"context", "Tokens each request holds, prompt plus output (default 21000)"},
-    {"usd-per-gpu-hour", "Price per GPU-hour for cost figures (default: the GPU YAML's)"},
-};
+const std::vector<FieldHelp>& FieldHelps() {
+  static const std::vector<FieldHelp> help = {
+      {"model", "Model name (configs/models/NAME.yaml) or a YAML path (default kimi-k2.6)"},
+      {"gpu", "GPU name (configs/gpus/NAME.yaml) or a YAML path (default h200-sxm)"},
+      {"gpus", "GPUs in the deployment (default 8)"},
+      {"tp", "Tensor-parallel size; gpus / tp replicas (default 8)"},
+      {"pools", "Independent KV pools (data-parallel attention); default gpus / tp"},
+      {"mem-fraction", "Share of GPU memory for weights + KV cache (default 0.83)"},
+      {"reserved-gib",
+       "GiB per GPU subtracted after the fraction: budget = memory x fraction - reserved (default "
+       "0)"},
+      {"kv-dtype", "KV cache format: " + KvFormatNameList() + " (default bf16)"},
+      {"page-size", "Tokens per KV page (default 64)"},
+      {"weights", "Weight variant of the model (default: as published; see the model YAML)"},
+      {"latent-projections",
+       "MLA down-projections and DSA indexer: replicated (default) or sharded"},
+      {"mtp", "Load the multi-token-prediction layers: on or off (default off)"},
+      {"context", "Tokens each request holds, prompt plus output (default 21000)"},
+      {"usd-per-gpu-hour", "Price per GPU-hour for cost figures (default: the GPU YAML's)"},
+  };
+  return help;
+}
 
 class PlanCommand : public Command {
  public:
@@ -61,7 +67,7 @@ class PlanCommand : public Command {
         "--deployment", [this](const std::string& path) { deployment_yaml_ = path; },
         "YAML file of field: value pairs (the flag names below, '-' or '_'), applied before "
         "flags"));
-    for (const FieldHelp& entry : kFieldHelp) {
+    for (const FieldHelp& entry : FieldHelps()) {
       const std::string field = entry.field;
       plan_only_.push_back(app.add_option_function<std::string>(
           "--" + field,

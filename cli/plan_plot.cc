@@ -66,7 +66,7 @@ const std::vector<PlotField>& PlotFields() {
        [](const model::PlanResult& r) { return fmt::format("tp {}", r.settings.deployment.tp); }},
       {{"kv-dtype"},
        [](const model::PlanResult& r) {
-         return fmt::format("{} KV cache", model::KvDtypeName(r.settings.deployment.kv_dtype));
+         return fmt::format("{} KV cache", KvFormatName(r.settings.deployment.kv_format));
        }},
       {{"weights"}, [](const model::PlanResult& r) { return r.weight_variant + " weights"; }},
       {{"context"},

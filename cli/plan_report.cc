@@ -85,7 +85,7 @@ void PrintSetup(std::ostream& out, const std::vector<LabeledPlan>& plans) {
   });
   AddRow(table, "weights", plans, [](const PlanResult& r) { return r.weight_variant; });
   AddRow(table, "KV cache dtype", plans,
-         [](const PlanResult& r) { return model::KvDtypeName(r.settings.deployment.kv_dtype); });
+         [](const PlanResult& r) { return KvFormatName(r.settings.deployment.kv_format); });
   AddRow(table, "tokens per request", plans,
          [](const PlanResult& r) { return Grouped(r.settings.deployment.context_tokens); });
   if (!AllFit(plans)) {
@@ -235,7 +235,7 @@ nlohmann::json PlanJson(const LabeledPlan& plan) {
       {"pools", d.pool_count()},
       {"memory_fraction", d.memory_fraction},
       {"reserved_bytes", d.reserved_bytes},
-      {"kv_dtype", model::KvDtypeName(d.kv_dtype)},
+      {"kv_dtype", KvFormatName(d.kv_format)},
       {"page_size", d.page_size},
       {"weights", r.weight_variant},
       {"context_tokens", d.context_tokens},
@@ -323,7 +323,7 @@ void PrintPlanCsv(std::ostream& out, const std::vector<LabeledPlan>& plans) {
     for (const auto& e : r.decode) {
       out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}{},{},{},",
                          CsvField(plan.label, true), CsvField(r.model.name), CsvField(r.gpu.name),
-                         d.gpus, d.tp, d.pool_count(), model::KvDtypeName(d.kv_dtype),
+                         d.gpus, d.tp, d.pool_count(), KvFormatName(d.kv_format),
                          CsvField(r.weight_variant), d.context_tokens, d.memory_fraction,
                          weights_fit ? "true" : "false",
                          weights_fit ? "" : CsvField(WeightsDoNotFitText(r.capacity)),

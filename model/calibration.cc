@@ -20,9 +20,10 @@ constexpr size_t kMaxPoints = 64;
 Result<CalibrationPoint> ParsePoint(const YamlMap& map) {
   KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"kv_dtype", "concurrency", "tokens_per_s", "role"}));
   CalibrationPoint point;
-  KVSIM_ASSIGN_OR_RETURN(const std::string dtype,
-                         map.Enum("kv_dtype", {"bf16", "fp8_e4m3", "fp8_mla_tiles"}));
-  KVSIM_ASSIGN_OR_RETURN(point.kv_dtype, ParseKvDtype(dtype));
+  KVSIM_ASSIGN_OR_RETURN(const std::string format_name, map.String("kv_dtype"));
+  const Result<KvFormat> format = ParseKvFormat(format_name);
+  if (!format.ok()) return map.Error("kv_dtype", format.status().message());
+  point.kv_format = *format;
   KVSIM_ASSIGN_OR_RETURN(point.concurrency, map.Int("concurrency", 1, 1 << 20));
   KVSIM_ASSIGN_OR_RETURN(const std::string role, map.Enum("role", {"fit", "predict"}));
   point.fit = role == "fit";
@@ -61,7 +62,7 @@ class PointEvaluator {
 
   Result<PointModel> Evaluate(const CalibrationPoint& point, const StepTimeParams& params) const {
     Deployment d = deployment_;
-    d.kv_dtype = point.kv_dtype;
+    d.kv_format = point.kv_format;
     KVSIM_RETURN_IF_ERROR(ValidateDeployment(d, model_));
     const WeightBreakdown weights = ComputeWeights(model_, d, nullptr);
     const KvBreakdown kv = ComputeKvBytes(model_, d, nullptr);
@@ -83,7 +84,7 @@ class PointEvaluator {
 std::vector<CalibrationPoint> FittedPoints(const CalibrationSpec& spec, bool fp8) {
   std::vector<CalibrationPoint> points;
   for (const auto& p : spec.points) {
-    if (p.fit && (p.kv_dtype != KvDtype::kBf16) == fp8) points.push_back(p);
+    if (p.fit && (p.kv_format.dtype != KvDtype::kBf16) == fp8) points.push_back(p);
   }
   return points;
 }
@@ -105,11 +106,11 @@ Result<CalibrationSpec> LoadCalibrationSpec(const std::string& path) {
   for (const YamlMap& point_map : points) {
     KVSIM_ASSIGN_OR_RETURN(const CalibrationPoint point, ParsePoint(point_map));
     for (const auto& other : spec.points) {
-      if (other.kv_dtype == point.kv_dtype && other.concurrency == point.concurrency) {
+      if (other.kv_format == point.kv_format && other.concurrency == point.concurrency) {
         return point_map.Error("concurrency", "listed twice for this KV dtype");
       }
     }
-    if (point.fit) ++(point.kv_dtype == KvDtype::kBf16 ? fitted_bf16 : fitted_other);
+    if (point.fit) ++(point.kv_format.dtype == KvDtype::kBf16 ? fitted_bf16 : fitted_other);
     spec.points.push_back(point);
   }
   if (fitted_bf16 != 2) {
@@ -177,7 +178,7 @@ Result<Calibration> Calibrate(const CalibrationSpec& spec, const Catalog& catalo
       if (m.out_of_memory) {
         return InvalidArgumentError(fmt::format(
             "{}: the fitted {} point at concurrency {} does not fit in the modelled KV cache",
-            spec.path, KvDtypeName(fp8_points[i].kv_dtype), fp8_points[i].concurrency));
+            spec.path, KvFormatName(fp8_points[i].kv_format), fp8_points[i].concurrency));
       }
       const double measured =
           static_cast<double>(fp8_points[i].concurrency) / fp8_points[i].tokens_per_s;

@@ -13,9 +13,9 @@
 
 namespace kvsim::model {
 
-// One published figure: tokens/s at a concurrency with a KV dtype, or "out of memory".
+// One published figure: tokens/s at a concurrency with a KV format, or "out of memory".
 struct CalibrationPoint {
-  KvDtype kv_dtype = KvDtype::kBf16;
+  KvFormat kv_format;  // the YAML's kv_dtype
   int64_t concurrency = 0;
   bool out_of_memory = false;
   double tokens_per_s = 0;  // when not out_of_memory
@@ -50,7 +50,7 @@ struct Calibration {
 };
 
 // Reads and validates a calibration file: exactly two fitted BF16 points with different
-// concurrencies, zero or two fitted FP8 points, at most two fitted points per KV dtype.
+// concurrencies, zero or two fitted FP8 points, at most two fitted points per KV format.
 Result<CalibrationSpec> LoadCalibrationSpec(const std::string& path);
 
 // Fits the four step-time coefficients to the spec's fitted points and predicts every point.

@@ -3,29 +3,42 @@
 
 #include <fmt/format.h>
 
+#include <string>
+
 #include "base/check.h"
 
 namespace kvsim::model {
+namespace {
 
-const char* KvDtypeName(KvDtype dtype) {
-  switch (dtype) {
-    case KvDtype::kBf16:
-      return "bf16";
-    case KvDtype::kFp8E4m3:
-      return "fp8_e4m3";
-    case KvDtype::kFp8MlaTiles:
-      return "fp8_mla_tiles";
+// The formats a GQA model may use: all but FlashMLA's MLA layout.
+std::string GqaKvFormatNames() {
+  std::string names;
+  for (const KvFormat format : AllKvFormats()) {
+    if (format.scaling == KvScaling::kMlaBlock128) continue;
+    names += (names.empty() ? "" : ", ") + KvFormatName(format);
   }
-  return "?";
+  return names;
 }
 
-Result<KvDtype> ParseKvDtype(const std::string& text) {
-  for (KvDtype dtype : {KvDtype::kBf16, KvDtype::kFp8E4m3, KvDtype::kFp8MlaTiles}) {
-    if (text == KvDtypeName(dtype)) return dtype;
+// Every format but FlashMLA's fits any GQA or MLA shape; FlashMLA's needs MLA and a latent of
+// whole scale blocks.
+Status ValidateKvFormat(KvFormat format, const ModelSpec& model) {
+  if (format.scaling != KvScaling::kMlaBlock128) return Status::Ok();
+  if (model.attention_kind != AttentionKind::kMla) {
+    return InvalidArgumentError(
+        fmt::format("KV dtype {} needs MLA attention; {} uses GQA (allowed: {})",
+                    KvFormatName(format), model.name, GqaKvFormatNames()));
   }
-  return InvalidArgumentError(
-      fmt::format("KV dtype '{}' is not known; allowed: bf16, fp8_e4m3, fp8_mla_tiles", text));
+  if (model.mla.kv_lora_rank % kKvScaleBlockValues != 0) {
+    return InvalidArgumentError(
+        fmt::format("KV dtype {} needs kv_lora_rank divisible by {} (tiles of {}); {} has {}",
+                    KvFormatName(format), kKvScaleBlockValues, kKvScaleBlockValues, model.name,
+                    model.mla.kv_lora_rank));
+  }
+  return Status::Ok();
 }
+
+}  // namespace
 
 Status ValidateDeployment(const Deployment& d, const ModelSpec& model) {
   if (d.gpus < 1 || d.gpus > 4096) {
@@ -54,16 +67,7 @@ Status ValidateDeployment(const Deployment& d, const ModelSpec& model) {
     return OutOfRangeError(
         fmt::format("context {} is out of range; allowed: 1 to 16777216 tokens", d.context_tokens));
   }
-  if (d.kv_dtype == KvDtype::kFp8MlaTiles && model.attention_kind != AttentionKind::kMla) {
-    return InvalidArgumentError(fmt::format(
-        "KV dtype fp8_mla_tiles needs MLA attention; {} uses GQA (allowed: bf16, fp8_e4m3)",
-        model.name));
-  }
-  if (d.kv_dtype == KvDtype::kFp8MlaTiles && model.mla.kv_lora_rank % 128 != 0) {
-    return InvalidArgumentError(fmt::format(
-        "KV dtype fp8_mla_tiles needs kv_lora_rank divisible by 128 (tiles of 128); {} has {}",
-        model.name, model.mla.kv_lora_rank));
-  }
+  KVSIM_RETURN_IF_ERROR(ValidateKvFormat(d.kv_format, model));
   if (!d.weight_variant.empty() && model.FindVariant(d.weight_variant) == nullptr) {
     return NotFoundError(fmt::format("{} has no weight variant '{}'; available: {}", model.name,
                                      d.weight_variant, model.VariantNames()));

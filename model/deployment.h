@@ -5,24 +5,12 @@
 #include <cstdint>
 #include <string>
 
+#include "base/kv_format.h"
 #include "base/status.h"
 #include "model/gpu_spec.h"
 #include "model/model_spec.h"
 
 namespace kvsim::model {
-
-enum class KvDtype {
-  kBf16,         // 2 bytes per cached value
-  kFp8E4m3,      // 1 byte per cached value, one scale per tensor (nothing per token)
-  kFp8MlaTiles,  // MLA only: FP8 latent in 128-value tiles with an fp32 scale each, rotary part
-                 // kept in BF16 (FlashMLA's layout: 512 + 4 x 4 + 64 x 2 = 656 bytes per token
-                 // and layer for DeepSeek-V3's dimensions)
-};
-
-// "bf16", "fp8_e4m3", "fp8_mla_tiles".
-const char* KvDtypeName(KvDtype dtype);
-// Parses a name above; the error lists the allowed names.
-Result<KvDtype> ParseKvDtype(const std::string& text);
 
 struct Deployment {
   int gpus = 8;
@@ -38,7 +26,8 @@ struct Deployment {
   double memory_fraction = 0.83;
   // Memory taken before the fraction applies (CUDA context, other processes), per GPU.
   uint64_t reserved_bytes = 0;
-  KvDtype kv_dtype = KvDtype::kBf16;
+  // How the KV cache is stored (the flags and YAML call the field kv_dtype, as engines do).
+  KvFormat kv_format;
   int page_size = 64;          // tokens per KV page; a request holds whole pages
   std::string weight_variant;  // empty: the model's first (published) variant
   // SGLang and vLLM keep MLA's down-projections (q_a, kv_a) and the DSA indexer whole on every
@@ -54,7 +43,7 @@ struct Deployment {
   int attention_tp() const { return gpus / pool_count(); }
 };
 
-// Checks the deployment against the model and GPU: sizes that divide, a KV dtype the attention
+// Checks the deployment against the model and GPU: sizes that divide, a KV format the attention
 // supports, a weight variant the model has. Errors say what is allowed.
 Status ValidateDeployment(const Deployment& deployment, const ModelSpec& model);
 

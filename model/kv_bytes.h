@@ -16,7 +16,8 @@ struct KvBreakdown {
   uint64_t values = 0;          // GQA: V likewise
   uint64_t latent = 0;          // MLA: compressed latent (kv_lora_rank values), all layers
   uint64_t rope = 0;            // MLA: shared rotary key (qk_rope_head_dim values), all layers
-  uint64_t scales = 0;          // per-token scales of the cache (fp8_mla_tiles)
+  uint64_t scales = 0;          // the cache's scales: FlashMLA's tile scales, or one per token
+                                // and head (per-token-head formats); GQA: K's and V's
   uint64_t indexer_keys = 0;    // DSA indexer keys (FP8), layers that carry an indexer
   uint64_t indexer_scales = 0;  // their fp32 scales, one per token and indexer layer
 
@@ -28,8 +29,9 @@ struct KvBreakdown {
   uint64_t fp8_bytes = 0;
 };
 
-// Per-token KV bytes on one GPU of `deployment` (validated). The indexer key cache is FP8 with
-// one fp32 scale per token and layer whatever the KV dtype (DeepSeek-V3.2's layout).
+// Per-token KV bytes on one GPU of `deployment` (validated): rows of the deployment's KV format
+// (KvRowSizeOf) times heads and layers. The indexer key cache is FP8 with one fp32 scale per token
+// and layer whatever the KV format (DeepSeek-V3.2's layout).
 KvBreakdown ComputeKvBytes(const ModelSpec& model, const Deployment& deployment, Trace* trace);
 
 }  // namespace kvsim::model

@@ -105,7 +105,7 @@ Status SetPlanField(PlanSettings& s, const std::string& raw_field, const std::st
     KVSIM_ASSIGN_OR_RETURN(const double gib, ParseNumber(field, value, 0, 1024));
     d.reserved_bytes = static_cast<uint64_t>(std::llround(gib * static_cast<double>(kGiB)));
   } else if (field == "kv-dtype") {
-    KVSIM_ASSIGN_OR_RETURN(d.kv_dtype, ParseKvDtype(value));
+    KVSIM_ASSIGN_OR_RETURN(d.kv_format, ParseKvFormat(value));
   } else if (field == "page-size") {
     KVSIM_ASSIGN_OR_RETURN(const int64_t v, ParseInt(field, value, 1, 4096));
     d.page_size = static_cast<int>(v);

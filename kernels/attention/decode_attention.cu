@@ -41,12 +41,12 @@ struct DecodeConfig {
   static constexpr int head_dim = kHeadDim;
   static constexpr int v_dim = kMla ? kMlaLoraRank : kHeadDim;
   static constexpr int row_bytes =
-      kBlockScales ? kMlaBlockRowBytes : (kDtype == KvDtype::kBf16 ? 2 : 1) * kHeadDim;
+      kBlockScales ? kMlaBlockRowBytes : KvDtypeBytes(kDtype) * kHeadDim;
   static constexpr int chunks = row_bytes / kChunkBytes;
   // Threads per head row: one chunk each for GQA; a warp for MLA's long rows.
   static constexpr int lanes = DecodeRowLanes(kMla, row_bytes);
   static constexpr int chunks_per_lane = (chunks + lanes - 1) / lanes;
-  static constexpr int max_chunk_values = kDtype == KvDtype::kBf16 ? 8 : 16;
+  static constexpr int max_chunk_values = kChunkBytes / KvDtypeBytes(kDtype);
   static_assert(row_bytes % kChunkBytes == 0, "rows are whole 16-byte chunks");
   static_assert(lanes <= kWarp && (lanes & (lanes - 1)) == 0, "a head row is a power-of-2 lanes");
 };

@@ -1,50 +1,31 @@
-// Cache shapes: validation, byte sizes and format names.
+// Cache shapes: validation and byte sizes.
 #include "kernels/attention/kv_format.h"
 
-#include <array>
 #include <string>
 
 namespace kvsim {
 namespace {
 
-struct NamedFormat {
-  const char* name;
-  KvFormat format;
-};
-
-constexpr std::array<NamedFormat, 6> kNamedFormats = {{
-    {"bf16", {KvDtype::kBf16, KvScaling::kNone}},
-    {"e4m3 per-tensor", {KvDtype::kFp8E4M3, KvScaling::kPerTensor}},
-    {"e5m2 per-tensor", {KvDtype::kFp8E5M2, KvScaling::kPerTensor}},
-    {"e4m3 per-token-head", {KvDtype::kFp8E4M3, KvScaling::kPerTokenHead}},
-    {"e5m2 per-token-head", {KvDtype::kFp8E5M2, KvScaling::kPerTokenHead}},
-    {"e4m3 mla-block128", {KvDtype::kFp8E4M3, KvScaling::kMlaBlock128}},
-}};
-
-std::string AllowedFormatNames() {
-  std::string names;
-  for (const NamedFormat& named : kNamedFormats) {
-    names += (names.empty() ? "'" : ", '") + std::string(named.name) + "'";
-  }
-  return names;
-}
-
 Status ValidateFormat(const KvCacheShape& shape) {
   const KvFormat format = shape.format;
-  bool known = false;
-  for (const NamedFormat& named : kNamedFormats) known = known || named.format == format;
-  if (!known) {
+  if (!IsKvFormat(format)) {
     return InvalidArgumentError("unsupported KV cache format (dtype " +
                                 std::to_string(static_cast<int>(format.dtype)) + ", scaling " +
                                 std::to_string(static_cast<int>(format.scaling)) +
-                                "); supported: " + AllowedFormatNames());
+                                "); supported: " + KvFormatNameList());
   }
   if (format.scaling == KvScaling::kMlaBlock128 && shape.kind != AttentionKind::kMla) {
-    return InvalidArgumentError(
-        "format 'e4m3 mla-block128' is FlashMLA's MLA layout; a GQA "
-        "cache supports bf16, per-tensor and per-token-head formats");
+    return InvalidArgumentError("format '" + KvFormatName(format) +
+                                "' is FlashMLA's MLA layout; a GQA cache supports bf16, "
+                                "per-tensor and per-token-head formats");
   }
   return Status::Ok();
+}
+
+// The values of one (token, head) row: a GQA head, or MLA's latent then its rope part.
+KvRowSize RowSize(const KvCacheShape& shape) {
+  const int rope_dim = shape.kind == AttentionKind::kMla ? kMlaRopeDim : 0;
+  return KvRowSizeOf(shape.format, {shape.head_dim, rope_dim});
 }
 
 }  // namespace
@@ -93,47 +74,20 @@ Status ValidateKvCacheShape(const KvCacheShape& shape) {
   return ValidateFormat(shape);
 }
 
-int64_t KvRowBytes(const KvCacheShape& shape) {
-  if (shape.format.scaling == KvScaling::kMlaBlock128) return kMlaBlockRowBytes;
-  const int64_t element_bytes = shape.format.dtype == KvDtype::kBf16 ? 2 : 1;
-  return element_bytes * shape.head_dim;
-}
+int64_t KvRowBytes(const KvCacheShape& shape) { return RowSize(shape).row_bytes(); }
 
 int64_t KvPoolBytes(const KvCacheShape& shape) {
   return int64_t{shape.num_pages} * shape.page_size * shape.num_kv_heads * KvRowBytes(shape);
 }
 
 int64_t KvScalePoolFloats(const KvCacheShape& shape) {
-  if (shape.format.scaling != KvScaling::kPerTokenHead) return 0;
-  return int64_t{shape.num_pages} * shape.page_size * shape.num_kv_heads;
+  const int64_t floats_per_row = RowSize(shape).side_scale_bytes / kKvScaleBytes;
+  return int64_t{shape.num_pages} * shape.page_size * shape.num_kv_heads * floats_per_row;
 }
 
 int64_t KvBytesPerToken(const KvCacheShape& shape) {
   const int64_t pools = shape.kind == AttentionKind::kGqa ? 2 : 1;
-  const int64_t scale_bytes =
-      shape.format.scaling == KvScaling::kPerTokenHead ? int64_t{sizeof(float)} : 0;
-  return pools * shape.num_kv_heads * (KvRowBytes(shape) + scale_bytes);
-}
-
-std::vector<KvFormat> AllKvFormats() {
-  std::vector<KvFormat> formats;
-  for (const NamedFormat& named : kNamedFormats) formats.push_back(named.format);
-  return formats;
-}
-
-std::string KvFormatName(KvFormat format) {
-  for (const NamedFormat& named : kNamedFormats) {
-    if (named.format == format) return named.name;
-  }
-  return "unknown";
-}
-
-Result<KvFormat> ParseKvFormat(std::string_view text) {
-  for (const NamedFormat& named : kNamedFormats) {
-    if (text == named.name) return named.format;
-  }
-  return InvalidArgumentError("unknown KV cache format '" + std::string(text) +
-                              "'; allowed: " + AllowedFormatNames());
+  return pools * shape.num_kv_heads * RowSize(shape).total_bytes();
 }
 
 }  // namespace kvsim

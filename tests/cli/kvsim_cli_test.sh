@@ -42,7 +42,7 @@ expect_exit 0 "Plot of decode tokens/s against concurrency: .*plan-demo.svg" dem
 [ -s "$out/plan-demo.svg" ] || { echo "FAIL: the demo wrote no plot"; failures=$((failures + 1)); }
 
 # accuracy kv: the FP8 KV cache study through the kernels.
-expect_exit 0 "e4m3 per-tensor +1\.0" accuracy kv --kind gqa --requests 1 --tokens 16
+expect_exit 0 "fp8_e4m3 +1\.0" accuracy kv --kind gqa --requests 1 --tokens 16
 expect_exit 0 '"relative_rms"' accuracy kv --kind mla --requests 1 --tokens 8 --json
 expect_exit 2 "^kvsim accuracy: kv: --kind 'xyz' is not known; allowed: gqa, mla, both" accuracy kv --kind xyz
 expect_exit 2 "^Run 'kvsim accuracy kv --help' for usage" accuracy kv --kind xyz

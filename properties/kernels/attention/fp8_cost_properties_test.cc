@@ -209,9 +209,9 @@ TEST(Fp8CostStudyTest, UncalibratedScalesShowInTheNumbers) {
       SCOPED_TRACE((kind == AttentionKind::kMla ? "mla seed " : "gqa seed ") +
                    std::to_string(seed));
       for (const char* distribution : {"gaussian", "student-t3 x50", "outlier channels x200"}) {
-        const KvAccuracyRow& calibrated = Row(rows, distribution, "e4m3 per-tensor", "calibrated");
-        const KvAccuracyRow& one = Row(rows, distribution, "e4m3 per-tensor", "1.0");
-        const KvAccuracyRow& inverse = Row(rows, distribution, "e4m3 per-tensor", "inverse");
+        const KvAccuracyRow& calibrated = Row(rows, distribution, "fp8_e4m3", "calibrated");
+        const KvAccuracyRow& one = Row(rows, distribution, "fp8_e4m3", "1.0");
+        const KvAccuracyRow& inverse = Row(rows, distribution, "fp8_e4m3", "inverse");
         EXPECT_EQ(calibrated.saturated, 0) << distribution;
         EXPECT_GT(inverse.error.relative_rms(), calibrated.error.relative_rms()) << distribution;
         if (std::string(distribution) == "gaussian") {

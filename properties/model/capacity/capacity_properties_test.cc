@@ -53,8 +53,12 @@ Case DrawCase() {
   d.page_size = *rc::gen::element(1, 3, 16, 64, 128);
   d.context_tokens = *rc::gen::inRange<int64_t>(1, 200'001);
   const bool mla = c.model->attention_kind == AttentionKind::kMla;
-  d.kv_dtype = mla ? *rc::gen::element(KvDtype::kBf16, KvDtype::kFp8E4m3, KvDtype::kFp8MlaTiles)
-                   : *rc::gen::element(KvDtype::kBf16, KvDtype::kFp8E4m3);
+  // Every KV format the attention takes: all of them for MLA, all but FlashMLA's for GQA.
+  std::vector<KvFormat> formats;
+  for (const KvFormat format : AllKvFormats()) {
+    if (mla || format.scaling != KvScaling::kMlaBlock128) formats.push_back(format);
+  }
+  d.kv_format = *rc::gen::elementOf(formats);
   d.weight_variant = c.model->variants[*rc::gen::inRange<size_t>(0, c.model->variants.size())].name;
   d.replicate_latent_projections = *rc::gen::arbitrary<bool>();
   d.load_mtp = c.model->mtp_layers > 0 && *rc::gen::arbitrary<bool>();
@@ -138,9 +142,9 @@ RC_GTEST_PROP(CapacityProperties, MoreMemoryOrASmallerCacheNeverHoldsFewerTokens
   Case more = c;
   more.deployment.memory_fraction = std::min(1.0, c.deployment.memory_fraction + 0.04);
   RC_ASSERT(CapacityOf(more)->tokens_total >= base->tokens_total);
-  if (c.deployment.kv_dtype == KvDtype::kBf16) {
+  if (c.deployment.kv_format.dtype == KvDtype::kBf16) {
     Case fp8 = c;
-    fp8.deployment.kv_dtype = KvDtype::kFp8E4m3;
+    fp8.deployment.kv_format = {KvDtype::kFp8E4M3, KvScaling::kPerTensor};
     const Result<Capacity> small = CapacityOf(fp8);
     // Half the cache bytes (indexer keys aside, which stay FP8): at least as many tokens, and
     // twice as many when the cache has no indexer.
@@ -149,6 +153,27 @@ RC_GTEST_PROP(CapacityProperties, MoreMemoryOrASmallerCacheNeverHoldsFewerTokens
       RC_ASSERT(small->kv_bytes_per_token * 2 == base->kv_bytes_per_token);
       RC_ASSERT(small->pages_per_pool >= 2 * base->pages_per_pool);
     }
+  }
+}
+
+RC_GTEST_PROP(CapacityProperties, FormatsOfOneWidthDifferOnlyInTheirScales, ()) {
+  const Case c = DrawCase();
+  const auto kv = [&c](KvDtype dtype, KvScaling scaling) {
+    Deployment d = c.deployment;
+    d.kv_format = {dtype, scaling};
+    return ComputeKvBytes(*c.model, d, nullptr);
+  };
+  const KvBreakdown e4m3 = kv(KvDtype::kFp8E4M3, KvScaling::kPerTensor);
+  for (const KvDtype dtype : {KvDtype::kFp8E4M3, KvDtype::kFp8E5M2}) {
+    // Both FP8 dtypes store a byte per value; a per-token-head scale adds to the values, which
+    // stay FP8, and adds to nothing else.
+    const KvBreakdown per_tensor = kv(dtype, KvScaling::kPerTensor);
+    const KvBreakdown token_head = kv(dtype, KvScaling::kPerTokenHead);
+    RC_ASSERT(per_tensor.total() == e4m3.total());
+    RC_ASSERT(per_tensor.scales == 0u);
+    RC_ASSERT(token_head.scales > 0u);
+    RC_ASSERT(token_head.total() == per_tensor.total() + token_head.scales);
+    RC_ASSERT(token_head.fp8_bytes == per_tensor.fp8_bytes);
   }
 }
 

@@ -44,6 +44,16 @@ expect_exit 0 ",47700,0,0,39936,4992,0,2688,84,[0-9]+," plan --csv --concurrency
 expect_exit 0 '^"",kimi-k2.6,h200-sxm,8,8,1,bf16,int4,21000,.*,64,false,,,$' plan --csv
 rows=$("$kvsim" plan --csv --compare kv-dtype=bf16,fp8_e4m3 | wc -l)
 [ "$rows" -eq 11 ] || { echo "FAIL: --csv gave $rows lines, expected 11"; failures=$((failures + 1)); }
+# Every KV format plans. Per-token-head adds one fp32 per token and head: Kimi K2.6 4 B x 61
+# layers on 576 x 61; Llama 3.1 70B, one KV head per GPU, K's and V's: 2 x 4 B x 80 layers.
+expect_exit 0 "bytes per token per GPU +35,380" plan --kv-dtype fp8_e4m3_per_token_head
+expect_exit 0 "^    scales +244$" plan --kv-dtype fp8_e4m3_per_token_head
+expect_exit 0 '"scales": 640' plan --json --model llama-3.1-70b --kv-dtype fp8_e5m2_per_token_head
+expect_exit 0 "token scales = one fp32 per token: 4 B x layers 61" plan --explain \
+  --kv-dtype fp8_e5m2_per_token_head
+all_formats=bf16,fp8_e4m3,fp8_e5m2,fp8_e4m3_per_token_head,fp8_e5m2_per_token_head,fp8_mla_tiles
+rows=$("$kvsim" plan --csv --model glm-5.2 --compare "kv-dtype=$all_formats" | wc -l)
+[ "$rows" -eq 31 ] || { echo "FAIL: six formats gave $rows CSV lines, expected 31"; failures=$((failures + 1)); }
 expect_exit 0 "kv_lora_rank 512 x layers 61 x 2 B" plan --explain
 expect_exit 0 "experts touched per MoE layer = 384 x \(1 - \(1 - 8/384\)\^32 tokens\)" plan --explain
 expect_exit 0 "requests per pool = ceil\(64 / pools 1\)" plan --explain
@@ -113,6 +123,9 @@ expect_exit 2 "colour.yaml:1:1: field 'colour': unknown field; allowed: model, g
   plan --deployment "$tmp/colour.yaml"
 expect_exit 2 "fp8_mla_tiles needs MLA attention" plan --model llama-3.1-70b \
   --kv-dtype fp8_mla_tiles
+expect_exit 2 "^kvsim plan: --kv-dtype: KV cache format 'e4m3' is not known; allowed: bf16, fp8_e4m3, fp8_e5m2, fp8_e4m3_per_token_head, fp8_e5m2_per_token_head, fp8_mla_tiles$" \
+  plan --kv-dtype e4m3
+expect_exit 0 "--kv-dtype TEXT +KV cache format: bf16, fp8_e4m3, fp8_e5m2," plan --help
 expect_exit 2 "kimi-k2.6 has no weight variant 'int8'; available: int4, fp8" plan --weights int8
 expect_exit 2 "give --json or --csv, not both" plan --json --csv
 expect_exit 2 "plot file 'x.pdf' must end in .png or .svg" plan --plot x.pdf

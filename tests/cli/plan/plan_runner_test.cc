@@ -20,7 +20,7 @@ TEST(ExpandCompareTest, CrossProductWithLabels) {
   ASSERT_EQ(configs->size(), 4u);
   EXPECT_EQ((*configs)[0].label, "kv-dtype=bf16 weights=int4");
   EXPECT_EQ((*configs)[3].label, "kv-dtype=fp8_e4m3 weights=fp8");
-  EXPECT_EQ((*configs)[3].settings.deployment.kv_dtype, model::KvDtype::kFp8E4m3);
+  EXPECT_EQ(KvFormatName((*configs)[3].settings.deployment.kv_format), "fp8_e4m3");
   EXPECT_EQ((*configs)[3].settings.deployment.weight_variant, "fp8");
   // No --compare: one unlabelled configuration.
   const auto single = ExpandCompare(model::PlanSettings{}, {});
@@ -85,7 +85,7 @@ TEST(PlanFieldsTest, EveryFieldSetsItsSetting) {
   EXPECT_EQ(d.pools, 8);
   EXPECT_EQ(d.memory_fraction, 0.9);
   EXPECT_EQ(d.reserved_bytes, 3u << 29);
-  EXPECT_EQ(d.kv_dtype, model::KvDtype::kFp8MlaTiles);
+  EXPECT_EQ(KvFormatName(d.kv_format), "fp8_mla_tiles");
   EXPECT_EQ(d.page_size, 16);
   EXPECT_EQ(d.weight_variant, "int4");
   EXPECT_FALSE(d.replicate_latent_projections);
@@ -94,7 +94,7 @@ TEST(PlanFieldsTest, EveryFieldSetsItsSetting) {
   EXPECT_EQ(d.usd_per_gpu_hour, 2.25);
   // YAML spellings with '_' are the same fields.
   ASSERT_TRUE(model::SetPlanField(s, "kv_dtype", "bf16").ok());
-  EXPECT_EQ(s.deployment.kv_dtype, model::KvDtype::kBf16);
+  EXPECT_EQ(KvFormatName(s.deployment.kv_format), "bf16");
   const Status unknown = model::SetPlanField(s, "colour", "red");
   EXPECT_EQ(unknown.message().substr(0, 40), "unknown field 'colour'; allowed: model, ");
   EXPECT_EQ(model::SetPlanField(s, "mem-fraction", "1.5").message(),
@@ -114,7 +114,7 @@ TEST(PlanFieldsTest, DeploymentYamlErrorsNameTheLineAndField) {
   std::ofstream(path) << "model: glm-5.2\nkv_dtype: fp8_e4m3\npools: 2\n";
   ASSERT_TRUE(model::ApplyPlanYaml(s, path).ok());
   EXPECT_EQ(s.model, "glm-5.2");
-  EXPECT_EQ(s.deployment.kv_dtype, model::KvDtype::kFp8E4m3);
+  EXPECT_EQ(KvFormatName(s.deployment.kv_format), "fp8_e4m3");
   EXPECT_EQ(s.deployment.pools, 2);
 }
 

@@ -202,11 +202,13 @@ std::vector<Shape> Shapes() {
   const KvFormat e4m3{KvDtype::kFp8E4M3, KvScaling::kPerTensor};
   const KvFormat blocks{KvDtype::kFp8E4M3, KvScaling::kMlaBlock128};
   return {
-      {"mla b8 4K bf16", MlaCacheShape(1, kPageSize, bf16), 8, 4096, 64},
-      {"mla b8 4K e4m3 per-tensor", MlaCacheShape(1, kPageSize, e4m3), 8, 4096, 64},
-      {"mla b8 4K e4m3 mla-block128", MlaCacheShape(1, kPageSize, blocks), 8, 4096, 64},
-      {"gqa b64 21K bf16", GqaCacheShape(1, kPageSize, 8, 128, bf16), 64, 21504, 64},
-      {"gqa b64 21K e4m3 per-tensor", GqaCacheShape(1, kPageSize, 8, 128, e4m3), 64, 21504, 64},
+      {"mla b8 4K " + KvFormatName(bf16), MlaCacheShape(1, kPageSize, bf16), 8, 4096, 64},
+      {"mla b8 4K " + KvFormatName(e4m3), MlaCacheShape(1, kPageSize, e4m3), 8, 4096, 64},
+      {"mla b8 4K " + KvFormatName(blocks), MlaCacheShape(1, kPageSize, blocks), 8, 4096, 64},
+      {"gqa b64 21K " + KvFormatName(bf16), GqaCacheShape(1, kPageSize, 8, 128, bf16), 64, 21504,
+       64},
+      {"gqa b64 21K " + KvFormatName(e4m3), GqaCacheShape(1, kPageSize, 8, 128, e4m3), 64, 21504,
+       64},
   };
 }
 

@@ -2,7 +2,7 @@
 // and MLA (576-value latent, 64 query heads), batch {1, 8, 16, 32, 64} x context {4K, 21K, 64K}.
 // Prints the time per call (CUDA events) and the cache bytes read per second as a fraction of the
 // device-to-device copy bandwidth measured in the same run, then the targets for every FP8
-// cache (e4m3 per-tensor, and for MLA also FlashMLA's 656-byte rows).
+// cache (fp8_e4m3, and for MLA also FlashMLA's 656-byte rows, fp8_mla_tiles).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -75,7 +75,6 @@ double CopyBandwidthBytesPerSecond() {
 
 struct Config {
   const char* kind;
-  const char* cache;
   KvCacheShape shape;
   int num_q_heads;
 };
@@ -96,17 +95,18 @@ int Run() {
   const KvFormat e4m3{KvDtype::kFp8E4M3, KvScaling::kPerTensor};
   const KvFormat blocks{KvDtype::kFp8E4M3, KvScaling::kMlaBlock128};
   const std::vector<Config> configs = {
-      {"gqa", "bf16", GqaCacheShape(pages, kPageSize, 8, 128, bf16), 64},
-      {"gqa", "e4m3", GqaCacheShape(pages, kPageSize, 8, 128, e4m3), 64},
-      {"mla", "bf16", MlaCacheShape(pages, kPageSize, bf16), 64},
-      {"mla", "e4m3", MlaCacheShape(pages, kPageSize, e4m3), 64},
-      {"mla", "e4m3-656", MlaCacheShape(pages, kPageSize, blocks), 64},
+      {"gqa", GqaCacheShape(pages, kPageSize, 8, 128, bf16), 64},
+      {"gqa", GqaCacheShape(pages, kPageSize, 8, 128, e4m3), 64},
+      {"mla", MlaCacheShape(pages, kPageSize, bf16), 64},
+      {"mla", MlaCacheShape(pages, kPageSize, e4m3), 64},
+      {"mla", MlaCacheShape(pages, kPageSize, blocks), 64},
   };
   Prng prng(0x5eed);
   std::map<std::tuple<std::string, std::string, int, int>, Row> rows;
-  std::printf("%-5s %-9s %6s %8s %11s %9s %8s %9s\n", "kind", "cache", "batch", "context",
+  std::printf("%-5s %-13s %6s %8s %11s %9s %8s %9s\n", "kind", "cache", "batch", "context",
               "us/call", "GB/s", "of copy", "vs bf16");
   for (const Config& config : configs) {
+    const std::string cache_name = KvFormatName(config.shape.format);
     KvCacheStorage storage =
         Must(KvCacheStorage::Allocate(*backend, config.shape, 0.05f, 0.05f), "allocate cache");
     KvCache cache = storage.view();
@@ -173,14 +173,14 @@ int Run() {
           }
         }
         const Row row{1e3 * ms / calls, cache_bytes / (1e-3 * ms / calls)};
-        rows[{config.kind, config.cache, batch, context}] = row;
-        const auto baseline = rows.find({config.kind, "bf16", batch, context});
+        rows[{config.kind, cache_name, batch, context}] = row;
+        const auto baseline = rows.find({config.kind, KvFormatName(bf16), batch, context});
         const std::string versus =
-            std::string(config.cache) == "bf16" || baseline == rows.end()
+            config.shape.format == bf16 || baseline == rows.end()
                 ? "-"
                 : std::to_string(row.us_per_call / baseline->second.us_per_call).substr(0, 5) + "x";
-        std::printf("%-5s %-9s %6d %8d %11.1f %9.0f %7.1f%% %9s\n", config.kind, config.cache,
-                    batch, context, row.us_per_call, row.bytes_per_second / 1e9,
+        std::printf("%-5s %-13s %6d %8d %11.1f %9.0f %7.1f%% %9s\n", config.kind,
+                    cache_name.c_str(), batch, context, row.us_per_call, row.bytes_per_second / 1e9,
                     100.0 * row.bytes_per_second / copy, versus.c_str());
       }
     }
@@ -189,24 +189,24 @@ int Run() {
   // Every FP8 cache is judged: e4m3 per-tensor rows, and FlashMLA's 656-byte rows for MLA.
   struct Target {
     const char* kind;
-    const char* cache;
+    KvFormat format;
   };
-  for (const Target target :
-       {Target{"gqa", "e4m3"}, Target{"mla", "e4m3"}, Target{"mla", "e4m3-656"}}) {
+  for (const Target target : {Target{"gqa", e4m3}, Target{"mla", e4m3}, Target{"mla", blocks}}) {
+    const std::string cache_name = KvFormatName(target.format);
     double worst = 1e9;
     for (int batch : kBatches) {
       for (int context : kContexts) {
         if (batch < 8) continue;
-        const Row& row = rows[{target.kind, target.cache, batch, context}];
+        const Row& row = rows[{target.kind, cache_name, batch, context}];
         worst = std::min(worst, row.bytes_per_second / copy);
       }
     }
-    const double ratio = rows[{target.kind, target.cache, 64, 21504}].us_per_call /
-                         rows[{target.kind, "bf16", 64, 21504}].us_per_call;
+    const double ratio = rows[{target.kind, cache_name, 64, 21504}].us_per_call /
+                         rows[{target.kind, KvFormatName(bf16), 64, 21504}].us_per_call;
     std::printf(
         "  %s %s: FP8 bandwidth at batch >= 8: lowest %.1f%% of copy (target >= 80%%: %s); "
         "FP8/BF16 time at batch 64, 21K: %.2fx (target <= 0.6x: %s)\n",
-        target.kind, target.cache, 100.0 * worst, worst >= 0.8 ? "met" : "NOT met", ratio,
+        target.kind, cache_name.c_str(), 100.0 * worst, worst >= 0.8 ? "met" : "NOT met", ratio,
         ratio <= 0.6 ? "met" : "NOT met");
   }
   return 0;

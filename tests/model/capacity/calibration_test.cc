@@ -42,7 +42,7 @@ TEST(CalibrationTest, FittedPointsAreExactAndPredictionsWithin15Percent) {
   int predicted = 0;
   for (const CalibrationRow& row : c->rows) {
     SCOPED_TRACE(::testing::Message()
-                 << KvDtypeName(row.point.kv_dtype) << " at " << row.point.concurrency);
+                 << KvFormatName(row.point.kv_format) << " at " << row.point.concurrency);
     EXPECT_EQ(row.model_out_of_memory, row.point.out_of_memory);
     if (row.point.out_of_memory) continue;
     if (row.point.fit) {
@@ -98,6 +98,17 @@ TEST(CalibrationTest, BadSpecsAreRefusedWithTheReason) {
   Result<Calibration> c = FromText(three_fits);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("exactly two BF16 points must have role 'fit' (3 do)"),
+            std::string::npos)
+      << c.status().message();
+
+  // The KV format names are the one vocabulary's; the error is located and lists them.
+  c = FromText(Replace(ShippedText(), "{kv_dtype: fp8_e4m3, concurrency: 8,",
+                       "{kv_dtype: e4m3, concurrency: 8,"));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find(
+                "22:16: field 'points[6].kv_dtype': KV cache format 'e4m3' is not known; allowed: "
+                "bf16, fp8_e4m3, fp8_e5m2, fp8_e4m3_per_token_head, fp8_e5m2_per_token_head, "
+                "fp8_mla_tiles"),
             std::string::npos)
       << c.status().message();
 

@@ -39,7 +39,7 @@ TEST(CapacityTest, KimiOn8xH200HoldsThePublished686KBf16And1_37MFp8Tokens) {
   Deployment d;
   const Result<Capacity> bf16 = CapacityOf(kimi, d);
   ASSERT_TRUE(bf16.ok()) << bf16.status().ToString();
-  d.kv_dtype = KvDtype::kFp8E4m3;
+  d.kv_format = {KvDtype::kFp8E4M3, KvScaling::kPerTensor};
   const Result<Capacity> fp8 = CapacityOf(kimi, d);
   ASSERT_TRUE(fp8.ok());
   EXPECT_LT(std::fabs(bf16->tokens_total / 686e3 - 1), 0.05);
@@ -58,7 +58,7 @@ TEST(CapacityTest, KimiBf16Admits32RequestsOf21KTokensNotThe33rdAndFp8Admits64) 
   ASSERT_TRUE(bf16.ok());
   EXPECT_EQ(bf16->pages_per_request, 329);  // ceil(21000 / 64)
   EXPECT_EQ(bf16->max_requests_total, 32);
-  d.kv_dtype = KvDtype::kFp8E4m3;
+  d.kv_format = {KvDtype::kFp8E4M3, KvScaling::kPerTensor};
   const Result<Capacity> fp8 = CapacityOf(kimi, d);
   ASSERT_TRUE(fp8.ok());
   EXPECT_GE(fp8->max_requests_total, 64);

@@ -51,7 +51,9 @@ const Sweep& TheSweep() {
       p.gpu = s->gpus[g].name;
       p.deployment.gpus = 16;
       p.deployment.tp = 2 << ((i / 15) % 4);
-      p.deployment.kv_dtype = (i / 60) % 2 == 0 ? KvDtype::kBf16 : KvDtype::kFp8E4m3;
+      p.deployment.kv_format = (i / 60) % 2 == 0
+                                   ? KvFormat{KvDtype::kBf16, KvScaling::kNone}
+                                   : KvFormat{KvDtype::kFp8E4M3, KvScaling::kPerTensor};
       const auto& variants = s->models[m].variants;
       p.deployment.weight_variant = variants[(i / 120) % variants.size()].name;
       p.deployment.context_tokens = std::vector<int64_t>{4096, 21000, 65536, 131072}[(i / 360) % 4];

@@ -56,7 +56,7 @@ TEST_F(StepTimeTest, StepTimeGrowsWithConcurrencyAndOutOfMemoryIsMarked) {
 TEST_F(StepTimeTest, Fp8CacheHalvesTheBytesReadButPaysForConversion) {
   PlanSettings bf16;
   PlanSettings fp8;
-  fp8.deployment.kv_dtype = KvDtype::kFp8E4m3;
+  fp8.deployment.kv_format = {KvDtype::kFp8E4M3, KvScaling::kPerTensor};
   const DecodeEstimate a = PlanOf(bf16, {32}).decode[0];
   const DecodeEstimate b = PlanOf(fp8, {32}).decode[0];
   EXPECT_EQ(b.kv_read_bytes * 2, a.kv_read_bytes);
@@ -71,7 +71,7 @@ TEST_F(StepTimeTest, Fp8CacheHalvesTheBytesReadButPaysForConversion) {
 TEST_F(StepTimeTest, Int4PrefillIsSlowerThanFp8AndDecodeReadsFewerExpertBytes) {
   PlanSettings fp8;
   fp8.model = "glm-5.2";
-  fp8.deployment.kv_dtype = KvDtype::kFp8E4m3;
+  fp8.deployment.kv_format = {KvDtype::kFp8E4M3, KvScaling::kPerTensor};
   fp8.deployment.weight_variant = "fp8";
   PlanSettings int4 = fp8;
   int4.deployment.weight_variant = "int4";

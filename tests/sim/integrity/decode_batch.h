@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/kv_format.h"
 #include "base/status.h"
 #include "kernels/backend.h"
 #include "kernels/tag_check/tag_check.h"
@@ -18,8 +19,10 @@ inline constexpr int32_t kBenchmarkPageSize = 64;
 inline constexpr int32_t kProductionRequests = 64;
 inline constexpr int32_t kProductionTokens = 21000;
 // One layer of an MLA KV cache in FlashMLA's FP8 layout: 512 e4m3 latent values, 4 float
-// scales, 64 bf16 rope values.
-inline constexpr int64_t kKvBytesPerTokenPerLayer = 656;
+// scales, 64 bf16 rope values, 656 bytes.
+inline constexpr int64_t kKvBytesPerTokenPerLayer =
+    KvRowSizeOf({KvDtype::kFp8E4M3, KvScaling::kMlaBlock128}, {576, 64}).total_bytes();
+static_assert(kKvBytesPerTokenPerLayer == 656, "FlashMLA's FP8 token");
 
 // Pages of kBenchmarkPageSize tokens that `tokens` tokens fill.
 int32_t PagesFor(int32_t tokens);

@@ -138,7 +138,8 @@ void BaselineDecodeAttentionOneLayer(benchmark::State& state) {
   }
   const Status ran = attention.CheckStatuses(*backend);
   if (!ran.ok()) state.SkipWithError(ran.ToString().c_str());
-  state.SetLabel("64 x 21000 tokens, e4m3 per-tensor, 64 heads, one layer");
+  state.SetLabel("64 x 21000 tokens, " + KvFormatName(testing::BatchAttentionFormat()) +
+                 ", 64 heads, one layer");
 }
 
 // Console output as usual, plus each run's real and CPU seconds per iteration, for the ratios.

@@ -140,7 +140,9 @@ Status Run() {
   };
   row("tag-check kernel (CUDA events)", kernel_us, target);
   row("tracker step incl. copies (host clock)", tracker_us, "-");
-  row("FP8 MLA decode attention, e4m3 per-tensor", attention_us, "-");
+  const std::string attention_row =
+      "FP8 MLA decode attention, " + KvFormatName(testing::BatchAttentionFormat());
+  row(attention_row.c_str(), attention_us, "-");
   row("KV read, 656-byte layout", read_us, "-");
   std::printf("cache bytes per second: decode attention %.0f GB/s, KV read %.0f GB/s\n",
               attention_bytes / attention_us / 1e3, read_bytes / read_us / 1e3);
