@@ -145,7 +145,7 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
   out << fmt::format(
       "  deployment: {} on {} x {}, tp {}, KV {}; this pool: {} pages of {} tokens\n",
       prepared.plan.model.name, d.gpus, prepared.plan.gpu.name, d.tp,
-      model::KvDtypeName(d.kv_dtype), Grouped(r.pool_pages), r.page_size);
+      KvFormatName(d.kv_format), Grouped(r.pool_pages), r.page_size);
   out << fmt::format("  simulated {:.3f} s ({}): {} steps, {} events\n", sim::NsToSeconds(r.end_ns),
                      sim::StopReasonName(r.stop), Grouped(r.steps), Grouped(r.events));
   out << fmt::format(

@@ -32,15 +32,15 @@ StepBatch Decodes(int64_t requests, int64_t context) {
 // EstimateDecode's step at concurrency n.
 TEST(BatchStepTimeTest, DecodeBatchAtTheDeploymentContextIsTheDecodeEstimate) {
   for (const char* model : {"kimi-k2.6", "glm-5.2", "llama-3.1-70b"}) {
-    for (KvDtype kv : {KvDtype::kBf16, KvDtype::kFp8E4m3}) {
+    for (const char* kv : {"bf16", "fp8_e4m3"}) {
       for (int64_t n : {1, 7, 32}) {
         PlanSettings settings;
         settings.model = model;
-        settings.deployment.kv_dtype = kv;
+        settings.deployment.kv_format = ParseKvFormat(kv).value();
         settings.deployment.context_tokens = 8000;
         const PlanResult r = PlanOf(settings, n);
         const StepTimeBreakdown step = StepTimeOf(r).Step(Decodes(n, 8000));
-        SCOPED_TRACE(std::string(model) + " " + KvDtypeName(kv) + " n=" + std::to_string(n));
+        SCOPED_TRACE(std::string(model) + " " + kv + " n=" + std::to_string(n));
         EXPECT_NEAR(step.total_s, r.decode[0].step_s, 1e-12 * r.decode[0].step_s);
         EXPECT_NEAR(step.memory_s, r.decode[0].memory_s, 1e-12 * r.decode[0].memory_s);
         EXPECT_NEAR(step.compute_s, r.decode[0].compute_s, 1e-12 * r.decode[0].compute_s);
