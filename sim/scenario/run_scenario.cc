@@ -1,9 +1,11 @@
 // Scenario preparation and the run.
 #include "sim/scenario/run_scenario.h"
 
+#include <optional>
 #include <utility>
 
 #include "model/calibration.h"
+#include "sim/server/oracle_auditor.h"
 
 namespace kvsim::sim {
 
@@ -38,15 +40,16 @@ Result<RunReport> RunPrepared(const Scenario& scenario, const PreparedScenario& 
   if (options.mode == RunMode::kKernel) {
     return UnavailableError("kernel mode is not in this version yet; run with --mode timing");
   }
-  if (scenario.oracle) {
-    return UnavailableError(scenario.path +
-                            ": the ownership oracle is not in this version yet; set "
-                            "integrity.oracle: false");
-  }
   ServerConfig config = prepared.server;
   config.seed = options.seed;
-  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<Server> server,
-                         Server::Create(config, prepared.step_time, backend, nullptr));
+  std::optional<OracleAuditor> oracle;
+  if (scenario.oracle) {
+    KVSIM_ASSIGN_OR_RETURN(
+        oracle, OracleAuditor::Create(config.scheduler.pool.num_pages, config.scheduler.page_size));
+  }
+  KVSIM_ASSIGN_OR_RETURN(
+      std::unique_ptr<Server> server,
+      Server::Create(config, prepared.step_time, backend, oracle ? &*oracle : nullptr));
   server->set_progress(options.progress);
   KVSIM_ASSIGN_OR_RETURN(RunReport report, server->Run());
   report.scenario = scenario.name;

@@ -345,6 +345,10 @@ Result<RunReport> Server::Run() {
     MixHash(static_cast<uint64_t>(pool.refcount(page)));
   }
   MixHash(static_cast<uint64_t>(report_.events));
+  // The verdicts: the check's and the oracle's.
+  for (int64_t count : report_.integrity.aborts) MixHash(static_cast<uint64_t>(count));
+  for (int64_t count : report_.integrity.writes) MixHash(static_cast<uint64_t>(count));
+  for (int64_t count : report_.integrity.reads) MixHash(static_cast<uint64_t>(count));
   report_.state_hash = hash_;
   return std::move(report_);
 }

@@ -1,0 +1,160 @@
+// The oracle's view of a simulated server's accesses.
+#include "sim/server/oracle_auditor.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "base/check.h"
+
+namespace kvsim::sim {
+namespace {
+
+constexpr size_t kVerdictOk = static_cast<size_t>(AccessVerdict::kOk);
+
+Finding MakeFinding(Finding::Kind kind, const StepAccess& access, const SimRequest& request,
+                    int32_t logical, int32_t page, AccessVerdict verdict, int32_t position) {
+  Finding f;
+  f.kind = kind;
+  f.step = access.step;
+  f.time_ns = access.now;
+  f.request = request.spec.id;
+  f.logical_page = logical;
+  f.page = page;
+  f.detail = std::string(kind == Finding::Kind::kSilentWrite ? "wrote" : "read") + " token " +
+             std::to_string(position) + " through physical page " + std::to_string(page) + ": " +
+             AccessVerdictName(verdict);
+  return f;
+}
+
+}  // namespace
+
+Result<OracleAuditor> OracleAuditor::Create(int32_t num_pages, int32_t page_size) {
+  KVSIM_ASSIGN_OR_RETURN(OwnershipOracle oracle, OwnershipOracle::Create(num_pages, page_size));
+  return OracleAuditor(std::move(oracle));
+}
+
+OracleAuditor::OracleAuditor(OwnershipOracle oracle) : oracle_(std::move(oracle)) {}
+
+OracleAuditor::Truth& OracleAuditor::TruthOf(int32_t slot) {
+  KVSIM_CHECK_GE(slot, 0);
+  if (static_cast<size_t>(slot) >= truths_.size()) truths_.resize(static_cast<size_t>(slot) + 1);
+  return truths_[static_cast<size_t>(slot)];
+}
+
+void OracleAuditor::OnAllocate(int32_t page) { oracle_.OnAllocate(page); }
+
+void OracleAuditor::OnGrant(int32_t slot, int32_t logical, int32_t page) {
+  Truth& truth = TruthOf(slot);
+  if (truth.pages.size() <= static_cast<size_t>(logical)) {
+    truth.pages.resize(static_cast<size_t>(logical) + 1, Allocation{-2 - slot, 0, false});
+  }
+  truth.pages[static_cast<size_t>(logical)] = oracle_.Current(page);
+}
+
+void OracleAuditor::OnReleaseAll(int32_t slot) { TruthOf(slot).pages.clear(); }
+
+void OracleAuditor::Forget(int32_t slot) { TruthOf(slot) = Truth(); }
+
+void OracleAuditor::Extend(const SimRequest& request, int32_t slot, int32_t end) {
+  Truth& truth = TruthOf(slot);
+  const int32_t have = static_cast<int32_t>(truth.contents.size());
+  if (end <= have) return;
+  KVSIM_CHECK_LE(end, request.spec.sequence_tokens());
+  AppendContents(SequenceSegments(request.spec), have, end, truth.contents);
+  const int32_t page_size = oracle_.page_size();
+  truth.digests.resize(static_cast<size_t>((end + page_size - 1) / page_size), 0);
+  for (int32_t p = have; p < end; ++p) {
+    truth.digests[static_cast<size_t>(p / page_size)] +=
+        OwnershipOracle::SlotDigest(p % page_size, truth.contents[static_cast<size_t>(p)]);
+  }
+}
+
+uint64_t OracleAuditor::ContentAt(const SimRequest& request, int32_t slot, int32_t position) {
+  Extend(request, slot, position + 1);
+  return TruthOf(slot).contents[static_cast<size_t>(position)];
+}
+
+Allocation OracleAuditor::Holding(int32_t slot, int32_t logical) const {
+  const Truth& truth = truths_[static_cast<size_t>(slot)];
+  if (static_cast<size_t>(logical) < truth.pages.size()) {
+    return truth.pages[static_cast<size_t>(logical)];
+  }
+  return Allocation{-2 - slot, 0, false};
+}
+
+Status OracleAuditor::Writes(const StepAccess& access, IntegrityCounts& counts,
+                             std::vector<Finding>& findings) {
+  const int32_t page_size = oracle_.page_size();
+  for (size_t i = 0; i < access.rows->size(); ++i) {
+    if (!(*access.proceed)[i]) continue;
+    const ScheduledRow& row = (*access.rows)[i];
+    const SimRequest& request = access.scheduler->request(row.slot);
+    const int32_t end = row.first_token + row.tokens;
+    Extend(request, row.slot, end);
+    const Truth& truth = truths_[static_cast<size_t>(row.slot)];
+    bool reported = false;
+    for (int32_t position = row.first_token; position < end; ++position) {
+      const int32_t logical = position / page_size;
+      const int32_t page = static_cast<size_t>(logical) < request.block_row.size()
+                               ? request.block_row[static_cast<size_t>(logical)]
+                               : -1;
+      // A write through an entry that is no page at all would land outside the cache.
+      const AccessVerdict verdict =
+          page < 0 || page >= oracle_.num_pages()
+              ? AccessVerdict::kWrongPage
+              : oracle_.Write(page, position % page_size, Holding(row.slot, logical),
+                              truth.contents[static_cast<size_t>(position)]);
+      ++counts.writes[static_cast<size_t>(verdict)];
+      if (verdict != AccessVerdict::kOk && !reported) {
+        findings.push_back(MakeFinding(Finding::Kind::kSilentWrite, access, request, logical, page,
+                                       verdict, position));
+        reported = true;
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status OracleAuditor::Reads(const StepAccess& access, IntegrityCounts& counts,
+                            std::vector<Finding>& findings) {
+  const int32_t page_size = oracle_.page_size();
+  for (size_t i = 0; i < access.rows->size(); ++i) {
+    if (!(*access.proceed)[i]) continue;
+    const ScheduledRow& row = (*access.rows)[i];
+    const SimRequest& request = access.scheduler->request(row.slot);
+    const int32_t end = row.first_token + row.tokens;
+    Extend(request, row.slot, end);
+    const Truth& truth = truths_[static_cast<size_t>(row.slot)];
+    const int32_t pages = (end + page_size - 1) / page_size;
+    bool reported = false;
+    for (int32_t logical = 0; logical < pages; ++logical) {
+      const int32_t first = logical * page_size;
+      const int32_t slots = std::min(page_size, end - first);
+      const int32_t page = static_cast<size_t>(logical) < request.block_row.size()
+                               ? request.block_row[static_cast<size_t>(logical)]
+                               : -1;
+      const uint64_t* expected = &truth.contents[static_cast<size_t>(first)];
+      // A whole page's digest is kept; a partial one (the last page, or a recomputation that
+      // has not yet reached the end it had before) is summed here.
+      uint64_t digest = truth.digests[static_cast<size_t>(logical)];
+      if (first + page_size > static_cast<int32_t>(truth.contents.size()) || slots < page_size) {
+        digest = 0;
+        for (int32_t s = 0; s < slots; ++s) digest += OwnershipOracle::SlotDigest(s, expected[s]);
+      }
+      const AccessVerdict verdict =
+          page < 0 || page >= oracle_.num_pages()
+              ? AccessVerdict::kWrongPage
+              : oracle_.ReadPage(page, slots, Holding(row.slot, logical), expected, digest);
+      ++counts.reads[static_cast<size_t>(verdict)];
+      if (verdict != AccessVerdict::kOk && !reported) {
+        findings.push_back(MakeFinding(Finding::Kind::kSilentRead, access, request, logical, page,
+                                       verdict, first));
+        reported = true;
+      }
+    }
+  }
+  static_assert(kVerdictOk == 0, "verdict counts are indexed by AccessVerdict");
+  return Status::Ok();
+}
+
+}  // namespace kvsim::sim

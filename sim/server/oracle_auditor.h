@@ -1,0 +1,55 @@
+// OracleAuditor: the ownership oracle attached to a simulated server. It learns every grant the
+// scheduler makes (the truth of what each request legitimately holds, kept apart from the
+// server's own tables), and classifies every token written and every page read by the rows that
+// passed the checks: ok, or a silent corruption (wrong page, unwritten slot, foreign write, wrong
+// content), each a finding. Needs no K/V values, so it runs in timing mode too.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/status.h"
+#include "sim/oracle/ownership_oracle.h"
+#include "sim/server/access_auditor.h"
+
+namespace kvsim::sim {
+
+class OracleAuditor final : public AccessAuditor {
+ public:
+  // An oracle for a pool of `num_pages` pages of `page_size` tokens.
+  static Result<OracleAuditor> Create(int32_t num_pages, int32_t page_size);
+
+  void OnAllocate(int32_t page) override;
+  void OnGrant(int32_t slot, int32_t logical, int32_t page) override;
+  void OnReleaseAll(int32_t slot) override;
+  Status Writes(const StepAccess& access, IntegrityCounts& counts,
+                std::vector<Finding>& findings) override;
+  Status Reads(const StepAccess& access, IntegrityCounts& counts,
+               std::vector<Finding>& findings) override;
+  void Forget(int32_t slot) override;
+
+  const OwnershipOracle& oracle() const { return oracle_; }
+  // The content id of position `position` of the request in `slot` (extended as needed).
+  uint64_t ContentAt(const SimRequest& request, int32_t slot, int32_t position);
+
+ private:
+  // What the oracle knows of one request: what it was granted, and what its sequence holds.
+  struct Truth {
+    std::vector<Allocation> pages;   // by logical page: the allocation legitimately granted
+    std::vector<uint64_t> contents;  // by position: the content id the sequence holds there
+    std::vector<uint64_t> digests;   // by logical page, over its positions in `contents`
+  };
+
+  explicit OracleAuditor(OwnershipOracle oracle);
+  Truth& TruthOf(int32_t slot);
+  // Extends the contents (and digests) of `slot` to `end` positions.
+  void Extend(const SimRequest& request, int32_t slot, int32_t end);
+  // The allocation the request in `slot` holds at `logical`, or the marker of a writer through no
+  // granted page.
+  Allocation Holding(int32_t slot, int32_t logical) const;
+
+  OwnershipOracle oracle_;
+  std::vector<Truth> truths_;  // by scheduler slot
+};
+
+}  // namespace kvsim::sim
