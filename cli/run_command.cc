@@ -29,8 +29,9 @@ class RunCommand : public Command {
     app.add_option("--seed", seed_text_,
                    "Seed of the run, decimal or 0x-hex (default: the scenario's seed)");
     app.add_option("--mode", mode_text_,
-                   "timing (bookkeeping only) or kernel (the data plane through the kernels; not "
-                   "in this version yet); default: the scenario's mode");
+                   "timing (bookkeeping only) or kernel (every step also runs append_kv, decode "
+                   "attention and the INT4 GEMM, checked against the FP64 reference); default: "
+                   "the scenario's mode");
     app.add_option("--backend", backend_text_, "Where checks and kernels run: auto, cpu or cuda")
         ->capture_default_str();
     app.add_option("--json", json_, "Write the report as JSON here (kvsim replay reads it)");

@@ -45,6 +45,19 @@ void PrintIntegrity(const sim::RunReport& r, std::ostream& out) {
       "{} aborted; oracle {}\n",
       r.tracker, Grouped(c.write_checks), Grouped(c.read_checks), Grouped(c.rows_checked),
       Grouped(aborts), r.oracle ? "on" : "off");
+  std::string fired;
+  for (int site = 0; site < sim::kFaultSites; ++site) {
+    const int64_t count = r.faults_fired[static_cast<size_t>(site)];
+    if (count == 0) continue;
+    fired += fmt::format("{}{} x {}", fired.empty() ? "" : ", ", Grouped(count),
+                         sim::FaultSiteName(static_cast<sim::FaultSite>(site)));
+  }
+  if (!fired.empty()) {
+    out << fmt::format(
+        "  planted bugs fired: {}; {} caught by the check; {} pool operations "
+        "refused\n",
+        fired, Grouped(c.caught), Grouped(r.pool_refusals));
+  }
   out << fmt::format("  findings: {}\n", Grouped(r.findings_total));
   for (const sim::Finding& f : r.findings) {
     out << fmt::format("    step {} request {}: {}: {}\n", f.step, f.request,
@@ -129,6 +142,8 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
   run.seed = options.seed;
   run.mode = options.mode;
   run.progress = [&progress](sim::SimNs now, int64_t steps) { progress.Update(now, steps); };
+  sim::KernelWallClock kernel_wall;
+  run.kernel_wall = &kernel_wall;
   const auto wall_start = std::chrono::steady_clock::now();
   Result<sim::RunReport> result = sim::RunPrepared(scenario, prepared, run, *backend);
   const double wall_s =
@@ -144,8 +159,8 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
   if (!scenario.description.empty()) out << "  " << scenario.description << "\n";
   out << fmt::format(
       "  deployment: {} on {} x {}, tp {}, KV {}; this pool: {} pages of {} tokens\n",
-      prepared.plan.model.name, d.gpus, prepared.plan.gpu.name, d.tp,
-      KvFormatName(d.kv_format), Grouped(r.pool_pages), r.page_size);
+      prepared.plan.model.name, d.gpus, prepared.plan.gpu.name, d.tp, KvFormatName(d.kv_format),
+      Grouped(r.pool_pages), r.page_size);
   out << fmt::format("  simulated {:.3f} s ({}): {} steps, {} events\n", sim::NsToSeconds(r.end_ns),
                      sim::StopReasonName(r.stop), Grouped(r.steps), Grouped(r.events));
   out << fmt::format(
@@ -163,6 +178,25 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
                      Grouped(r.output_tokens), r.output_tokens_per_s(), Grouped(r.prefill_tokens));
   PrintLatency(r, out);
   PrintIntegrity(r, out);
+  if (r.kernel.enabled) {
+    const sim::KernelCounts& k = r.kernel;
+    out << fmt::format(
+        "  kernels: {} tokens appended ({} refused), {} decode rows ({} refused); {} attention "
+        "outputs checked against the FP64 reference, {} outside the bound (worst error / bound "
+        "{:.3f}); {} INT4 projection outputs checked, {} outside (worst {:.3f}); {} recomputed "
+        "positions stored the same bits as their first write, {} did not\n",
+        Grouped(k.appended_tokens), Grouped(k.append_errors), Grouped(k.decode_rows),
+        Grouped(k.decode_errors), Grouped(k.outputs_checked), Grouped(k.outputs_outside_bound),
+        k.worst_ratio, Grouped(k.gemm_outputs_checked), Grouped(k.gemm_outside_bound),
+        k.gemm_worst_ratio, Grouped(k.rewrites_checked - k.rewrites_differing),
+        Grouped(k.rewrites_differing));
+    out << fmt::format(
+        "  kernel mode wall time: {:.3f} s in the kernels (with their copies), {:.3f} s in the "
+        "reference checks, {:.3f} s elsewhere; {:.0f} steps per second\n",
+        kernel_wall.kernels_s, kernel_wall.reference_s,
+        std::max(0.0, wall_s - kernel_wall.kernels_s - kernel_wall.reference_s),
+        wall_s > 0 ? static_cast<double>(r.steps) / wall_s : 0.0);
+  }
   out << fmt::format("  state hash {}\n", FormatSeed(r.state_hash));
   out << fmt::format(
       "  wall time {:.3f} s: {:.0f} output tokens and {:.0f} requests simulated per second\n",

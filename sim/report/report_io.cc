@@ -88,12 +88,33 @@ void WriteReportJson(const RunReport& r, const ReportContext& context, std::ostr
     writes[VerdictName(v)] = r.integrity.writes[v];
     reads[VerdictName(v)] = r.integrity.reads[v];
   }
-  j["integrity"] = {{"write_checks", r.integrity.write_checks},
+  ordered_json fired;
+  for (int site = 0; site < kFaultSites; ++site) {
+    fired[FaultSiteName(static_cast<FaultSite>(site))] = r.faults_fired[static_cast<size_t>(site)];
+  }
+  j["faults"] = {{"fired", fired}, {"pool_refusals", r.pool_refusals}};
+  j["integrity"] = {{"caught", r.integrity.caught},
+                    {"write_checks", r.integrity.write_checks},
                     {"read_checks", r.integrity.read_checks},
                     {"rows_checked", r.integrity.rows_checked},
                     {"aborts", aborts},
                     {"oracle_writes", writes},
                     {"oracle_reads", reads}};
+  if (r.kernel.enabled) {
+    const KernelCounts& k = r.kernel;
+    j["kernel"] = {{"appended_tokens", k.appended_tokens},
+                   {"append_errors", k.append_errors},
+                   {"decode_rows", k.decode_rows},
+                   {"decode_errors", k.decode_errors},
+                   {"outputs_checked", k.outputs_checked},
+                   {"outputs_outside_bound", k.outputs_outside_bound},
+                   {"worst_error_over_bound", k.worst_ratio},
+                   {"gemm_outputs_checked", k.gemm_outputs_checked},
+                   {"gemm_outside_bound", k.gemm_outside_bound},
+                   {"gemm_worst_error_over_bound", k.gemm_worst_ratio},
+                   {"rewrites_checked", k.rewrites_checked},
+                   {"rewrites_differing", k.rewrites_differing}};
+  }
   ordered_json findings = ordered_json::array();
   for (const Finding& f : r.findings) {
     findings.push_back({{"kind", FindingKindName(f.kind)},

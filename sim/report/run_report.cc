@@ -11,6 +11,10 @@ const char* FindingKindName(Finding::Kind kind) {
       return "silent read";
     case Finding::Kind::kFalseAlarm:
       return "false alarm";
+    case Finding::Kind::kOutputOutsideBound:
+      return "output outside bound";
+    case Finding::Kind::kRewriteDiffers:
+      return "rewrite differs";
   }
   return "unknown";
 }

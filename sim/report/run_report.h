@@ -10,6 +10,7 @@
 
 #include "sim/engine/event_queue.h"
 #include "sim/engine/run_loop.h"
+#include "sim/faults/fault_plan.h"
 #include "sim/report/metrics.h"
 #include "sim/sched/scheduler.h"
 
@@ -41,7 +42,7 @@ inline constexpr int kAccessVerdicts = 5;
 // Something the simulated server did that it must not: an access that ran and was wrong (a silent
 // corruption), or a check that failed with no fault planted (a false alarm).
 struct Finding {
-  enum class Kind { kSilentWrite, kSilentRead, kFalseAlarm };
+  enum class Kind { kSilentWrite, kSilentRead, kFalseAlarm, kOutputOutsideBound, kRewriteDiffers };
   Kind kind = Kind::kSilentRead;
   int64_t step = 0;
   SimNs time_ns = 0;
@@ -57,6 +58,7 @@ const char* FindingKindName(Finding::Kind kind);
 inline constexpr size_t kMaxListedFindings = 64;
 
 struct IntegrityCounts {
+  int64_t caught = 0;        // rows the checks aborted
   int64_t write_checks = 0;  // batched checks run before writes
   int64_t read_checks = 0;
   int64_t rows_checked = 0;
@@ -64,6 +66,23 @@ struct IntegrityCounts {
   // Oracle verdicts: per token written and per page read, of the rows that ran.
   std::array<int64_t, kAccessVerdicts> writes{};
   std::array<int64_t, kAccessVerdicts> reads{};
+};
+
+// What kernel mode's data plane did and how its outputs compared with the FP64 reference.
+struct KernelCounts {
+  bool enabled = false;
+  int64_t appended_tokens = 0;  // tokens written into the cache, all layers
+  int64_t append_errors = 0;    // tokens the append kernel refused (a bad page or position)
+  int64_t decode_rows = 0;      // rows decode attention ran, all layers
+  int64_t decode_errors = 0;    // rows decode attention refused
+  int64_t outputs_checked = 0;  // attention output elements compared with the reference
+  int64_t outputs_outside_bound = 0;
+  double worst_ratio = 0;  // the largest |output - reference| / bound seen
+  int64_t gemm_outputs_checked = 0;
+  int64_t gemm_outside_bound = 0;
+  double gemm_worst_ratio = 0;
+  int64_t rewrites_checked = 0;    // positions written again (recomputed after preemption)
+  int64_t rewrites_differing = 0;  // of those, rows whose stored bits differ from the first write
 };
 
 struct RunReport {
@@ -89,6 +108,8 @@ struct RunReport {
   int64_t preemptions = 0;
   int64_t evicted_pages = 0;
   int64_t cache_insert_refusals = 0;
+  int64_t pool_refusals = 0;                        // pool operations refused after a planted bug
+  std::array<int64_t, kFaultSites> faults_fired{};  // planted bugs that fired, by site
 
   int64_t output_tokens = 0;   // tokens generated
   int64_t prefill_tokens = 0;  // prompt (and recomputed) tokens computed
@@ -107,6 +128,7 @@ struct RunReport {
   std::vector<PoolSample> pool_series;
 
   IntegrityCounts integrity;
+  KernelCounts kernel;
   int64_t findings_total = 0;
   std::vector<Finding> findings;  // the first kMaxListedFindings
 

@@ -37,24 +37,33 @@ Result<PreparedScenario> PrepareScenario(const Scenario& scenario, const model::
 
 Result<RunReport> RunPrepared(const Scenario& scenario, const PreparedScenario& prepared,
                               const RunOptions& options, Backend& backend) {
-  if (options.mode == RunMode::kKernel) {
-    return UnavailableError("kernel mode is not in this version yet; run with --mode timing");
-  }
   ServerConfig config = prepared.server;
   config.seed = options.seed;
+  const int32_t pages = config.scheduler.pool.num_pages;
+  const int32_t page_size = config.scheduler.page_size;
   std::optional<OracleAuditor> oracle;
-  if (scenario.oracle) {
-    KVSIM_ASSIGN_OR_RETURN(
-        oracle, OracleAuditor::Create(config.scheduler.pool.num_pages, config.scheduler.page_size));
+  std::unique_ptr<KernelDataPlane> data_plane;
+  AccessAuditor* auditor = nullptr;
+  if (options.mode == RunMode::kKernel) {
+    // The data plane's weights get their own stream of the run's seed.
+    const uint64_t data_seed = MixIds(options.seed, 0xda7a);
+    Result<std::unique_ptr<KernelDataPlane>> created =
+        KernelDataPlane::Create(scenario.kernel, pages, page_size, backend, data_seed);
+    if (!created.ok()) return created.status().WithContext(scenario.path);
+    data_plane = std::move(created).value();
+    auditor = data_plane.get();
+  } else if (scenario.oracle) {
+    KVSIM_ASSIGN_OR_RETURN(oracle, OracleAuditor::Create(pages, page_size));
+    auditor = &*oracle;
   }
-  KVSIM_ASSIGN_OR_RETURN(
-      std::unique_ptr<Server> server,
-      Server::Create(config, prepared.step_time, backend, oracle ? &*oracle : nullptr));
+  KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<Server> server,
+                         Server::Create(config, prepared.step_time, backend, auditor));
   server->set_progress(options.progress);
   KVSIM_ASSIGN_OR_RETURN(RunReport report, server->Run());
   report.scenario = scenario.name;
   report.mode = RunModeName(options.mode);
   report.backend = BackendKindName(backend.kind());
+  if (data_plane && options.kernel_wall != nullptr) *options.kernel_wall = data_plane->wall();
   return report;
 }
 

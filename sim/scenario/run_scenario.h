@@ -11,6 +11,7 @@
 #include "kernels/backend.h"
 #include "model/catalog.h"
 #include "model/plan.h"
+#include "sim/dataplane/kernel_data_plane.h"
 #include "sim/report/run_report.h"
 #include "sim/scenario/scenario.h"
 
@@ -34,6 +35,8 @@ struct RunOptions {
   // Called now and then with the simulated time and the steps so far (a terminal's progress
   // line); may be empty.
   std::function<void(SimNs, int64_t)> progress;
+  // Kernel mode: where the data plane's wall time went is written here when not null.
+  KernelWallClock* kernel_wall = nullptr;
 };
 
 // Runs a prepared scenario on `backend` (which runs the integrity check, and in kernel mode the

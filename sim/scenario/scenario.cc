@@ -229,6 +229,63 @@ Status ParseIntegrity(const YamlMap& map, Scenario& scenario) {
   return Status::Ok();
 }
 
+Status ParseKernel(const YamlMap& map, KernelSpec& k) {
+  KVSIM_RETURN_IF_ERROR(
+      map.CheckKnownKeys({"attention", "kv_heads", "head_dim", "q_heads", "layers", "kv_format",
+                          "gemm_n", "group_size", "check_every"}));
+  if (map.Has("attention")) {
+    KVSIM_ASSIGN_OR_RETURN(const std::string kind, map.Enum("attention", {"gqa", "mla"}));
+    k.attention = kind == "gqa" ? AttentionKind::kGqa : AttentionKind::kMla;
+  }
+  const bool mla = k.attention == AttentionKind::kMla;
+  if (mla) {
+    k.kv_heads = 1;
+    k.head_dim = kMlaHeadDim;
+    for (const char* key : {"kv_heads", "head_dim"}) {
+      if (map.Has(key)) return map.Error(key, "an MLA cache has one latent head of 576 values");
+    }
+  } else {
+    KVSIM_ASSIGN_OR_RETURN(const int64_t heads, map.IntOr("kv_heads", k.kv_heads, 1, 128));
+    k.kv_heads = static_cast<int>(heads);
+    if (map.Has("head_dim")) {
+      KVSIM_ASSIGN_OR_RETURN(const std::string dim, map.Enum("head_dim", {"64", "128", "256"}));
+      k.head_dim = std::stoi(dim);
+    }
+  }
+  KVSIM_ASSIGN_OR_RETURN(const int64_t q_heads, map.IntOr("q_heads", k.q_heads, 1, 128));
+  k.q_heads = static_cast<int>(q_heads);
+  KVSIM_ASSIGN_OR_RETURN(const int64_t layers, map.IntOr("layers", k.layers, 1, 4));
+  k.layers = static_cast<int>(layers);
+  if (map.Has("kv_format")) {
+    KVSIM_ASSIGN_OR_RETURN(const std::string name, map.String("kv_format"));
+    Result<KvFormat> format = ParseKvFormat(name);
+    if (!format.ok()) return map.Error("kv_format", format.status().message());
+    k.kv_format = *format;
+  }
+  KVSIM_ASSIGN_OR_RETURN(const int64_t n, map.IntOr("gemm_n", k.gemm_n, 128, 16384));
+  k.gemm_n = static_cast<int>(n);
+  if (map.Has("group_size")) {
+    KVSIM_ASSIGN_OR_RETURN(const std::string group, map.Enum("group_size", {"32", "64", "128"}));
+    k.group_size = std::stoi(group);
+  }
+  KVSIM_ASSIGN_OR_RETURN(const int64_t every, map.IntOr("check_every", 1, 1, 1 << 30));
+  k.check_every = static_cast<int>(every);
+  const Status valid = ValidateKernelSpec(k);
+  if (!valid.ok())
+    return map.Error(map.Keys().empty() ? "attention" : map.Keys().front(), valid.message());
+  return Status::Ok();
+}
+
+Status ParseFaults(const YamlMap& map, FaultPlan& plan) {
+  for (const std::string& key : map.Keys()) {
+    Result<FaultSite> site = ParseFaultSite(key);
+    if (!site.ok()) return map.KeyError(key, site.status().message());
+    KVSIM_ASSIGN_OR_RETURN(const double probability, map.Double(key, 0, 1));
+    plan.ppm[static_cast<size_t>(*site)] = PartsPerMillion(probability);
+  }
+  return Status::Ok();
+}
+
 Status ParseLimits(const YamlMap& map, RunLimits& limits) {
   KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"max_time_s", "max_events", "sweep_every"}));
   if (map.Has("max_time_s")) {
@@ -255,9 +312,9 @@ Result<RunMode> ParseRunMode(const std::string& text) {
 
 Result<Scenario> ParseScenario(const std::string& text, const std::string& path) {
   KVSIM_ASSIGN_OR_RETURN(const YamlMap root, YamlMap::LoadString(text, path));
-  KVSIM_RETURN_IF_ERROR(
-      root.CheckKnownKeys({"name", "description", "seed", "mode", "deployment", "calibration",
-                           "pool", "scheduler", "workload", "integrity", "limits"}));
+  KVSIM_RETURN_IF_ERROR(root.CheckKnownKeys({"name", "description", "seed", "mode", "deployment",
+                                             "calibration", "pool", "scheduler", "workload",
+                                             "integrity", "kernel", "faults", "limits"}));
   Scenario scenario;
   scenario.path = path;
   scenario.text = text;
@@ -293,6 +350,21 @@ Result<Scenario> ParseScenario(const std::string& text, const std::string& path)
   if (root.Has("integrity")) {
     KVSIM_ASSIGN_OR_RETURN(const YamlMap integrity, root.Map("integrity"));
     KVSIM_RETURN_IF_ERROR(ParseIntegrity(integrity, scenario));
+  }
+  // Kernel mode stores the deployment's KV format unless the kernel section names another.
+  scenario.kernel.kv_format = scenario.deployment.deployment.kv_format;
+  if (scenario.kernel.kv_format.scaling == KvScaling::kMlaBlock128) {
+    scenario.kernel.attention = AttentionKind::kMla;
+    scenario.kernel.kv_heads = 1;
+    scenario.kernel.head_dim = kMlaHeadDim;
+  }
+  if (root.Has("kernel")) {
+    KVSIM_ASSIGN_OR_RETURN(const YamlMap kernel, root.Map("kernel"));
+    KVSIM_RETURN_IF_ERROR(ParseKernel(kernel, scenario.kernel));
+  }
+  if (root.Has("faults")) {
+    KVSIM_ASSIGN_OR_RETURN(const YamlMap faults, root.Map("faults"));
+    KVSIM_RETURN_IF_ERROR(ParseFaults(faults, scenario.server.faults));
   }
   if (root.Has("limits")) {
     KVSIM_ASSIGN_OR_RETURN(const YamlMap limits, root.Map("limits"));

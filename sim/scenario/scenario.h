@@ -9,6 +9,7 @@
 
 #include "base/status.h"
 #include "model/plan_settings.h"
+#include "sim/dataplane/kernel_spec.h"
 #include "sim/server/server.h"
 
 namespace kvsim::sim {
@@ -16,7 +17,7 @@ namespace kvsim::sim {
 // How a run executes each step.
 enum class RunMode {
   kTiming,  // bookkeeping only: no K/V values; step times from the step-time model
-  kKernel,  // every step also runs the data plane through the real kernels (not in this version)
+  kKernel,  // every step also runs the data plane through the real kernels
 };
 // "timing", "kernel".
 const char* RunModeName(RunMode mode);
@@ -35,7 +36,9 @@ struct Scenario {
   std::string calibration = "kimi-k2.6-8xh200";
   // 0: the pool holds as many pages as the deployment's KV capacity per pool.
   int32_t pool_pages = 0;
-  bool oracle = false;  // the ownership oracle audits every access
+  bool oracle = false;  // the ownership oracle audits every access (always, in kernel mode)
+  // Kernel mode's small model. Its KV format defaults to the deployment's.
+  KernelSpec kernel;
   // The server's scheduler, workload, tracker and limits. scheduler.pool.num_pages and
   // scheduler.page_size are set when the scenario is prepared (pool_pages, the deployment).
   ServerConfig server;

@@ -84,6 +84,12 @@ std::string Scheduler::NeverFits(const SimRequest& r) const {
   return "";
 }
 
+void Scheduler::Refused(const Status& status) {
+  KVSIM_CHECK(FaultsFired()) << "a pool or cache operation failed with no bug planted: "
+                             << status.ToString();
+  ++pool_refusals_;
+}
+
 void Scheduler::GrantNewPage(int32_t slot, GrantObserver* observer) {
   SimRequest& r = requests_[static_cast<size_t>(slot)];
   Result<PageGrant> grant = pool_.Allocate();
@@ -104,9 +110,11 @@ void Scheduler::GrantNewPage(int32_t slot, GrantObserver* observer) {
 bool Scheduler::MakeRoom(size_t protect, GrantObserver* observer, StepPlan& plan) {
   if (cache_.evictable_pages() > 0) {
     Result<int32_t> evicted = cache_.Evict(1, pool_);
-    KVSIM_CHECK(evicted.ok()) << evicted.status().ToString();
-    plan.evicted_pages += *evicted;
-    return *evicted > 0;
+    if (evicted.ok()) {
+      plan.evicted_pages += *evicted;
+      return *evicted > 0;
+    }
+    Refused(evicted.status());
   }
   // Requests after `protect` have not been scheduled in this step.
   int32_t victim = -1;
@@ -149,11 +157,11 @@ void Scheduler::ReleaseAll(int32_t slot, GrantObserver* observer) {
   SimRequest& r = requests_[static_cast<size_t>(slot)];
   for (const PageGrant& grant : r.recorded) {
     const Status released = pool_.Release(grant.page);
-    KVSIM_CHECK(released.ok()) << released.ToString();
+    if (!released.ok()) Refused(released);
   }
   if (r.locked != kNoNode) {
     const Status unlocked = cache_.Unlock(r.locked);
-    KVSIM_CHECK(unlocked.ok()) << unlocked.ToString();
+    if (!unlocked.ok()) Refused(unlocked);
     r.locked = kNoNode;
   }
   r.recorded.clear();
@@ -236,7 +244,8 @@ int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, GrantObserver* observer,
   r.locked = match.node;
   for (int32_t i = 0; i < matched; ++i) {
     const PageGrant& grant = match.pages[static_cast<size_t>(i)];
-    KVSIM_CHECK(pool_.Share(grant.page).ok());
+    const Status shared = pool_.Share(grant.page);
+    if (!shared.ok()) Refused(shared);
     r.recorded.push_back(grant);
     r.block_row.push_back(grant.page);
     if (observer != nullptr) observer->OnGrant(slot, i, grant.page);
@@ -248,8 +257,13 @@ int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, GrantObserver* observer,
     reserved_total_ += pages_total;
   }
   // The availability check covers these pages; admission never preempts.
-  KVSIM_CHECK(EnsurePages(slot, start + tokens, running_.size(), observer, plan))
+  KVSIM_CHECK(EnsurePages(slot, start + tokens, running_.size(), observer, plan) || FaultsFired())
       << "admission ran out of pages it had counted";
+  if (r.phase != RequestPhase::kRunning) return 0;  // the books were off: it preempted itself
+  if (matched == 0 && faults_ != nullptr && faults_->Fires(FaultSite::kNoHitTableZeroed)) {
+    // The planted bug: the kernels' row says page 0 where the server granted real pages.
+    std::fill(r.block_row.begin(), r.block_row.end(), 0);
+  }
   r.in_step = true;
   if (r.first_scheduled_ns < 0) r.first_scheduled_ns = now;
   plan.rows.push_back({slot, start, tokens});
@@ -302,15 +316,21 @@ void Scheduler::CachePrefill(int32_t slot, GrantObserver* observer) {
     const PageGrant& cached = match.pages[static_cast<size_t>(i)];
     PageGrant& own = r.recorded[static_cast<size_t>(i)];
     if (cached.page == own.page) continue;
-    KVSIM_CHECK(pool_.Release(own.page).ok());
-    KVSIM_CHECK(pool_.Share(cached.page).ok());
+    const Status released = pool_.Release(own.page);
+    if (!released.ok()) Refused(released);
+    if (faults_ != nullptr && faults_->Fires(FaultSite::kDuplicateNotRewritten)) {
+      continue;  // the planted bug: the duplicate is freed, but the table still maps it
+    }
+    const Status shared = pool_.Share(cached.page);
+    if (!shared.ok()) Refused(shared);
     own = cached;
     r.block_row[static_cast<size_t>(i)] = cached.page;
     if (observer != nullptr) observer->OnGrant(slot, i, cached.page);
   }
   KVSIM_CHECK(cache_.Lock(match.node).ok());
   if (r.locked != kNoNode) {
-    KVSIM_CHECK(cache_.Unlock(r.locked).ok());
+    const Status unlocked = cache_.Unlock(r.locked);
+    if (!unlocked.ok()) Refused(unlocked);
   }
   r.locked = match.node;
 }
@@ -389,6 +409,7 @@ void Scheduler::Retire(int32_t slot) {
 
 Status Scheduler::CheckSweep() const {
   pool_.CheckInvariants();
+  if (FaultsFired()) return Status::Ok();
   cache_.CheckInvariants(pool_);
   std::vector<int32_t> holders(static_cast<size_t>(pool_.num_pages()), 0);
   for (const PageGrant& grant : cache_.HeldGrants()) ++holders[static_cast<size_t>(grant.page)];

@@ -24,6 +24,7 @@
 
 #include "base/status.h"
 #include "sim/engine/event_queue.h"
+#include "sim/faults/fault_plan.h"
 #include "sim/memory/page_pool.h"
 #include "sim/memory/prefix_cache.h"
 #include "sim/sched/scheduler_config.h"
@@ -127,6 +128,8 @@ class Scheduler {
   void Abort(int32_t slot, SimNs now, const std::string& reason, GrantObserver* observer);
   // Frees a slot once the server has recorded the request's end.
   void Retire(int32_t slot);
+  // Plants bugs at the scheduler's decision points (null: none); must outlive the scheduler.
+  void set_faults(FaultInjector* faults) { faults_ = faults; }
 
   const SimRequest& request(int32_t slot) const { return requests_[static_cast<size_t>(slot)]; }
   SimRequest& mutable_request(int32_t slot) { return requests_[static_cast<size_t>(slot)]; }
@@ -138,13 +141,17 @@ class Scheduler {
   const SchedulerConfig& config() const { return config_; }
   int32_t reserved_pages() const { return reserved_total_; }
   int64_t cache_insert_refusals() const { return cache_insert_refusals_; }
+  // Pool and cache operations refused after a planted bug (a double free, a share of a free page).
+  int64_t pool_refusals() const { return pool_refusals_; }
 
   // Pages a sequence of `tokens` tokens occupies.
   int32_t PagesFor(int64_t tokens) const;
 
   // The O(pages + requests) sweep: pool and cache invariants, every page's reference count equal
   // to its holders (requests that record it, plus the cache), reservations summed, locks held
-  // only by running requests. An Internal error names what disagrees.
+  // only by running requests. An Internal error names what disagrees. Once a planted bug has
+  // fired, the server's books may rightly disagree with the pool: only the pool's own invariants
+  // and the reservations are checked then.
   Status CheckSweep() const;
 
  private:
@@ -174,6 +181,9 @@ class Scheduler {
   // cache's pages.
   void CachePrefill(int32_t slot, GrantObserver* observer);
   void End(int32_t slot, RequestPhase phase, SimNs now, GrantObserver* observer);
+  // A pool or cache operation failed: only a planted bug can cause that (checked); counted.
+  void Refused(const Status& status);
+  bool FaultsFired() const { return faults_ != nullptr && faults_->fired_total() > 0; }
 
   SchedulerConfig config_;
   PagePool pool_;
@@ -184,6 +194,8 @@ class Scheduler {
   std::vector<int32_t> running_;  // admission order
   int32_t reserved_total_ = 0;
   int64_t cache_insert_refusals_ = 0;
+  int64_t pool_refusals_ = 0;
+  FaultInjector* faults_ = nullptr;
   std::vector<int32_t> tokens_;  // scratch: token ids for the prefix cache
 };
 

@@ -32,6 +32,8 @@ class AccessAuditor : public GrantObserver {
                        std::vector<Finding>& findings) = 0;
   // The request in `slot` ended and its slot may be reused.
   virtual void Forget(int32_t slot) = 0;
+  // Adds the auditor's own totals to the report at the end of the run.
+  virtual void AddTotals(RunReport& report) const { (void)report; }
 };
 
 }  // namespace kvsim::sim

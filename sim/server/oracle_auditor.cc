@@ -69,9 +69,10 @@ void OracleAuditor::Extend(const SimRequest& request, int32_t slot, int32_t end)
   }
 }
 
-uint64_t OracleAuditor::ContentAt(const SimRequest& request, int32_t slot, int32_t position) {
-  Extend(request, slot, position + 1);
-  return TruthOf(slot).contents[static_cast<size_t>(position)];
+const std::vector<uint64_t>& OracleAuditor::Contents(const SimRequest& request, int32_t slot,
+                                                     int32_t end) {
+  Extend(request, slot, end);
+  return TruthOf(slot).contents;
 }
 
 Allocation OracleAuditor::Holding(int32_t slot, int32_t logical) const {

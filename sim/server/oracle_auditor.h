@@ -29,8 +29,8 @@ class OracleAuditor final : public AccessAuditor {
   void Forget(int32_t slot) override;
 
   const OwnershipOracle& oracle() const { return oracle_; }
-  // The content id of position `position` of the request in `slot` (extended as needed).
-  uint64_t ContentAt(const SimRequest& request, int32_t slot, int32_t position);
+  // The content ids of positions [0, end) (at least) of the request in `slot`.
+  const std::vector<uint64_t>& Contents(const SimRequest& request, int32_t slot, int32_t end);
 
  private:
   // What the oracle knows of one request: what it was granted, and what its sequence holds.

@@ -27,12 +27,17 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerConfig& config,
   Prng root(config.seed);
   const uint64_t workload_seed = root.next_u64();
   const uint64_t tag_seed = root.next_u64();
+  const uint64_t fault_seed = root.next_u64();
   ServerConfig applied = config;
   applied.scheduler.pool.tags.seed = tag_seed;
   KVSIM_ASSIGN_OR_RETURN(Scheduler scheduler, Scheduler::Create(applied.scheduler));
   KVSIM_ASSIGN_OR_RETURN(Workload workload, Workload::Create(applied.workload, workload_seed));
   std::unique_ptr<Server> server(
       new Server(applied, step_time, backend, auditor, std::move(scheduler), std::move(workload)));
+  if (applied.faults.any()) {
+    server->faults_.emplace(applied.faults, fault_seed);
+    server->scheduler_.set_faults(&*server->faults_);
+  }
   if (applied.tag_tracker) {
     TagTrackerOptions options;
     options.check_writes = applied.check_writes;
@@ -128,7 +133,13 @@ Status Server::CheckAccess(KvAccess access) {
     ++counts.aborts[static_cast<size_t>(a.abort.reason)];
     MixHash(static_cast<uint64_t>(a.abort.reason) * 1000003u +
             static_cast<uint64_t>(a.abort.logical_page + 1));
-    // No fault is planted in this version, so every abort is a false alarm.
+    ++counts.caught;
+    if (faults_ && faults_->fired_total() > 0) {
+      scheduler_.Abort(slot, queue_->now(), a.message, auditor_);
+      RecordEnd(slot, *queue_);
+      continue;
+    }
+    // With no bug planted, an abort is a false alarm.
     Finding finding;
     finding.kind = Finding::Kind::kFalseAlarm;
     finding.step = report_.steps;
@@ -330,6 +341,14 @@ Result<RunReport> Server::Run() {
   report_.unfinished =
       static_cast<int64_t>(scheduler_.waiting().size() + scheduler_.running().size());
   report_.cache_insert_refusals = scheduler_.cache_insert_refusals();
+  report_.pool_refusals = scheduler_.pool_refusals();
+  if (faults_) {
+    for (int site = 0; site < kFaultSites; ++site) {
+      report_.faults_fired[static_cast<size_t>(site)] =
+          faults_->fired(static_cast<FaultSite>(site));
+      MixHash(static_cast<uint64_t>(report_.faults_fired[static_cast<size_t>(site)]));
+    }
+  }
   report_.pool_pages = scheduler_.pool().capacity();
   report_.page_size = scheduler_.config().page_size;
   report_.ttft = Summarize(ttft_);
@@ -338,6 +357,7 @@ Result<RunReport> Server::Run() {
   report_.queueing = Summarize(queueing_);
   report_.itl = itl_.Summary();
   report_.pool_series = series_.samples();
+  if (auditor_ != nullptr) auditor_->AddTotals(report_);
   // The final bookkeeping: every page's tag and holders.
   const PagePool& pool = scheduler_.pool();
   for (int32_t page = 0; page < pool.num_pages(); ++page) {

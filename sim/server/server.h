@@ -15,6 +15,7 @@
 #include "kernels/backend.h"
 #include "model/step_time.h"
 #include "sim/engine/run_loop.h"
+#include "sim/faults/fault_plan.h"
 #include "sim/integrity/integrity_tracker.h"
 #include "sim/report/run_report.h"
 #include "sim/sched/scheduler.h"
@@ -31,6 +32,8 @@ struct ServerConfig {
   bool check_writes = true;  // with the tag tracker: check appends as well as reads
   RunLimits limits;
   uint64_t seed = 0;
+  // Bugs planted at the scheduler's decision points; none by default.
+  FaultPlan faults;
 };
 
 class Server final : public EventHandler {
@@ -79,6 +82,7 @@ class Server final : public EventHandler {
   Scheduler scheduler_;
   Workload workload_;
   std::unique_ptr<IntegrityTracker> tracker_;
+  std::optional<FaultInjector> faults_;
   std::optional<StepChecks> checks_;
   EventQueue* queue_ = nullptr;  // during Run
 

@@ -17,38 +17,45 @@ Status StepChecks::Stage(const std::vector<int32_t>& values, DeviceBuffer& buffe
   return backend_->CopyToDevice(buffer, 0, values.data(), bytes);
 }
 
+void BuildStepTable(const Scheduler& scheduler, const std::vector<ScheduledRow>& rows,
+                    const std::vector<bool>& proceed, StepTable& out) {
+  out.rows.clear();
+  out.stride = 1;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!proceed[i]) continue;
+    out.rows.push_back(i);
+    const SimRequest& r = scheduler.request(rows[i].slot);
+    out.stride = std::max(out.stride, static_cast<int32_t>(r.block_row.size()));
+  }
+  out.table.assign(out.rows.size() * static_cast<size_t>(out.stride), 0);
+  out.seq_lens.clear();
+  out.first_tokens.clear();
+  for (size_t b = 0; b < out.rows.size(); ++b) {
+    const ScheduledRow& row = rows[out.rows[b]];
+    const SimRequest& r = scheduler.request(row.slot);
+    std::copy(r.block_row.begin(), r.block_row.end(),
+              out.table.begin() + static_cast<std::ptrdiff_t>(b * static_cast<size_t>(out.stride)));
+    out.seq_lens.push_back(row.first_token + row.tokens);
+    out.first_tokens.push_back(row.first_token);
+  }
+}
+
 Result<std::vector<StepAbort>> StepChecks::Check(KvAccess access, Scheduler& scheduler,
                                                  const std::vector<ScheduledRow>& rows,
                                                  const std::vector<bool>& proceed) {
   std::vector<StepAbort> aborts;
-  checked_.clear();
-  int32_t stride = 1;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (!proceed[i]) continue;
-    checked_.push_back(i);
-    const SimRequest& r = scheduler.request(rows[i].slot);
-    stride = std::max(stride, static_cast<int32_t>(r.block_row.size()));
-  }
-  if (checked_.empty()) return aborts;
-  table_.assign(checked_.size() * static_cast<size_t>(stride), 0);
-  seq_lens_.clear();
-  first_tokens_.clear();
+  BuildStepTable(scheduler, rows, proceed, step_);
+  if (step_.rows.empty()) return aborts;
   KvAccessBatch batch;
-  for (size_t b = 0; b < checked_.size(); ++b) {
-    const ScheduledRow& row = rows[checked_[b]];
-    const SimRequest& r = scheduler.request(row.slot);
-    std::copy(r.block_row.begin(), r.block_row.end(),
-              table_.begin() + static_cast<std::ptrdiff_t>(b * static_cast<size_t>(stride)));
-    seq_lens_.push_back(row.first_token + row.tokens);
-    first_tokens_.push_back(row.first_token);
-    batch.recorded.push_back(&r.recorded);
+  for (size_t index : step_.rows) {
+    batch.recorded.push_back(&scheduler.request(rows[index].slot).recorded);
   }
-  KVSIM_RETURN_IF_ERROR(Stage(table_, table_buffer_));
-  KVSIM_RETURN_IF_ERROR(Stage(seq_lens_, seq_buffer_));
-  KVSIM_RETURN_IF_ERROR(Stage(first_tokens_, first_buffer_));
-  batch.batch = static_cast<int32_t>(checked_.size());
-  batch.max_pages_per_request = stride;
-  batch.block_table_row_stride = stride;
+  KVSIM_RETURN_IF_ERROR(Stage(step_.table, table_buffer_));
+  KVSIM_RETURN_IF_ERROR(Stage(step_.seq_lens, seq_buffer_));
+  KVSIM_RETURN_IF_ERROR(Stage(step_.first_tokens, first_buffer_));
+  batch.batch = static_cast<int32_t>(step_.rows.size());
+  batch.max_pages_per_request = step_.stride;
+  batch.block_table_row_stride = step_.stride;
   batch.page_size = scheduler.config().page_size;
   batch.block_table = &table_buffer_;
   batch.seq_lens = &seq_buffer_;
@@ -57,7 +64,7 @@ Result<std::vector<StepAbort>> StepChecks::Check(KvAccess access, Scheduler& sch
       const std::vector<RequestAbort> found,
       tracker_->BeforeAccess(*backend_, scheduler.mutable_pool(), batch, access));
   for (const RequestAbort& abort : found) {
-    aborts.push_back({checked_[static_cast<size_t>(abort.row)], abort, abort.Describe(access)});
+    aborts.push_back({step_.rows[static_cast<size_t>(abort.row)], abort, abort.Describe(access)});
   }
   return aborts;
 }

@@ -13,6 +13,20 @@
 
 namespace kvsim::sim {
 
+// The kernels' view of a step's proceeding rows: their block-table rows packed at one stride,
+// with the token range each touches.
+struct StepTable {
+  std::vector<size_t> rows;           // the step's row index of each packed row
+  int32_t stride = 1;                 // block-table entries per packed row
+  std::vector<int32_t> table;         // int32 [rows, stride]; short rows padded with page 0
+  std::vector<int32_t> seq_lens;      // first_token + tokens
+  std::vector<int32_t> first_tokens;  // first_token
+};
+
+// Packs the rows of `rows` whose `proceed` entry is true.
+void BuildStepTable(const Scheduler& scheduler, const std::vector<ScheduledRow>& rows,
+                    const std::vector<bool>& proceed, StepTable& out);
+
 // One aborted row of the step, with the message the request ends with.
 struct StepAbort {
   size_t row = 0;  // index into the step's rows
@@ -35,10 +49,7 @@ class StepChecks {
 
   Backend* backend_;
   IntegrityTracker* tracker_;
-  std::vector<size_t> checked_;  // row index of each checked row
-  std::vector<int32_t> table_;
-  std::vector<int32_t> seq_lens_;
-  std::vector<int32_t> first_tokens_;
+  StepTable step_;
   DeviceBuffer table_buffer_;
   DeviceBuffer seq_buffer_;
   DeviceBuffer first_buffer_;

@@ -1,0 +1,492 @@
+// Kernel mode's data plane: append, decode attention and the INT4 projection through the
+// Backend, checked against the FP64 reference.
+#include "sim/dataplane/kernel_data_plane.h"
+
+#include <Eigen/Dense>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include "base/check.h"
+#include "base/distributions.h"
+#include "base/prng.h"
+#include "kernels/attention/append_kv.h"
+#include "kernels/attention/decode_attention.h"
+#include "kernels/attention/reference/attention_reference.h"
+#include "kernels/gemm/gemm_reference.h"
+#include "kernels/gemm/int4_quantizer.h"
+#include "kernels/gemm/packed_weights.h"
+#include "sim/dataplane/true_kv.h"
+
+namespace kvsim::sim {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The bf16 bits of a value that is exactly a bf16 value (its float's upper half).
+uint16_t ExactBf16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  KVSIM_CHECK_EQ(bits & 0xFFFFu, 0u) << value << " is not a bf16 value";
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+// A bf16 value, by definition the upper half of a float.
+double Bf16Value(uint16_t bits) {
+  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &wide, sizeof(value));
+  return value;
+}
+
+// Adds the time from construction to destruction to `total`.
+class Stopwatch {
+ public:
+  explicit Stopwatch(double& total) : total_(total), start_(Clock::now()) {}
+  ~Stopwatch() { total_ += std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+ private:
+  double& total_;
+  Clock::time_point start_;
+};
+
+// Uploads `values` into `buffer`, allocating a new one of exactly their size.
+template <typename T>
+Status Put(Backend& backend, const std::vector<T>& values, DeviceBuffer& buffer) {
+  KVSIM_ASSIGN_OR_RETURN(buffer, Upload(backend, values));
+  return Status::Ok();
+}
+
+uint64_t HashBytes(uint64_t hash, const std::vector<uint8_t>& bytes) {
+  for (size_t i = 0; i < bytes.size(); i += 8) {
+    uint64_t word = 0;
+    std::memcpy(&word, bytes.data() + i, std::min<size_t>(8, bytes.size() - i));
+    hash = MixIds(hash, word);
+  }
+  return hash;
+}
+
+// The kernels' view of the packed step table held in `buffer`.
+BlockTable TableOf(const DeviceBuffer& buffer, const StepTable& step) {
+  BlockTable table;
+  table.page_ids = &buffer;
+  table.batch = static_cast<int>(step.rows.size());
+  table.max_pages_per_request = step.stride;
+  table.row_stride = step.stride;
+  return table;
+}
+
+// Kimi K2.6's query-key head dimension before absorption (qk_nope 128 + qk_rope 64): MLA scales
+// scores by its inverse square root.
+constexpr double kMlaQkHeadDim = 192;
+constexpr int kMlaRopeValues = kMlaRopeDim;
+
+}  // namespace
+
+Result<std::unique_ptr<KernelDataPlane>> KernelDataPlane::Create(const KernelSpec& spec,
+                                                                 int num_pages, int page_size,
+                                                                 Backend& backend, uint64_t seed) {
+  KVSIM_RETURN_IF_ERROR(ValidateKernelSpec(spec));
+  KVSIM_ASSIGN_OR_RETURN(OracleAuditor oracle, OracleAuditor::Create(num_pages, page_size));
+  std::unique_ptr<KernelDataPlane> plane(
+      new KernelDataPlane(spec, page_size, backend, std::move(oracle)));
+  const KvCacheShape shape = KernelCacheShape(spec, num_pages, page_size);
+  KVSIM_RETURN_IF_ERROR(ValidateKvCacheShape(shape).WithContext("kernel mode cache"));
+  const float largest = spec.kv_format.dtype == KvDtype::kFp8E5M2 ? 57344.0f : 448.0f;
+  // A calibrated per-tensor scale: the largest true value maps to the largest code.
+  plane->kv_scale_ = spec.kv_format.dtype == KvDtype::kBf16 ? 1.0f : TrueKvAbsMax() / largest;
+  for (int layer = 0; layer < spec.layers; ++layer) {
+    KVSIM_ASSIGN_OR_RETURN(
+        KvCacheStorage cache,
+        KvCacheStorage::Allocate(backend, shape, plane->kv_scale_, plane->kv_scale_));
+    // Poisoned: a slot no one wrote reads as NaN, so reading it cannot pass the reference.
+    KVSIM_RETURN_IF_ERROR(cache.Fill(backend, 0xFF));
+    plane->caches_.push_back(std::move(cache));
+  }
+  plane->softmax_scale_ = static_cast<float>(
+      1.0 / std::sqrt(spec.attention == AttentionKind::kMla ? kMlaQkHeadDim : spec.head_dim));
+  const int k = spec.q_heads * KernelValueDim(spec);
+  const int n = spec.gemm_n;
+  Prng prng(seed);
+  std::vector<float> weights(static_cast<size_t>(k) * n);
+  for (float& w : weights) w = static_cast<float>(0.05 * SampleGaussian(prng));
+  Int4QuantizeOptions options;
+  options.config.group_size = spec.group_size;
+  KVSIM_ASSIGN_OR_RETURN(const Int4Matrix matrix, QuantizeInt4Matrix(weights, k, n, options));
+  KVSIM_ASSIGN_OR_RETURN(const Int4PackedWeights packed, PackInt4(matrix));
+  KVSIM_ASSIGN_OR_RETURN(plane->weights_, UploadInt4Weights(backend, packed));
+  plane->weights_dequantized_ = DequantizeInt4Matrix(matrix);
+  plane->outputs_.resize(static_cast<size_t>(spec.layers));
+  return plane;
+}
+
+KernelDataPlane::KernelDataPlane(const KernelSpec& spec, int page_size, Backend& backend,
+                                 OracleAuditor oracle)
+    : spec_(spec), page_size_(page_size), backend_(&backend), oracle_(std::move(oracle)) {
+  counts_.enabled = true;
+}
+
+void KernelDataPlane::OnAllocate(int32_t page) { oracle_.OnAllocate(page); }
+void KernelDataPlane::OnGrant(int32_t slot, int32_t logical, int32_t page) {
+  oracle_.OnGrant(slot, logical, page);
+}
+void KernelDataPlane::OnReleaseAll(int32_t slot) { oracle_.OnReleaseAll(slot); }
+
+void KernelDataPlane::Forget(int32_t slot) {
+  oracle_.Forget(slot);
+  RowsOf(slot) = TrueRows();
+}
+
+void KernelDataPlane::AddTotals(RunReport& report) const { report.kernel = counts_; }
+
+KernelDataPlane::TrueRows& KernelDataPlane::RowsOf(int32_t slot) {
+  if (static_cast<size_t>(slot) >= true_rows_.size()) {
+    true_rows_.resize(static_cast<size_t>(slot) + 1);
+  }
+  return true_rows_[static_cast<size_t>(slot)];
+}
+
+void KernelDataPlane::ExtendTrueRows(int32_t slot, const std::vector<uint64_t>& contents,
+                                     int32_t end) {
+  TrueRows& rows = RowsOf(slot);
+  const bool mla = spec_.attention == AttentionKind::kMla;
+  const int heads = mla ? 1 : spec_.kv_heads;
+  const int dim = spec_.head_dim;
+  if (rows.k.empty()) {
+    rows.k.resize(static_cast<size_t>(spec_.layers));
+    rows.v.resize(static_cast<size_t>(spec_.layers));
+  }
+  std::vector<float> row(static_cast<size_t>(dim));
+  std::vector<double> stored(static_cast<size_t>(dim));
+  for (int32_t p = rows.positions; p < end; ++p) {
+    const uint64_t content = contents[static_cast<size_t>(p)];
+    for (int layer = 0; layer < spec_.layers; ++layer) {
+      for (int value_row = 0; value_row < (mla ? 1 : 2); ++value_row) {
+        std::vector<double>& into = value_row == 0 ? rows.k[static_cast<size_t>(layer)]
+                                                   : rows.v[static_cast<size_t>(layer)];
+        for (int head = 0; head < heads; ++head) {
+          for (int d = 0; d < dim; ++d) {
+            row[static_cast<size_t>(d)] = TrueKv(content, layer, head, d, value_row == 1);
+          }
+          ReferenceStoredRow(row.data(), dim, mla ? kMlaRopeValues : 0, spec_.kv_format, kv_scale_,
+                             stored.data());
+          into.insert(into.end(), stored.begin(), stored.end());
+        }
+      }
+    }
+  }
+  rows.positions = std::max(rows.positions, end);
+}
+
+Result<uint64_t> KernelDataPlane::StoredBits(int layer, int32_t page, int32_t page_slot) {
+  KvCache view = caches_[static_cast<size_t>(layer)].view();
+  const int64_t row = KvRowBytes(view.shape) * view.shape.num_kv_heads;
+  const int64_t token = int64_t{page} * page_size_ + page_slot;
+  uint64_t hash = 0;
+  row_bytes_.resize(static_cast<size_t>(row));
+  KVSIM_RETURN_IF_ERROR(backend_->CopyToHost(row_bytes_.data(), *view.k_pages,
+                                             static_cast<size_t>(token * row), row_bytes_.size()));
+  hash = HashBytes(hash, row_bytes_);
+  if (view.v_pages != nullptr) {
+    KVSIM_RETURN_IF_ERROR(backend_->CopyToHost(
+        row_bytes_.data(), *view.v_pages, static_cast<size_t>(token * row), row_bytes_.size()));
+    hash = HashBytes(hash, row_bytes_);
+  }
+  for (DeviceBuffer* scales : {view.k_token_scales, view.v_token_scales}) {
+    if (scales == nullptr) continue;
+    const size_t bytes = sizeof(float) * static_cast<size_t>(view.shape.num_kv_heads);
+    row_bytes_.resize(bytes);
+    KVSIM_RETURN_IF_ERROR(backend_->CopyToHost(row_bytes_.data(), *scales,
+                                               static_cast<size_t>(token) * bytes, bytes));
+    hash = HashBytes(hash, row_bytes_);
+  }
+  return hash;
+}
+
+Status KernelDataPlane::Writes(const StepAccess& access, IntegrityCounts& counts,
+                               std::vector<Finding>& findings) {
+  KVSIM_RETURN_IF_ERROR(oracle_.Writes(access, counts, findings));
+  return Append(access, findings);
+}
+
+Status KernelDataPlane::Append(const StepAccess& access, std::vector<Finding>& findings) {
+  BuildStepTable(*access.scheduler, *access.rows, *access.proceed, step_);
+  if (step_.rows.empty()) return Status::Ok();
+  const bool mla = spec_.attention == AttentionKind::kMla;
+  const int heads = mla ? 1 : spec_.kv_heads;
+  const int dim = spec_.head_dim;
+  token_request_.clear();
+  token_position_.clear();
+  token_slot_.clear();
+  std::vector<uint64_t> token_contents;
+  for (size_t b = 0; b < step_.rows.size(); ++b) {
+    const ScheduledRow& row = (*access.rows)[step_.rows[b]];
+    const SimRequest& request = access.scheduler->request(row.slot);
+    const std::vector<uint64_t>& contents =
+        oracle_.Contents(request, row.slot, row.first_token + row.tokens);
+    for (int32_t p = row.first_token; p < row.first_token + row.tokens; ++p) {
+      token_request_.push_back(static_cast<int32_t>(b));
+      token_position_.push_back(p);
+      token_slot_.push_back(row.slot);
+      token_contents.push_back(contents[static_cast<size_t>(p)]);
+    }
+  }
+  const size_t tokens = token_request_.size();
+  DeviceBuffer table, request_buffer, position_buffer, k_buffer, v_buffer, status_buffer;
+  {
+    Stopwatch timer(wall_.kernels_s);
+    KVSIM_RETURN_IF_ERROR(Put(*backend_, step_.table, table));
+    KVSIM_RETURN_IF_ERROR(Put(*backend_, token_request_, request_buffer));
+    KVSIM_RETURN_IF_ERROR(Put(*backend_, token_position_, position_buffer));
+    KVSIM_ASSIGN_OR_RETURN(status_buffer, backend_->Allocate(tokens * sizeof(int32_t)));
+  }
+  for (int layer = 0; layer < spec_.layers; ++layer) {
+    k_new_.clear();
+    v_new_.clear();
+    for (uint64_t content : token_contents) {
+      for (int head = 0; head < heads; ++head) {
+        for (int d = 0; d < dim; ++d) {
+          k_new_.push_back(ExactBf16(TrueKv(content, layer, head, d, false)));
+          if (!mla) v_new_.push_back(ExactBf16(TrueKv(content, layer, head, d, true)));
+        }
+      }
+    }
+    AppendKvArgs args;
+    args.cache = caches_[static_cast<size_t>(layer)].view();
+    args.block_table = TableOf(table, step_);
+    args.num_tokens = static_cast<int>(tokens);
+    args.k_new = &k_buffer;
+    args.v_new = mla ? nullptr : &v_buffer;
+    args.token_request = &request_buffer;
+    args.token_position = &position_buffer;
+    args.token_status = &status_buffer;
+    {
+      Stopwatch timer(wall_.kernels_s);
+      KVSIM_RETURN_IF_ERROR(Put(*backend_, k_new_, k_buffer));
+      if (!mla) KVSIM_RETURN_IF_ERROR(Put(*backend_, v_new_, v_buffer));
+      KVSIM_RETURN_IF_ERROR(AppendKv(*backend_, args));
+      KVSIM_ASSIGN_OR_RETURN(statuses_, Download<int32_t>(*backend_, status_buffer));
+    }
+    Stopwatch timer(wall_.reference_s);
+    for (size_t t = 0; t < tokens; ++t) {
+      if (statuses_[t] != static_cast<int32_t>(KvAccessStatus::kOk)) {
+        ++counts_.append_errors;
+        continue;
+      }
+      ++counts_.appended_tokens;
+      const int32_t position = token_position_[t];
+      const size_t b = static_cast<size_t>(token_request_[t]);
+      const int32_t page = step_.table[b * static_cast<size_t>(step_.stride) +
+                                       static_cast<size_t>(position / page_size_)];
+      KVSIM_ASSIGN_OR_RETURN(const uint64_t bits, StoredBits(layer, page, position % page_size_));
+      TrueRows& rows = RowsOf(token_slot_[t]);
+      const size_t index = static_cast<size_t>(position) * static_cast<size_t>(spec_.layers) +
+                           static_cast<size_t>(layer);
+      // Hashes are stored plus one, so that zero marks a position never written.
+      if (rows.stored_bits.size() <= index) rows.stored_bits.resize(index + 1, 0);
+      if (rows.stored_bits[index] == 0) {
+        rows.stored_bits[index] = bits | 1;
+        continue;
+      }
+      ++counts_.rewrites_checked;
+      if (rows.stored_bits[index] == (bits | 1)) continue;
+      ++counts_.rewrites_differing;
+      Finding finding;
+      finding.kind = Finding::Kind::kRewriteDiffers;
+      finding.step = access.step;
+      finding.time_ns = access.now;
+      finding.request = access.scheduler->request(token_slot_[t]).spec.id;
+      finding.logical_page = position / page_size_;
+      finding.page = page;
+      finding.detail = "token " + std::to_string(position) + " of layer " + std::to_string(layer) +
+                       " stored different bits than its first write";
+      findings.push_back(std::move(finding));
+    }
+  }
+  return Status::Ok();
+}
+
+Status KernelDataPlane::Reads(const StepAccess& access, IntegrityCounts& counts,
+                              std::vector<Finding>& findings) {
+  KVSIM_RETURN_IF_ERROR(oracle_.Reads(access, counts, findings));
+  return Decode(access, findings);
+}
+
+void KernelDataPlane::CheckOutputs(const StepAccess& access, size_t b, int layer,
+                                   const DecodeSplitPlan& plan, const std::vector<uint16_t>& out,
+                                   std::vector<Finding>& findings) {
+  const ScheduledRow& row = (*access.rows)[step_.rows[b]];
+  const SimRequest& request = access.scheduler->request(row.slot);
+  const int32_t end = row.first_token + row.tokens;
+  const std::vector<uint64_t>& contents = oracle_.Contents(request, row.slot, end);
+  ExtendTrueRows(row.slot, contents, end);
+  const TrueRows& rows = RowsOf(row.slot);
+  const bool mla = spec_.attention == AttentionKind::kMla;
+  const int heads = mla ? 1 : spec_.kv_heads;
+  const int dim = spec_.head_dim;
+  const int v_dim = KernelValueDim(spec_);
+  const int group = spec_.q_heads / heads;
+  const DecodeRoundingModel model = DecodeRoundingModelFor(plan, dim, end);
+  const uint64_t query_content = contents[static_cast<size_t>(end - 1)];
+  bool reported = false;
+  for (int kv_head = 0; kv_head < heads; ++kv_head) {
+    reference::DequantizedKv kv;
+    kv.k.resize(end, dim);
+    kv.v.resize(end, v_dim);
+    const std::vector<double>& k = rows.k[static_cast<size_t>(layer)];
+    const std::vector<double>& v = mla ? k : rows.v[static_cast<size_t>(layer)];
+    for (int32_t p = 0; p < end; ++p) {
+      const size_t at = (static_cast<size_t>(p) * heads + static_cast<size_t>(kv_head)) * dim;
+      for (int d = 0; d < dim; ++d) kv.k(p, d) = k[at + static_cast<size_t>(d)];
+      for (int d = 0; d < v_dim; ++d) kv.v(p, d) = v[at + static_cast<size_t>(d)];
+    }
+    for (int h = kv_head * group; h < (kv_head + 1) * group; ++h) {
+      Eigen::VectorXd q(dim);
+      for (int d = 0; d < dim; ++d) q(d) = TrueQuery(query_content, layer, h, d);
+      const reference::DecodeReference expected =
+          reference::ReferenceDecode(kv, q, softmax_scale_, model, AttentionOutputDtype::kBf16);
+      const size_t base = (b * static_cast<size_t>(spec_.q_heads) + static_cast<size_t>(h)) *
+                          static_cast<size_t>(v_dim);
+      for (int i = 0; i < v_dim; ++i) {
+        const double got = Bf16Value(out[base + static_cast<size_t>(i)]);
+        const double ratio = std::fabs(got - expected.out(i)) / expected.tolerance(i);
+        ++counts_.outputs_checked;
+        if (ratio <= 1.0) {
+          counts_.worst_ratio = std::max(counts_.worst_ratio, ratio);
+          continue;
+        }
+        ++counts_.outputs_outside_bound;
+        if (reported) continue;
+        reported = true;
+        Finding finding;
+        finding.kind = Finding::Kind::kOutputOutsideBound;
+        finding.step = access.step;
+        finding.time_ns = access.now;
+        finding.request = request.spec.id;
+        finding.detail = "layer " + std::to_string(layer) + " head " + std::to_string(h) +
+                         " value " + std::to_string(i) + ": got " + std::to_string(got) +
+                         ", reference " + std::to_string(expected.out(i)) + ", bound " +
+                         std::to_string(expected.tolerance(i));
+        findings.push_back(std::move(finding));
+      }
+    }
+  }
+}
+
+Status KernelDataPlane::Decode(const StepAccess& access, std::vector<Finding>& findings) {
+  BuildStepTable(*access.scheduler, *access.rows, *access.proceed, step_);
+  if (step_.rows.empty()) return Status::Ok();
+  const size_t rows = step_.rows.size();
+  const int dim = spec_.head_dim;
+  const int v_dim = KernelValueDim(spec_);
+  const bool check = reads_seen_++ % spec_.check_every == 0;
+  DeviceBuffer table, seq_buffer, q_buffer, out_buffer, status_buffer;
+  {
+    Stopwatch timer(wall_.kernels_s);
+    KVSIM_RETURN_IF_ERROR(Put(*backend_, step_.table, table));
+    KVSIM_RETURN_IF_ERROR(Put(*backend_, step_.seq_lens, seq_buffer));
+    KVSIM_ASSIGN_OR_RETURN(
+        out_buffer, backend_->Allocate(rows * static_cast<size_t>(spec_.q_heads * v_dim * 2)));
+    KVSIM_ASSIGN_OR_RETURN(status_buffer, backend_->Allocate(rows * sizeof(int32_t)));
+  }
+  std::vector<bool> ok(rows, true);
+  for (int layer = 0; layer < spec_.layers; ++layer) {
+    q_.clear();
+    for (size_t b = 0; b < rows; ++b) {
+      const ScheduledRow& row = (*access.rows)[step_.rows[b]];
+      const int32_t end = row.first_token + row.tokens;
+      const uint64_t content = oracle_.Contents(access.scheduler->request(row.slot), row.slot,
+                                                end)[static_cast<size_t>(end - 1)];
+      for (int h = 0; h < spec_.q_heads; ++h) {
+        for (int d = 0; d < dim; ++d) q_.push_back(ExactBf16(TrueQuery(content, layer, h, d)));
+      }
+    }
+    DecodeAttentionArgs args;
+    args.cache = caches_[static_cast<size_t>(layer)].view();
+    args.block_table = TableOf(table, step_);
+    args.seq_lens = &seq_buffer;
+    args.q = &q_buffer;
+    args.num_q_heads = spec_.q_heads;
+    args.softmax_scale = softmax_scale_;
+    args.out_dtype = AttentionOutputDtype::kBf16;
+    args.out = &out_buffer;
+    args.request_status = &status_buffer;
+    {
+      Stopwatch timer(wall_.kernels_s);
+      KVSIM_RETURN_IF_ERROR(Put(*backend_, q_, q_buffer));
+      KVSIM_RETURN_IF_ERROR(DecodeAttention(*backend_, args));
+      KVSIM_ASSIGN_OR_RETURN(outputs_[static_cast<size_t>(layer)],
+                             Download<uint16_t>(*backend_, out_buffer));
+      KVSIM_ASSIGN_OR_RETURN(statuses_, Download<int32_t>(*backend_, status_buffer));
+    }
+    const DecodeSplitPlan plan = DecodePlanFor(args);
+    Stopwatch timer(wall_.reference_s);
+    for (size_t b = 0; b < rows; ++b) {
+      if (statuses_[b] != static_cast<int32_t>(KvAccessStatus::kOk)) {
+        ++counts_.decode_errors;
+        ok[b] = false;
+        continue;
+      }
+      ++counts_.decode_rows;
+      if (check) {
+        CheckOutputs(access, b, layer, plan, outputs_[static_cast<size_t>(layer)], findings);
+      }
+    }
+  }
+  std::vector<size_t> ok_rows;
+  for (size_t b = 0; b < rows; ++b) {
+    if (ok[b]) ok_rows.push_back(b);
+  }
+  if (!check || ok_rows.empty()) return Status::Ok();
+  return Project(access, ok_rows, findings);
+}
+
+Status KernelDataPlane::Project(const StepAccess& access, const std::vector<size_t>& ok_rows,
+                                std::vector<Finding>& findings) {
+  const int k = spec_.q_heads * KernelValueDim(spec_);
+  const int n = spec_.gemm_n;
+  const int m = static_cast<int>(ok_rows.size());
+  const std::vector<uint16_t>& out = outputs_.back();
+  std::vector<uint16_t> x;
+  x.reserve(static_cast<size_t>(m) * static_cast<size_t>(k));
+  for (size_t b : ok_rows) {
+    x.insert(x.end(), out.begin() + static_cast<std::ptrdiff_t>(b * static_cast<size_t>(k)),
+             out.begin() + static_cast<std::ptrdiff_t>((b + 1) * static_cast<size_t>(k)));
+  }
+  DeviceBuffer x_buffer, y_buffer;
+  std::vector<uint16_t> y;
+  {
+    Stopwatch timer(wall_.kernels_s);
+    KVSIM_RETURN_IF_ERROR(Put(*backend_, x, x_buffer));
+    KVSIM_ASSIGN_OR_RETURN(y_buffer, backend_->Allocate(static_cast<size_t>(m) * n * 2));
+    Int4GemmArgs args;
+    args.m = m;
+    args.activations = &x_buffer;
+    args.weights = &weights_;
+    args.output = &y_buffer;
+    KVSIM_RETURN_IF_ERROR(Int4Gemm(*backend_, args));
+    KVSIM_ASSIGN_OR_RETURN(y, Download<uint16_t>(*backend_, y_buffer));
+  }
+  Stopwatch timer(wall_.reference_s);
+  const GemmReference reference = ReferenceGemm(x, m, k, weights_dequantized_, n, {});
+  const GemmCheckResult result =
+      CheckGemmOutput(y, reference, k,
+                      backend_->kind() == BackendKind::kCuda ? Accumulation::kTensorCores
+                                                             : Accumulation::kIeeeFp32);
+  counts_.gemm_outputs_checked += int64_t{m} * n;
+  counts_.gemm_outside_bound += result.violations;
+  counts_.gemm_worst_ratio = std::max(counts_.gemm_worst_ratio, result.worst_ratio);
+  if (result.violations > 0) {
+    Finding finding;
+    finding.kind = Finding::Kind::kOutputOutsideBound;
+    finding.step = access.step;
+    finding.time_ns = access.now;
+    finding.detail = "INT4 projection: " + result.report;
+    findings.push_back(std::move(finding));
+  }
+  return Status::Ok();
+}
+
+}  // namespace kvsim::sim

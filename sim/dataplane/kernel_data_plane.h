@@ -1,0 +1,104 @@
+// KernelDataPlane: kernel mode's auditor. Every step it writes the new tokens' true K/V into a
+// paged cache with append_kv, runs paged decode attention for every row (a prefill chunk reads at
+// its last position), and multiplies the attention output by INT4 weights with the W4A16 GEMM:
+// all three kernel families, through the Backend, on the rows that passed the integrity check.
+// The ownership oracle classifies every access as in timing mode; on top of it each output is
+// compared with the FP64 reference computed from the request's own true K/V (independently
+// quantised) within the derived bound, and a position written again after a preemption must
+// store the same bits as its first write.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "kernels/attention/decode_plan.h"
+#include "kernels/attention/kv_cache.h"
+#include "kernels/backend.h"
+#include "kernels/gemm/gemm.h"
+#include "sim/dataplane/kernel_spec.h"
+#include "sim/server/oracle_auditor.h"
+#include "sim/server/step_checks.h"
+
+namespace kvsim::sim {
+
+// Where kernel mode's wall time went (for the CLI's summary; never in a report or a hash).
+struct KernelWallClock {
+  double kernels_s = 0;    // append, decode and GEMM calls with their copies to and from them
+  double reference_s = 0;  // the FP64 reference and the bit check
+};
+
+class KernelDataPlane final : public AccessAuditor {
+ public:
+  // A cache of `num_pages` pages of `page_size` tokens per layer on `backend` (which must outlive
+  // the data plane), and INT4 weights drawn from `seed`.
+  static Result<std::unique_ptr<KernelDataPlane>> Create(const KernelSpec& spec, int num_pages,
+                                                         int page_size, Backend& backend,
+                                                         uint64_t seed);
+
+  void OnAllocate(int32_t page) override;
+  void OnGrant(int32_t slot, int32_t logical, int32_t page) override;
+  void OnReleaseAll(int32_t slot) override;
+  Status Writes(const StepAccess& access, IntegrityCounts& counts,
+                std::vector<Finding>& findings) override;
+  Status Reads(const StepAccess& access, IntegrityCounts& counts,
+               std::vector<Finding>& findings) override;
+  void Forget(int32_t slot) override;
+  void AddTotals(RunReport& report) const override;
+
+  const KernelWallClock& wall() const { return wall_; }
+
+ private:
+  // The reference values of one request: what its cache should hold, position by position.
+  struct TrueRows {
+    int32_t positions = 0;
+    // [layer][position][head][dim]: K rows stored and read back (MLA: the whole latent row).
+    std::vector<std::vector<double>> k;
+    std::vector<std::vector<double>> v;  // GQA only
+    // [position * layers + layer]: a hash of the bytes the first write stored.
+    std::vector<uint64_t> stored_bits;
+  };
+
+  KernelDataPlane(const KernelSpec& spec, int page_size, Backend& backend, OracleAuditor oracle);
+  TrueRows& RowsOf(int32_t slot);
+  void ExtendTrueRows(int32_t slot, const std::vector<uint64_t>& contents, int32_t end);
+  // Hashes the cache bytes of `position` of packed row `b` in `layer` (K, V and their scales).
+  Result<uint64_t> StoredBits(int layer, int32_t page, int32_t page_slot);
+  Status Append(const StepAccess& access, std::vector<Finding>& findings);
+  Status Decode(const StepAccess& access, std::vector<Finding>& findings);
+  // Compares packed row `b`'s outputs of `layer` with the reference; returns the worst ratio.
+  void CheckOutputs(const StepAccess& access, size_t b, int layer, const DecodeSplitPlan& plan,
+                    const std::vector<uint16_t>& out, std::vector<Finding>& findings);
+  Status Project(const StepAccess& access, const std::vector<size_t>& ok_rows,
+                 std::vector<Finding>& findings);
+
+  KernelSpec spec_;
+  int page_size_;
+  Backend* backend_;
+  OracleAuditor oracle_;
+  std::vector<KvCacheStorage> caches_;  // by layer
+  float kv_scale_ = 1.0f;               // per-tensor formats: K and V
+  float softmax_scale_ = 1.0f;
+  Int4Weights weights_;
+  std::vector<uint16_t> weights_dequantized_;  // bf16 [k, n], the reference's
+  std::vector<TrueRows> true_rows_;            // by slot
+  KernelCounts counts_;
+  KernelWallClock wall_;
+  int64_t reads_seen_ = 0;
+
+  // Per-step scratch, reused.
+  StepTable step_;
+  std::vector<int32_t> token_request_;
+  std::vector<int32_t> token_position_;
+  std::vector<int32_t> token_slot_;
+  std::vector<uint16_t> k_new_;
+  std::vector<uint16_t> v_new_;
+  std::vector<uint16_t> q_;
+  std::vector<std::vector<uint16_t>> outputs_;  // by layer: bf16 [rows, q_heads, v_dim]
+  std::vector<int32_t> statuses_;
+  std::vector<uint8_t> row_bytes_;
+};
+
+}  // namespace kvsim::sim
