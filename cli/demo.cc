@@ -9,6 +9,7 @@
 #include "cli/integrity_report.h"
 #include "cli/kv_accuracy_report.h"
 #include "cli/plan_demo.h"
+#include "cli/sim_demo.h"
 #include "cli/weight_accuracy_report.h"
 
 namespace kvsim::cli {
@@ -21,7 +22,9 @@ class DemoCommand : public Command {
     return "Run the main jobs on built-in defaults: capacity plans for Kimi K2.6 and GLM 5.2 on "
            "8xH200, the FP8 e4m3 and INT4 code tables, the round-trip error of each format on "
            "seeded samples, what an FP8 KV cache and INT4 weights cost through the kernels, and "
-           "the KV-cache integrity check on one divergence per request";
+           "the KV-cache integrity check on one divergence per request, and the simulator's "
+           "page-reuse "
+           "storm in kernel mode with and without planted bugs";
   }
 
   void Configure(CLI::App& app) override {
@@ -55,6 +58,8 @@ class DemoCommand : public Command {
     KVSIM_RETURN_IF_ERROR(PrintWeightAccuracySummary(out, seed));
     out << "\n6. The KV-cache integrity check\n\n";
     KVSIM_RETURN_IF_ERROR(PrintIntegrityScenarios(out));
+    out << "\n7. The simulator: a whole server through the kernels\n\n";
+    KVSIM_RETURN_IF_ERROR(PrintSimulationDemo(out, ConfigsRoot(configs_)));
     out << fmt::format("\nReproduce: kvsim demo --seed {} --samples {}\n", FormatSeed(seed),
                        samples_);
     return Status::Ok();

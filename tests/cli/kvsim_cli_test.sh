@@ -37,6 +37,8 @@ expect_exit 2 "samples" demo --samples many
 expect_exit 0 "Reproduce: kvsim demo --seed 0x2a --samples 1000" demo --seed 42 --samples 1000 \
   --out "$out"
 expect_exit 0 "B aborted: stale tag at logical page 1; A, C proceed" demo --samples 100 --out "$out"
+expect_exit 0 "page-reuse-storm-bugs +tags +[0-9]+ +[1-9][0-9]* +0 +0 +0 +0$" demo --samples 16 \
+  --out "$out"
 expect_exit 0 "Plot of decode tokens/s against concurrency: .*plan-demo.svg" demo --samples 16 \
   --out "$out"
 [ -s "$out/plan-demo.svg" ] || { echo "FAIL: the demo wrote no plot"; failures=$((failures + 1)); }
@@ -86,6 +88,9 @@ expect_exit 0 "Reproduce: kvsim run kimi-decode-fp8 --seed 0x7 --mode timing --b
   run kimi-decode-fp8 --seed 7 --backend cpu --json "$out/run.json" --csv "$out/run.csv"
 expect_exit 0 "peak running 64" run kimi-decode-fp8 --backend cpu
 expect_exit 0 "peak running 32" run kimi-decode-bf16 --backend cpu
+expect_exit 0 "0 outside the bound" run page-reuse-storm --mode kernel --backend cpu
+expect_exit 1 "finding\(s\): the simulated server did what it must not" \
+  run page-reuse-storm-bugs-unchecked --backend cpu
 expect_exit 0 "replay: state hash 0x[0-9a-f]+ reproduced" replay "$out/run.json"
 [ "$(head -c 3 "$out/run.csv")" = "id," ] || { echo "FAIL: no request CSV"; failures=$((failures + 1)); }
 "$kvsim" run kimi-decode-fp8 --seed 7 --backend cpu --json "$out/run-again.json" >/dev/null
