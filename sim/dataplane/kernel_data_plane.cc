@@ -82,6 +82,8 @@ BlockTable TableOf(const DeviceBuffer& buffer, const StepTable& step) {
 // scores by its inverse square root.
 constexpr double kMlaQkHeadDim = 192;
 constexpr int kMlaRopeValues = kMlaRopeDim;
+// The reference's cached rows of all requests together: 16 M doubles, 128 MiB.
+constexpr int64_t kMaxCachedReferenceValues = int64_t{16} << 20;
 
 }  // namespace
 
@@ -136,48 +138,80 @@ void KernelDataPlane::OnReleaseAll(int32_t slot) { oracle_.OnReleaseAll(slot); }
 
 void KernelDataPlane::Forget(int32_t slot) {
   oracle_.Forget(slot);
-  RowsOf(slot) = TrueRows();
+  SlotRecord& record = RecordOf(slot);
+  for (const std::vector<double>& rows : record.k)
+    cached_values_ -= static_cast<int64_t>(rows.size());
+  for (const std::vector<double>& rows : record.v)
+    cached_values_ -= static_cast<int64_t>(rows.size());
+  record = SlotRecord();
 }
 
 void KernelDataPlane::AddTotals(RunReport& report) const { report.kernel = counts_; }
 
-KernelDataPlane::TrueRows& KernelDataPlane::RowsOf(int32_t slot) {
-  if (static_cast<size_t>(slot) >= true_rows_.size()) {
-    true_rows_.resize(static_cast<size_t>(slot) + 1);
-  }
-  return true_rows_[static_cast<size_t>(slot)];
+KernelDataPlane::SlotRecord& KernelDataPlane::RecordOf(int32_t slot) {
+  if (static_cast<size_t>(slot) >= records_.size()) records_.resize(static_cast<size_t>(slot) + 1);
+  return records_[static_cast<size_t>(slot)];
 }
 
-void KernelDataPlane::ExtendTrueRows(int32_t slot, const std::vector<uint64_t>& contents,
-                                     int32_t end) {
-  TrueRows& rows = RowsOf(slot);
+void KernelDataPlane::ReferenceRow(uint64_t content, int layer, int kv_head, bool value_row,
+                                   std::vector<double>& stored) const {
+  const bool mla = spec_.attention == AttentionKind::kMla;
+  const int dim = spec_.head_dim;
+  float row[kMlaHeadDim];
+  for (int d = 0; d < dim; ++d) row[d] = TrueKv(content, layer, kv_head, d, value_row);
+  stored.resize(static_cast<size_t>(dim));
+  ReferenceStoredRow(row, dim, mla ? kMlaRopeValues : 0, spec_.kv_format, kv_scale_, stored.data());
+}
+
+void KernelDataPlane::ReferenceKv(int32_t slot, const std::vector<uint64_t>& contents, int32_t end,
+                                  int layer, int kv_head, reference::DequantizedKv& kv) {
   const bool mla = spec_.attention == AttentionKind::kMla;
   const int heads = mla ? 1 : spec_.kv_heads;
   const int dim = spec_.head_dim;
-  if (rows.k.empty()) {
-    rows.k.resize(static_cast<size_t>(spec_.layers));
-    rows.v.resize(static_cast<size_t>(spec_.layers));
-  }
-  std::vector<float> row(static_cast<size_t>(dim));
-  std::vector<double> stored(static_cast<size_t>(dim));
-  for (int32_t p = rows.positions; p < end; ++p) {
-    const uint64_t content = contents[static_cast<size_t>(p)];
-    for (int layer = 0; layer < spec_.layers; ++layer) {
-      for (int value_row = 0; value_row < (mla ? 1 : 2); ++value_row) {
-        std::vector<double>& into = value_row == 0 ? rows.k[static_cast<size_t>(layer)]
-                                                   : rows.v[static_cast<size_t>(layer)];
-        for (int head = 0; head < heads; ++head) {
-          for (int d = 0; d < dim; ++d) {
-            row[static_cast<size_t>(d)] = TrueKv(content, layer, head, d, value_row == 1);
-          }
-          ReferenceStoredRow(row.data(), dim, mla ? kMlaRopeValues : 0, spec_.kv_format, kv_scale_,
-                             stored.data());
-          into.insert(into.end(), stored.begin(), stored.end());
+  const int v_dim = KernelValueDim(spec_);
+  SlotRecord& record = RecordOf(slot);
+  // Rows are cached while the cache stays within its bound; a context beyond it is recomputed
+  // at every check instead, trading time for memory.
+  const int64_t per_position = int64_t{spec_.layers} * heads * dim * (mla ? 1 : 2);
+  const int64_t more = std::max<int64_t>(0, end - record.cached_positions) * per_position;
+  std::vector<double> stored;
+  if (cached_values_ + more <= kMaxCachedReferenceValues) {
+    if (record.k.empty()) {
+      record.k.resize(static_cast<size_t>(spec_.layers));
+      record.v.resize(static_cast<size_t>(spec_.layers));
+    }
+    for (int32_t p = record.cached_positions; p < end; ++p) {
+      for (int l = 0; l < spec_.layers; ++l) {
+        for (int h = 0; h < heads; ++h) {
+          ReferenceRow(contents[static_cast<size_t>(p)], l, h, false, stored);
+          record.k[static_cast<size_t>(l)].insert(record.k[static_cast<size_t>(l)].end(),
+                                                  stored.begin(), stored.end());
+          if (mla) continue;
+          ReferenceRow(contents[static_cast<size_t>(p)], l, h, true, stored);
+          record.v[static_cast<size_t>(l)].insert(record.v[static_cast<size_t>(l)].end(),
+                                                  stored.begin(), stored.end());
         }
       }
     }
+    cached_values_ += more;
+    record.cached_positions = std::max(record.cached_positions, end);
   }
-  rows.positions = std::max(rows.positions, end);
+  kv.k.resize(end, dim);
+  kv.v.resize(end, v_dim);
+  for (int32_t p = 0; p < end; ++p) {
+    if (p < record.cached_positions) {
+      const size_t at = (static_cast<size_t>(p) * heads + static_cast<size_t>(kv_head)) * dim;
+      const std::vector<double>& k = record.k[static_cast<size_t>(layer)];
+      const std::vector<double>& v = mla ? k : record.v[static_cast<size_t>(layer)];
+      for (int d = 0; d < dim; ++d) kv.k(p, d) = k[at + static_cast<size_t>(d)];
+      for (int d = 0; d < v_dim; ++d) kv.v(p, d) = v[at + static_cast<size_t>(d)];
+      continue;
+    }
+    ReferenceRow(contents[static_cast<size_t>(p)], layer, kv_head, false, stored);
+    for (int d = 0; d < dim; ++d) kv.k(p, d) = stored[static_cast<size_t>(d)];
+    if (!mla) ReferenceRow(contents[static_cast<size_t>(p)], layer, kv_head, true, stored);
+    for (int d = 0; d < v_dim; ++d) kv.v(p, d) = stored[static_cast<size_t>(d)];
+  }
 }
 
 Result<uint64_t> KernelDataPlane::StoredBits(int layer, int32_t page, int32_t page_slot) {
@@ -281,7 +315,7 @@ Status KernelDataPlane::Append(const StepAccess& access, std::vector<Finding>& f
       const int32_t page = step_.table[b * static_cast<size_t>(step_.stride) +
                                        static_cast<size_t>(position / page_size_)];
       KVSIM_ASSIGN_OR_RETURN(const uint64_t bits, StoredBits(layer, page, position % page_size_));
-      TrueRows& rows = RowsOf(token_slot_[t]);
+      SlotRecord& rows = RecordOf(token_slot_[t]);
       const size_t index = static_cast<size_t>(position) * static_cast<size_t>(spec_.layers) +
                            static_cast<size_t>(layer);
       // Hashes are stored plus one, so that zero marks a position never written.
@@ -321,8 +355,6 @@ void KernelDataPlane::CheckOutputs(const StepAccess& access, size_t b, int layer
   const SimRequest& request = access.scheduler->request(row.slot);
   const int32_t end = row.first_token + row.tokens;
   const std::vector<uint64_t>& contents = oracle_.Contents(request, row.slot, end);
-  ExtendTrueRows(row.slot, contents, end);
-  const TrueRows& rows = RowsOf(row.slot);
   const bool mla = spec_.attention == AttentionKind::kMla;
   const int heads = mla ? 1 : spec_.kv_heads;
   const int dim = spec_.head_dim;
@@ -331,17 +363,9 @@ void KernelDataPlane::CheckOutputs(const StepAccess& access, size_t b, int layer
   const DecodeRoundingModel model = DecodeRoundingModelFor(plan, dim, end);
   const uint64_t query_content = contents[static_cast<size_t>(end - 1)];
   bool reported = false;
+  reference::DequantizedKv kv;
   for (int kv_head = 0; kv_head < heads; ++kv_head) {
-    reference::DequantizedKv kv;
-    kv.k.resize(end, dim);
-    kv.v.resize(end, v_dim);
-    const std::vector<double>& k = rows.k[static_cast<size_t>(layer)];
-    const std::vector<double>& v = mla ? k : rows.v[static_cast<size_t>(layer)];
-    for (int32_t p = 0; p < end; ++p) {
-      const size_t at = (static_cast<size_t>(p) * heads + static_cast<size_t>(kv_head)) * dim;
-      for (int d = 0; d < dim; ++d) kv.k(p, d) = k[at + static_cast<size_t>(d)];
-      for (int d = 0; d < v_dim; ++d) kv.v(p, d) = v[at + static_cast<size_t>(d)];
-    }
+    ReferenceKv(row.slot, contents, end, layer, kv_head, kv);
     for (int h = kv_head * group; h < (kv_head + 1) * group; ++h) {
       Eigen::VectorXd q(dim);
       for (int d = 0; d < dim; ++d) q(d) = TrueQuery(query_content, layer, h, d);

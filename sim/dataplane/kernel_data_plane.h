@@ -16,6 +16,7 @@
 #include "base/status.h"
 #include "kernels/attention/decode_plan.h"
 #include "kernels/attention/kv_cache.h"
+#include "kernels/attention/reference/attention_reference.h"
 #include "kernels/backend.h"
 #include "kernels/gemm/gemm.h"
 #include "sim/dataplane/kernel_spec.h"
@@ -51,19 +52,28 @@ class KernelDataPlane final : public AccessAuditor {
   const KernelWallClock& wall() const { return wall_; }
 
  private:
-  // The reference values of one request: what its cache should hold, position by position.
-  struct TrueRows {
-    int32_t positions = 0;
-    // [layer][position][head][dim]: K rows stored and read back (MLA: the whole latent row).
-    std::vector<std::vector<double>> k;
-    std::vector<std::vector<double>> v;  // GQA only
-    // [position * layers + layer]: a hash of the bytes the first write stored.
+  // What the data plane remembers of one request: a hash of the bytes the first write of each
+  // position stored, [position * layers + layer] (0: never written), to check rewrites against;
+  // and, while the reference cache has room, the reference's stored K and V rows of its positions
+  // so far, [layer][position][head][dim] (MLA: K only).
+  struct SlotRecord {
     std::vector<uint64_t> stored_bits;
+    int32_t cached_positions = 0;
+    std::vector<std::vector<double>> k;
+    std::vector<std::vector<double>> v;
   };
 
   KernelDataPlane(const KernelSpec& spec, int page_size, Backend& backend, OracleAuditor oracle);
-  TrueRows& RowsOf(int32_t slot);
-  void ExtendTrueRows(int32_t slot, const std::vector<uint64_t>& contents, int32_t end);
+  SlotRecord& RecordOf(int32_t slot);
+  // The reference's stored K (or V) row of one position and KV head in `layer`: the true values
+  // through the independent quantiser.
+  void ReferenceRow(uint64_t content, int layer, int kv_head, bool value_row,
+                    std::vector<double>& stored) const;
+  // The reference's K and V of positions [0, end) of one KV head in `layer` (MLA: V is the first
+  // 512 values of the K row), from the slot's cached rows where the cache holds them, computed
+  // otherwise.
+  void ReferenceKv(int32_t slot, const std::vector<uint64_t>& contents, int32_t end, int layer,
+                   int kv_head, reference::DequantizedKv& kv);
   // Hashes the cache bytes of `position` of packed row `b` in `layer` (K, V and their scales).
   Result<uint64_t> StoredBits(int layer, int32_t page, int32_t page_slot);
   Status Append(const StepAccess& access, std::vector<Finding>& findings);
@@ -83,7 +93,8 @@ class KernelDataPlane final : public AccessAuditor {
   float softmax_scale_ = 1.0f;
   Int4Weights weights_;
   std::vector<uint16_t> weights_dequantized_;  // bf16 [k, n], the reference's
-  std::vector<TrueRows> true_rows_;            // by slot
+  std::vector<SlotRecord> records_;            // by slot
+  int64_t cached_values_ = 0;                  // doubles held in the records' rows
   KernelCounts counts_;
   KernelWallClock wall_;
   int64_t reads_seen_ = 0;

@@ -96,9 +96,14 @@ expect_exit 0 "replay: state hash 0x[0-9a-f]+ reproduced" replay "$out/run.json"
 "$kvsim" run kimi-decode-fp8 --seed 7 --backend cpu --json "$out/run-again.json" >/dev/null
 cmp -s "$out/run.json" "$out/run-again.json" || {
   echo "FAIL: the same seed gave a different JSON report"; failures=$((failures + 1)); }
-"$kvsim" run kimi-decode-fp8 --seed 8 --backend cpu --json "$out/run-other.json" >/dev/null
-cmp -s "$out/run.json" "$out/run-other.json" && {
-  echo "FAIL: different seeds gave the same JSON report"; failures=$((failures + 1)); }
+# Across processes: the storm's state hash repeats for its seed and changes with another seed.
+storm_a=$("$kvsim" run page-reuse-storm --seed 7 --backend cpu | grep "state hash")
+storm_b=$("$kvsim" run page-reuse-storm --seed 7 --backend cpu | grep "state hash")
+storm_c=$("$kvsim" run page-reuse-storm --seed 8 --backend cpu | grep "state hash")
+[ -n "$storm_a" ] && [ "$storm_a" = "$storm_b" ] || {
+  echo "FAIL: the same seed gave another state hash in another process"; failures=$((failures + 1)); }
+[ "$storm_a" != "$storm_c" ] || {
+  echo "FAIL: different seeds gave the same state hash"; failures=$((failures + 1)); }
 sed 's/"state_hash": "0x[0-9a-f]*"/"state_hash": "0x1"/' "$out/run.json" >"$out/tampered.json"
 expect_exit 1 "the run did not reproduce" replay "$out/tampered.json"
 expect_exit 2 "no scenario 'nope' in configs/scenarios; available: .*kimi-decode-bf16" run nope
