@@ -153,14 +153,26 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
     return result.status().WithContext(scenario.name + " (reproduce: " + reproduce + ")");
   }
   const sim::RunReport& r = *result;
-  const model::Deployment& d = prepared.plan.settings.deployment;
   out << fmt::format("kvsim run: {} (seed {}, {} mode, {} backend)\n", r.scenario,
                      FormatSeed(r.seed), r.mode, r.backend);
   if (!scenario.description.empty()) out << "  " << scenario.description << "\n";
-  out << fmt::format(
-      "  deployment: {} on {} x {}, tp {}, KV {}; this pool: {} pages of {} tokens\n",
-      prepared.plan.model.name, d.gpus, prepared.plan.gpu.name, d.tp, KvFormatName(d.kv_format),
-      Grouped(r.pool_pages), r.page_size);
+  for (const sim::PreparedPool& pool : prepared.pools) {
+    const model::Deployment& d = pool.plan.settings.deployment;
+    out << fmt::format("  {}: {} on {} x {}, tp {}, {} weights, KV {}; {} pages of {} tokens\n",
+                       pool.name == "pool" ? "deployment" : pool.name + " pool",
+                       pool.plan.model.name, d.gpus, pool.plan.gpu.name, d.tp,
+                       pool.plan.weight_variant, KvFormatName(d.kv_format),
+                       Grouped(pool.scheduler.pool.num_pages), pool.scheduler.page_size);
+  }
+  if (prepared.link) {
+    out << fmt::format(
+        "  transfers: {} ({} cancelled while in flight) of {:.0f} B per token and GPU at {:.1f} "
+        "GB/s per GPU after {:.1f} us; time p50 {} ms, p99 {} ms\n",
+        Grouped(r.transfers), Grouped(r.cancelled_in_transfer), prepared.link->bytes_per_token,
+        prepared.link->bytes_per_s / 1e9,
+        sim::NsToSeconds(prepared.link->latency_ns) * 1e6,
+        Ms(static_cast<double>(r.transfer.p50_ns)), Ms(static_cast<double>(r.transfer.p99_ns)));
+  }
   out << fmt::format("  simulated {:.3f} s ({}): {} steps, {} events\n", sim::NsToSeconds(r.end_ns),
                      sim::StopReasonName(r.stop), Grouped(r.steps), Grouped(r.events));
   out << fmt::format(

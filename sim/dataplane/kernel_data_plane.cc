@@ -146,7 +146,23 @@ void KernelDataPlane::Forget(int32_t slot) {
   record = SlotRecord();
 }
 
-void KernelDataPlane::AddTotals(RunReport& report) const { report.kernel = counts_; }
+void KernelDataPlane::AddTotals(RunReport& report) const {
+  // A disaggregated deployment has a data plane per pool: their counts add up.
+  KernelCounts& k = report.kernel;
+  k.enabled = true;
+  k.appended_tokens += counts_.appended_tokens;
+  k.append_errors += counts_.append_errors;
+  k.decode_rows += counts_.decode_rows;
+  k.decode_errors += counts_.decode_errors;
+  k.outputs_checked += counts_.outputs_checked;
+  k.outputs_outside_bound += counts_.outputs_outside_bound;
+  k.worst_ratio = std::max(k.worst_ratio, counts_.worst_ratio);
+  k.gemm_outputs_checked += counts_.gemm_outputs_checked;
+  k.gemm_outside_bound += counts_.gemm_outside_bound;
+  k.gemm_worst_ratio = std::max(k.gemm_worst_ratio, counts_.gemm_worst_ratio);
+  k.rewrites_checked += counts_.rewrites_checked;
+  k.rewrites_differing += counts_.rewrites_differing;
+}
 
 KernelDataPlane::SlotRecord& KernelDataPlane::RecordOf(int32_t slot) {
   if (static_cast<size_t>(slot) >= records_.size()) records_.resize(static_cast<size_t>(slot) + 1);

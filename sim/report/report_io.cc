@@ -52,20 +52,18 @@ void WriteReportJson(const RunReport& r, const ReportContext& context, std::ostr
   j["events"] = r.events;
   j["steps"] = r.steps;
   j["simulated_s"] = NsToSeconds(r.end_ns);
-  j["requests"] = {{"arrived", r.arrived},     {"finished", r.finished},
-                   {"cancelled", r.cancelled}, {"rejected", r.rejected},
-                   {"aborted", r.aborted},     {"unfinished", r.unfinished},
-                   {"retries", r.retries},     {"preemptions", r.preemptions}};
+  j["requests"] = {
+      {"arrived", r.arrived},   {"finished", r.finished},       {"cancelled", r.cancelled},
+      {"rejected", r.rejected}, {"aborted", r.aborted},         {"unfinished", r.unfinished},
+      {"retries", r.retries},   {"preemptions", r.preemptions}, {"transfers", r.transfers}};
   j["tokens"] = {{"output", r.output_tokens},
                  {"prefill", r.prefill_tokens},
                  {"prompt", r.prompt_tokens},
                  {"cached", r.cached_tokens},
                  {"output_per_s", r.output_tokens_per_s()}};
-  j["latency"] = {{"ttft", LatencyJson(r.ttft)},
-                  {"tpot", LatencyJson(r.tpot)},
-                  {"itl", LatencyJson(r.itl)},
-                  {"e2e", LatencyJson(r.e2e)},
-                  {"queueing", LatencyJson(r.queueing)}};
+  j["latency"] = {{"ttft", LatencyJson(r.ttft)},         {"tpot", LatencyJson(r.tpot)},
+                  {"itl", LatencyJson(r.itl)},           {"e2e", LatencyJson(r.e2e)},
+                  {"queueing", LatencyJson(r.queueing)}, {"transfer", LatencyJson(r.transfer)}};
   ordered_json series = ordered_json::array();
   for (const PoolSample& s : r.pool_series) {
     series.push_back({NsToSeconds(s.time_ns), s.pages_used, s.running, s.waiting});

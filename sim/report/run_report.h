@@ -106,6 +106,8 @@ struct RunReport {
   int64_t unfinished = 0;  // still waiting or running when the run stopped
   int64_t retries = 0;
   int64_t preemptions = 0;
+  int64_t transfers = 0;  // KV transfers from the prefill pool to the decode pool
+  int64_t cancelled_in_transfer = 0;  // of the cancelled, those whose transfer was in flight
   int64_t evicted_pages = 0;
   int64_t cache_insert_refusals = 0;
   int64_t pool_refusals = 0;                        // pool operations refused after a planted bug
@@ -117,7 +119,7 @@ struct RunReport {
   int64_t cached_tokens = 0;   // of those, served from the prefix cache
   int32_t peak_running = 0;
   int32_t peak_pages_used = 0;
-  int32_t pool_pages = 0;
+  int32_t pool_pages = 0;  // all pools
   int32_t page_size = 0;
 
   LatencySummary ttft;
@@ -125,6 +127,7 @@ struct RunReport {
   LatencySummary itl;
   LatencySummary e2e;
   LatencySummary queueing;
+  LatencySummary transfer;  // from a transfer's start to its data landing
   std::vector<PoolSample> pool_series;
 
   IntegrityCounts integrity;

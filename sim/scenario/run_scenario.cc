@@ -1,69 +1,121 @@
 // Scenario preparation and the run.
 #include "sim/scenario/run_scenario.h"
 
+#include <memory>
 #include <optional>
 #include <utility>
 
 #include "model/calibration.h"
 #include "sim/server/oracle_auditor.h"
+#include "sim/workload/request_spec.h"
 
 namespace kvsim::sim {
+namespace {
+
+Result<PreparedPool> PreparePool(const Scenario& scenario, const std::string& name,
+                                 const model::PlanSettings& deployment, int32_t pool_pages,
+                                 SchedulerConfig scheduler, const model::Catalog& catalog,
+                                 const model::StepTimeParams& params) {
+  const std::string where = scenario.path + ": " + name + " pool";
+  Result<model::PlanResult> planned = model::Plan(deployment, catalog, params, {1}, nullptr);
+  if (!planned.ok()) return planned.status().WithContext(where + " deployment");
+  model::PlanResult plan = std::move(planned).value();
+  const int64_t pages = pool_pages > 0 ? pool_pages : plan.capacity.pages_per_pool;
+  const int64_t with_dummy = pages + (scheduler.pool.reserve_dummy_page ? 1 : 0);
+  if (with_dummy < 1 || with_dummy > kMaxPoolPages) {
+    return OutOfRangeError(where + " would hold " + std::to_string(pages) +
+                           " pages; supported: 1 to " + std::to_string(kMaxPoolPages) +
+                           " (set its pages, or a larger page_size)");
+  }
+  scheduler.pool.num_pages = static_cast<int32_t>(with_dummy);
+  scheduler.page_size = deployment.deployment.page_size;
+  KVSIM_RETURN_IF_ERROR(ValidateSchedulerConfig(scheduler).WithContext(where));
+  model::BatchStepTime step_time(plan.model, plan.gpu, plan.settings.deployment, plan.weights,
+                                 plan.kv, params);
+  return PreparedPool{name, std::move(plan), scheduler, std::move(step_time)};
+}
+
+}  // namespace
 
 Result<PreparedScenario> PrepareScenario(const Scenario& scenario, const model::Catalog& catalog) {
   KVSIM_ASSIGN_OR_RETURN(const model::CalibrationSpec calibration_spec,
                          model::LoadCalibrationSpec(catalog.CalibrationPath(scenario.calibration)));
   KVSIM_ASSIGN_OR_RETURN(const model::Calibration calibration,
                          model::Calibrate(calibration_spec, catalog));
-  Result<model::PlanResult> planned =
-      model::Plan(scenario.deployment, catalog, calibration.params, {1}, nullptr);
-  if (!planned.ok()) return planned.status().WithContext(scenario.path + ": deployment");
-  model::PlanResult plan = std::move(planned).value();
-  ServerConfig server = scenario.server;
-  const int64_t pages =
-      scenario.pool_pages > 0 ? scenario.pool_pages : plan.capacity.pages_per_pool;
-  const int64_t with_dummy = pages + (server.scheduler.pool.reserve_dummy_page ? 1 : 0);
-  if (with_dummy < 1 || with_dummy > kMaxPoolPages) {
-    return OutOfRangeError(scenario.path + ": the pool would hold " + std::to_string(pages) +
-                           " pages; supported: 1 to " + std::to_string(kMaxPoolPages) +
-                           " (set pool.pages, or a larger page_size)");
+  PreparedScenario prepared;
+  prepared.server = scenario.server;
+  if (!scenario.disaggregation) {
+    KVSIM_ASSIGN_OR_RETURN(PreparedPool pool,
+                           PreparePool(scenario, "pool", scenario.deployment, scenario.pool_pages,
+                                       scenario.server.scheduler, catalog, calibration.params));
+    prepared.pools.push_back(std::move(pool));
+    return prepared;
   }
-  server.scheduler.pool.num_pages = static_cast<int32_t>(with_dummy);
-  server.scheduler.page_size = scenario.deployment.deployment.page_size;
-  KVSIM_RETURN_IF_ERROR(ValidateSchedulerConfig(server.scheduler).WithContext(scenario.path));
-  model::BatchStepTime step_time(plan.model, plan.gpu, plan.settings.deployment, plan.weights,
-                                 plan.kv, calibration.params);
-  return PreparedScenario{std::move(plan), std::move(server), std::move(step_time)};
+  const Disaggregation& d = *scenario.disaggregation;
+  for (const auto& [name, side] : {std::pair<const char*, const PoolSide*>{"prefill", &d.prefill},
+                                   std::pair<const char*, const PoolSide*>{"decode", &d.decode}}) {
+    KVSIM_ASSIGN_OR_RETURN(PreparedPool pool,
+                           PreparePool(scenario, name, side->deployment, side->pool_pages,
+                                       side->scheduler, catalog, calibration.params));
+    prepared.pools.push_back(std::move(pool));
+  }
+  // The prompt's KV leaves the prefill pool in its format, each GPU sending its own share to its
+  // counterpart over its own link at once: the time is one GPU's bytes over one link.
+  TransferLink link;
+  link.bytes_per_s = d.bytes_per_s;
+  link.latency_ns = d.latency_ns;
+  link.bytes_per_token = static_cast<double>(prepared.pools[0].plan.kv.total());
+  prepared.link = link;
+  return prepared;
 }
 
 Result<RunReport> RunPrepared(const Scenario& scenario, const PreparedScenario& prepared,
                               const RunOptions& options, Backend& backend) {
   ServerConfig config = prepared.server;
   config.seed = options.seed;
-  const int32_t pages = config.scheduler.pool.num_pages;
-  const int32_t page_size = config.scheduler.page_size;
-  std::optional<OracleAuditor> oracle;
-  std::unique_ptr<KernelDataPlane> data_plane;
-  AccessAuditor* auditor = nullptr;
-  if (options.mode == RunMode::kKernel) {
-    // The data plane's weights get their own stream of the run's seed.
-    const uint64_t data_seed = MixIds(options.seed, 0xda7a);
-    Result<std::unique_ptr<KernelDataPlane>> created =
-        KernelDataPlane::Create(scenario.kernel, pages, page_size, backend, data_seed);
-    if (!created.ok()) return created.status().WithContext(scenario.path);
-    data_plane = std::move(created).value();
-    auditor = data_plane.get();
-  } else if (scenario.oracle) {
-    KVSIM_ASSIGN_OR_RETURN(oracle, OracleAuditor::Create(pages, page_size));
-    auditor = &*oracle;
+  std::vector<std::unique_ptr<OracleAuditor>> oracles;
+  std::vector<std::unique_ptr<KernelDataPlane>> planes;
+  std::vector<PoolSetup> pools;
+  for (size_t i = 0; i < prepared.pools.size(); ++i) {
+    const PreparedPool& pool = prepared.pools[i];
+    const int32_t pages = pool.scheduler.pool.num_pages;
+    const int32_t page_size = pool.scheduler.page_size;
+    AccessAuditor* auditor = nullptr;
+    if (options.mode == RunMode::kKernel) {
+      KernelSpec spec = scenario.kernel;
+      // Each pool of a disaggregated deployment stores its own deployment's format; the transfer
+      // converts the KV on the way.
+      if (scenario.disaggregation) spec.kv_format = pool.plan.settings.deployment.kv_format;
+      // Each data plane's weights get their own stream of the run's seed.
+      const uint64_t data_seed = MixIds(options.seed, 0xda7a + i);
+      Result<std::unique_ptr<KernelDataPlane>> created =
+          KernelDataPlane::Create(spec, pages, page_size, backend, data_seed);
+      if (!created.ok()) {
+        return created.status().WithContext(scenario.path + ": " + pool.name + " pool");
+      }
+      planes.push_back(std::move(created).value());
+      auditor = planes.back().get();
+    } else if (scenario.oracle) {
+      KVSIM_ASSIGN_OR_RETURN(OracleAuditor oracle, OracleAuditor::Create(pages, page_size));
+      oracles.push_back(std::make_unique<OracleAuditor>(std::move(oracle)));
+      auditor = oracles.back().get();
+    }
+    pools.push_back({pool.name, pool.scheduler, pool.step_time, auditor});
   }
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<Server> server,
-                         Server::Create(config, prepared.step_time, backend, auditor));
+                         Server::Create(config, std::move(pools), prepared.link, backend));
   server->set_progress(options.progress);
   KVSIM_ASSIGN_OR_RETURN(RunReport report, server->Run());
   report.scenario = scenario.name;
   report.mode = RunModeName(options.mode);
   report.backend = BackendKindName(backend.kind());
-  if (data_plane && options.kernel_wall != nullptr) *options.kernel_wall = data_plane->wall();
+  if (options.kernel_wall != nullptr) {
+    *options.kernel_wall = KernelWallClock();
+    for (const auto& plane : planes) {
+      options.kernel_wall->kernels_s += plane->wall().kernels_s;
+      options.kernel_wall->reference_s += plane->wall().reference_s;
+    }
+  }
   return report;
 }
 

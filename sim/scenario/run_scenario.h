@@ -1,11 +1,12 @@
-// Preparing and running a scenario: the deployment's plan gives the pool's size and the step-time
-// model, the run's options (seed, mode, backend) override the scenario's defaults, and the server
-// runs it.
+// Preparing and running a scenario: each pool's deployment plan gives its size and its step-time
+// model, the run's options (seed, mode) override the scenario's defaults, and the server runs it.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "kernels/backend.h"
@@ -17,16 +18,23 @@
 
 namespace kvsim::sim {
 
-// A scenario with everything the server needs resolved.
-struct PreparedScenario {
-  model::PlanResult plan;  // the deployment's plan at concurrency 1
-  ServerConfig server;     // pool pages and page size set
+// One pool with everything the server needs resolved.
+struct PreparedPool {
+  std::string name;           // "pool", "prefill", "decode"
+  model::PlanResult plan;     // the pool's deployment planned at concurrency 1
+  SchedulerConfig scheduler;  // pool pages and page size set
   model::BatchStepTime step_time;
 };
 
-// Plans the deployment with its calibration, sizes the pool (the scenario's pages, or the
-// deployment's KV capacity per pool) and builds the step-time model. Errors: unknown names,
-// a deployment whose weights do not fit, a pool beyond the supported pages.
+struct PreparedScenario {
+  std::vector<PreparedPool> pools;  // one, or prefill then decode
+  ServerConfig server;
+  std::optional<TransferLink> link;  // two pools: the KV transfer between them
+};
+
+// Plans each pool's deployment with the calibration, sizes its pool (the scenario's pages, or the
+// deployment's KV capacity per pool) and builds its step-time model. Errors: unknown names, a
+// deployment whose weights do not fit, a pool beyond the supported pages.
 Result<PreparedScenario> PrepareScenario(const Scenario& scenario, const model::Catalog& catalog);
 
 struct RunOptions {
@@ -35,7 +43,7 @@ struct RunOptions {
   // Called now and then with the simulated time and the steps so far (a terminal's progress
   // line); may be empty.
   std::function<void(SimNs, int64_t)> progress;
-  // Kernel mode: where the data plane's wall time went is written here when not null.
+  // Kernel mode: where the data planes' wall time went is written here when not null.
   KernelWallClock* kernel_wall = nullptr;
 };
 

@@ -174,7 +174,7 @@ Status ParseScheduler(const YamlMap& map, SchedulerConfig& s) {
   s.token_budget = static_cast<int32_t>(budget);
   KVSIM_ASSIGN_OR_RETURN(s.chunked_prefill, map.BoolOr("chunked_prefill", s.chunked_prefill));
   KVSIM_ASSIGN_OR_RETURN(const int64_t watermark,
-                         map.IntOr("watermark_pages", 0, 0, kMaxPoolPages));
+                         map.IntOr("watermark_pages", s.watermark_pages, 0, kMaxPoolPages));
   s.watermark_pages = static_cast<int32_t>(watermark);
   if (map.Has("preemption")) {
     KVSIM_ASSIGN_OR_RETURN(const std::string text,
@@ -276,6 +276,50 @@ Status ParseKernel(const YamlMap& map, KernelSpec& k) {
   return Status::Ok();
 }
 
+// One side of a disaggregated deployment: the top-level deployment and scheduler with the side's
+// own fields applied.
+Status ParseSide(const YamlMap& map, PoolSide& side) {
+  KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"deployment", "pool", "scheduler"}));
+  if (map.Has("deployment")) {
+    KVSIM_ASSIGN_OR_RETURN(const YamlMap deployment, map.Map("deployment"));
+    KVSIM_RETURN_IF_ERROR(model::ApplyPlanFields(side.deployment, deployment));
+  }
+  if (map.Has("pool")) {
+    KVSIM_ASSIGN_OR_RETURN(const YamlMap pool, map.Map("pool"));
+    KVSIM_RETURN_IF_ERROR(pool.CheckKnownKeys({"pages"}));
+    KVSIM_ASSIGN_OR_RETURN(const int64_t pages, pool.IntOr("pages", 0, 0, kMaxPoolPages));
+    side.pool_pages = static_cast<int32_t>(pages);
+  }
+  if (map.Has("scheduler")) {
+    KVSIM_ASSIGN_OR_RETURN(const YamlMap scheduler, map.Map("scheduler"));
+    KVSIM_RETURN_IF_ERROR(ParseScheduler(scheduler, side.scheduler));
+  }
+  return Status::Ok();
+}
+
+Status ParseDisaggregation(const YamlMap& map, Scenario& scenario) {
+  KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"prefill", "decode", "transfer"}));
+  Disaggregation d;
+  for (PoolSide* side : {&d.prefill, &d.decode}) {
+    side->deployment = scenario.deployment;
+    side->scheduler = scenario.server.scheduler;
+  }
+  d.prefill.scheduler.role = PoolRole::kPrefill;
+  d.decode.scheduler.role = PoolRole::kDecode;
+  KVSIM_ASSIGN_OR_RETURN(const YamlMap prefill, map.Map("prefill"));
+  KVSIM_RETURN_IF_ERROR(ParseSide(prefill, d.prefill));
+  KVSIM_ASSIGN_OR_RETURN(const YamlMap decode, map.Map("decode"));
+  KVSIM_RETURN_IF_ERROR(ParseSide(decode, d.decode));
+  KVSIM_ASSIGN_OR_RETURN(const YamlMap transfer, map.Map("transfer"));
+  KVSIM_RETURN_IF_ERROR(transfer.CheckKnownKeys({"gb_per_s", "latency_us"}));
+  KVSIM_ASSIGN_OR_RETURN(const double gb_per_s, transfer.Double("gb_per_s", 1e-3, 1e5));
+  d.bytes_per_s = gb_per_s * 1e9;
+  KVSIM_ASSIGN_OR_RETURN(const double latency_us, transfer.Double("latency_us", 0, 1e9));
+  d.latency_ns = SecondsToNs(latency_us * 1e-6);
+  scenario.disaggregation = d;
+  return Status::Ok();
+}
+
 Status ParseFaults(const YamlMap& map, FaultPlan& plan) {
   for (const std::string& key : map.Keys()) {
     Result<FaultSite> site = ParseFaultSite(key);
@@ -312,9 +356,9 @@ Result<RunMode> ParseRunMode(const std::string& text) {
 
 Result<Scenario> ParseScenario(const std::string& text, const std::string& path) {
   KVSIM_ASSIGN_OR_RETURN(const YamlMap root, YamlMap::LoadString(text, path));
-  KVSIM_RETURN_IF_ERROR(root.CheckKnownKeys({"name", "description", "seed", "mode", "deployment",
-                                             "calibration", "pool", "scheduler", "workload",
-                                             "integrity", "kernel", "faults", "limits"}));
+  KVSIM_RETURN_IF_ERROR(root.CheckKnownKeys(
+      {"name", "description", "seed", "mode", "deployment", "calibration", "pool", "scheduler",
+       "workload", "integrity", "kernel", "faults", "disaggregation", "limits"}));
   Scenario scenario;
   scenario.path = path;
   scenario.text = text;
@@ -361,6 +405,14 @@ Result<Scenario> ParseScenario(const std::string& text, const std::string& path)
   if (root.Has("kernel")) {
     KVSIM_ASSIGN_OR_RETURN(const YamlMap kernel, root.Map("kernel"));
     KVSIM_RETURN_IF_ERROR(ParseKernel(kernel, scenario.kernel));
+  }
+  if (root.Has("disaggregation")) {
+    if (root.Has("kernel") && root.Map("kernel")->Has("kv_format")) {
+      return root.Map("kernel")->Error(
+          "kv_format", "a disaggregated scenario's pools each store their own deployment's format");
+    }
+    KVSIM_ASSIGN_OR_RETURN(const YamlMap disaggregation, root.Map("disaggregation"));
+    KVSIM_RETURN_IF_ERROR(ParseDisaggregation(disaggregation, scenario));
   }
   if (root.Has("faults")) {
     KVSIM_ASSIGN_OR_RETURN(const YamlMap faults, root.Map("faults"));

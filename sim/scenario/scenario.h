@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
@@ -22,6 +23,23 @@ enum class RunMode {
 // "timing", "kernel".
 const char* RunModeName(RunMode mode);
 Result<RunMode> ParseRunMode(const std::string& text);
+
+// One side of a disaggregated deployment.
+struct PoolSide {
+  model::PlanSettings deployment;  // the scenario's deployment with the side's fields applied
+  int32_t pool_pages = 0;          // 0: the side's deployment's KV capacity per pool
+  SchedulerConfig scheduler;       // the scenario's scheduler with the side's fields applied
+};
+
+// Prefill/decode disaggregation: a prefill pool and a decode pool, each with its own deployment
+// (production runs prefill with a BF16 cache and FP8 weights, decode with an FP8 cache and INT4
+// weights), and the link the KV crosses, converting its format on the way.
+struct Disaggregation {
+  PoolSide prefill;
+  PoolSide decode;
+  double bytes_per_s = 0;  // one GPU's link: each GPU sends its share of the KV at once
+  SimNs latency_ns = 0;
+};
 
 struct Scenario {
   std::string name;
@@ -42,6 +60,8 @@ struct Scenario {
   // The server's scheduler, workload, tracker and limits. scheduler.pool.num_pages and
   // scheduler.page_size are set when the scenario is prepared (pool_pages, the deployment).
   ServerConfig server;
+  // Set: two pools; the deployment and scheduler above are what each side starts from.
+  std::optional<Disaggregation> disaggregation;
 };
 
 // Parses scenario YAML `text` read from `path`.

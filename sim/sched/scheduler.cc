@@ -23,8 +23,19 @@ const char* RequestPhaseName(RequestPhase phase) {
       return "rejected";
     case RequestPhase::kAborted:
       return "aborted";
+    case RequestPhase::kTransferring:
+      return "transferring";
+    case RequestPhase::kReceiving:
+      return "receiving";
+    case RequestPhase::kTransferred:
+      return "transferred";
   }
   return "unknown";
+}
+
+bool Scheduler::HoldsPages(RequestPhase phase) {
+  return phase == RequestPhase::kRunning || phase == RequestPhase::kTransferring ||
+         phase == RequestPhase::kReceiving;
 }
 
 Result<Scheduler> Scheduler::Create(const SchedulerConfig& config) {
@@ -72,10 +83,15 @@ std::string Scheduler::NeverFits(const SimRequest& r) const {
            std::to_string(config_.max_model_tokens);
   }
   const int64_t usable = int64_t{pool_.capacity()} - config_.watermark_pages;
-  if (PagesFor(longest) > usable) {
-    return "prompt + max_new_tokens = " + std::to_string(longest) + " tokens needs " +
-           std::to_string(PagesFor(longest)) + " pages; the pool has " + std::to_string(usable) +
-           " usable";
+  // A prefill pool holds the prompt only; the decode pool holds the whole sequence.
+  const int64_t held = config_.role == PoolRole::kPrefill ? r.spec.prompt_tokens : longest;
+  if (PagesFor(held) > usable) {
+    return (config_.role == PoolRole::kPrefill ? "the prompt of " : "prompt + max_new_tokens = ") +
+           std::to_string(held) + " tokens needs " + std::to_string(PagesFor(held)) +
+           " pages; the " +
+           (config_.role == PoolRole::kUnified ? std::string()
+                                               : std::string(PoolRoleName(config_.role)) + " ") +
+           "pool has " + std::to_string(usable) + " usable";
   }
   if (!config_.chunked_prefill && r.num_tokens() > config_.token_budget) {
     return "a prompt of " + std::to_string(r.num_tokens()) + " tokens exceeds the token budget (" +
@@ -107,9 +123,10 @@ void Scheduler::GrantNewPage(int32_t slot, GrantObserver* observer) {
   }
 }
 
-bool Scheduler::MakeRoom(size_t protect, GrantObserver* observer, StepPlan& plan) {
+bool Scheduler::MakeRoom(int32_t pages, size_t protect, GrantObserver* observer, StepPlan& plan) {
   if (cache_.evictable_pages() > 0) {
-    Result<int32_t> evicted = cache_.Evict(1, pool_);
+    // One pass for all the pages wanted: each call orders every evictable leaf again.
+    Result<int32_t> evicted = cache_.Evict(pages, pool_);
     if (evicted.ok()) {
       plan.evicted_pages += *evicted;
       return *evicted > 0;
@@ -144,7 +161,9 @@ bool Scheduler::EnsurePages(int32_t slot, int32_t end_tokens, size_t protect,
       GrantNewPage(slot, observer);
       continue;
     }
-    if (!MakeRoom(protect, observer, plan)) {
+    const int32_t missing =
+        static_cast<int32_t>(needed - requests_[static_cast<size_t>(slot)].recorded.size());
+    if (!MakeRoom(missing, protect, observer, plan)) {
       Preempt(slot, observer);
       ++plan.preempted;
       return false;
@@ -193,14 +212,77 @@ void Scheduler::Preempt(int32_t slot, GrantObserver* observer) {
 
 void Scheduler::End(int32_t slot, RequestPhase phase, SimNs now, GrantObserver* observer) {
   SimRequest& r = requests_[static_cast<size_t>(slot)];
-  if (r.phase == RequestPhase::kRunning) {
-    ReleaseAll(slot, observer);
-    RemoveFromRunning(slot);
-  }
+  if (HoldsPages(r.phase)) ReleaseAll(slot, observer);
+  if (r.phase == RequestPhase::kRunning) RemoveFromRunning(slot);
+  const auto drop = [slot](auto& list) {
+    const auto at = std::find(list.begin(), list.end(), slot);
+    if (at != list.end()) list.erase(at);
+  };
+  if (r.phase == RequestPhase::kTransferring) drop(transferring_);
+  if (r.phase == RequestPhase::kReceiving) drop(receiving_);
   r.phase = phase;
   r.in_step = false;
   r.cancel_pending = false;
   r.end_ns = now;
+}
+
+int64_t Scheduler::AvailablePages() const {
+  return int64_t{pool_.pages_free()} + cache_.evictable_pages() - reserved_total_ -
+         config_.watermark_pages;
+}
+
+int32_t Scheduler::EnqueueTransfer(const SimRequest& prefilled) {
+  KVSIM_CHECK(config_.role == PoolRole::kDecode) << "only a decode pool receives transfers";
+  const int32_t slot = Enqueue(prefilled.spec);
+  waiting_.pop_back();
+  incoming_.push_back(slot);
+  SimRequest& r = requests_[static_cast<size_t>(slot)];
+  r.generated = prefilled.generated;
+  r.prefill_end = r.num_tokens();
+  r.cached_tokens = prefilled.cached_tokens;
+  r.preemptions = prefilled.preemptions;
+  r.first_scheduled_ns = prefilled.first_scheduled_ns;
+  r.first_token_ns = prefilled.first_token_ns;
+  r.last_token_ns = prefilled.last_token_ns;
+  return slot;
+}
+
+void Scheduler::AdmitTransfers(GrantObserver* observer, StepPlan& plan) {
+  while (!incoming_.empty() &&
+         static_cast<int32_t>(running_.size() + receiving_.size()) < config_.max_running) {
+    const int32_t slot = incoming_.front();
+    SimRequest& r = requests_[static_cast<size_t>(slot)];
+    // The transfer writes the prompt's KV; decoding then computes from the first output token.
+    const int32_t pages_now = PagesFor(r.spec.prompt_tokens);
+    const int32_t pages_total = PagesFor(int64_t{r.spec.prompt_tokens} + r.spec.max_new_tokens);
+    const int32_t required = config_.reservation == Reservation::kFull ? pages_total : pages_now;
+    if (AvailablePages() < required) return;
+    incoming_.pop_front();
+    r.phase = RequestPhase::kReceiving;
+    receiving_.push_back(slot);
+    if (config_.reservation == Reservation::kFull) {
+      r.reserved_pages = pages_total;
+      reserved_total_ += pages_total;
+    }
+    KVSIM_CHECK(EnsurePages(slot, r.spec.prompt_tokens, running_.size(), observer, plan) ||
+                FaultsFired())
+        << "a transfer ran out of pages admission had counted";
+    plan.transfers.push_back(slot);
+  }
+}
+
+void Scheduler::CompleteTransfer(int32_t slot) {
+  SimRequest& r = requests_[static_cast<size_t>(slot)];
+  KVSIM_CHECK(r.phase == RequestPhase::kReceiving) << "slot " << slot;
+  receiving_.erase(std::find(receiving_.begin(), receiving_.end(), slot));
+  r.phase = RequestPhase::kRunning;
+  r.computed = r.spec.prompt_tokens;
+  running_.push_back(slot);
+}
+
+void Scheduler::ReleaseTransferred(int32_t slot, SimNs now, GrantObserver* observer) {
+  KVSIM_CHECK(requests_[static_cast<size_t>(slot)].phase == RequestPhase::kTransferring);
+  End(slot, RequestPhase::kTransferred, now, observer);
 }
 
 int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, GrantObserver* observer, StepPlan& plan,
@@ -229,11 +311,12 @@ int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, GrantObserver* observer,
   const int32_t want = r.num_tokens() - start;
   const int32_t tokens = std::min(want, budget);
   const int32_t pages_now = PagesFor(start + tokens) - matched;
-  const int32_t pages_total =
-      PagesFor(int64_t{r.spec.prompt_tokens} + r.spec.max_new_tokens) - matched;
+  const int64_t held = config_.role == PoolRole::kPrefill
+                           ? r.spec.prompt_tokens
+                           : int64_t{r.spec.prompt_tokens} + r.spec.max_new_tokens;
+  const int32_t pages_total = PagesFor(held) - matched;
   const int32_t required = config_.reservation == Reservation::kFull ? pages_total : pages_now;
-  const int64_t available = int64_t{pool_.pages_free()} + cache_.evictable_pages() -
-                            reserved_total_ - config_.watermark_pages;
+  const int64_t available = AvailablePages();
   if ((!config_.chunked_prefill && want > budget) || available < required) {
     KVSIM_CHECK(cache_.Unlock(match.node).ok());
     return -1;
@@ -290,11 +373,12 @@ StepPlan Scheduler::ScheduleStep(SimNs now, GrantObserver* observer,
   }
   // As vLLM v1: a step that had to preempt admits nobody.
   while (plan.preempted == 0 && budget > 0 && !waiting_.empty() &&
-         static_cast<int32_t>(running_.size()) < config_.max_running) {
+         static_cast<int32_t>(running_.size() + receiving_.size()) < config_.max_running) {
     const int32_t tokens = AdmitHead(budget, now, observer, plan, ended);
     if (tokens < 0) break;
     budget -= tokens;
   }
+  if (config_.role == PoolRole::kDecode && plan.preempted == 0) AdmitTransfers(observer, plan);
   return plan;
 }
 
@@ -358,6 +442,14 @@ void Scheduler::CompleteStep(const StepPlan& plan, const std::vector<bool>& ran,
         ended.push_back({row.slot, RequestPhase::kFinished});
         continue;
       }
+      if (config_.role == PoolRole::kPrefill) {
+        // Prefilled: the decode pool takes it from here; its pages wait for the transfer.
+        RemoveFromRunning(row.slot);
+        r.phase = RequestPhase::kTransferring;
+        transferring_.push_back(row.slot);
+        ended.push_back({row.slot, RequestPhase::kTransferring});
+        continue;
+      }
     }
     const bool at_boundary = r.spec.page_boundary_cancel && r.computed % config_.page_size == 0;
     if (r.cancel_pending || at_boundary) {
@@ -370,9 +462,18 @@ void Scheduler::CompleteStep(const StepPlan& plan, const std::vector<bool>& ran,
 bool Scheduler::Cancel(int32_t slot, SimNs now, GrantObserver* observer) {
   SimRequest& r = requests_[static_cast<size_t>(slot)];
   if (r.phase == RequestPhase::kWaiting) {
-    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), slot));
+    const auto queued = std::find(waiting_.begin(), waiting_.end(), slot);
+    if (queued != waiting_.end()) {
+      waiting_.erase(queued);
+    } else {
+      incoming_.erase(std::find(incoming_.begin(), incoming_.end(), slot));
+    }
     End(slot, RequestPhase::kCancelled, now, observer);
     return true;
+  }
+  if (r.phase == RequestPhase::kTransferring || r.phase == RequestPhase::kReceiving) {
+    r.cancel_pending = true;
+    return false;
   }
   if (r.phase != RequestPhase::kRunning) return false;
   if (r.in_step) {
@@ -383,9 +484,15 @@ bool Scheduler::Cancel(int32_t slot, SimNs now, GrantObserver* observer) {
   return true;
 }
 
+void Scheduler::CancelNow(int32_t slot, SimNs now, GrantObserver* observer) {
+  const SimRequest& r = requests_[static_cast<size_t>(slot)];
+  KVSIM_CHECK(HoldsPages(r.phase) && !r.in_step) << "slot " << slot;
+  End(slot, RequestPhase::kCancelled, now, observer);
+}
+
 void Scheduler::Abort(int32_t slot, SimNs now, const std::string& reason, GrantObserver* observer) {
   SimRequest& r = requests_[static_cast<size_t>(slot)];
-  KVSIM_CHECK(r.phase == RequestPhase::kRunning) << "slot " << slot;
+  KVSIM_CHECK(HoldsPages(r.phase)) << "slot " << slot;
   // Only pages whose grant still verifies are this request's to release.
   std::vector<PageGrant> verified;
   for (const PageGrant& grant : r.recorded) {
@@ -401,7 +508,7 @@ void Scheduler::Abort(int32_t slot, SimNs now, const std::string& reason, GrantO
 
 void Scheduler::Retire(int32_t slot) {
   SimRequest& r = requests_[static_cast<size_t>(slot)];
-  KVSIM_CHECK(r.phase != RequestPhase::kWaiting && r.phase != RequestPhase::kRunning)
+  KVSIM_CHECK(r.phase != RequestPhase::kWaiting && !HoldsPages(r.phase))
       << "retiring a live request";
   r = SimRequest();
   free_slots_.push_back(slot);
@@ -417,8 +524,8 @@ Status Scheduler::CheckSweep() const {
   int32_t running = 0;
   for (size_t slot = 0; slot < requests_.size(); ++slot) {
     const SimRequest& r = requests_[slot];
-    const bool live = r.phase == RequestPhase::kRunning;
-    running += live ? 1 : 0;
+    const bool live = HoldsPages(r.phase);
+    running += r.phase == RequestPhase::kRunning ? 1 : 0;
     if (!live && (!r.recorded.empty() || r.locked != kNoNode || r.reserved_pages != 0)) {
       return InternalError("request in slot " + std::to_string(slot) + " is " +
                            RequestPhaseName(r.phase) + " but still holds pages, a lock or a " +

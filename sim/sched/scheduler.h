@@ -39,8 +39,13 @@ enum class RequestPhase : uint8_t {
   kCancelled,
   kRejected,  // could never fit; never ran
   kAborted,   // failed an integrity check
+  // Prefill/decode disaggregation:
+  kTransferring,  // prefill pool: prefilled, its pages held until the transfer has read them
+  kReceiving,     // decode pool: pages granted, the transfer writing the prompt's KV into them
+  kTransferred,   // prefill pool: handed over to the decode pool (not an end of the request)
 };
-// "waiting", "running", "finished", "cancelled", "rejected", "aborted".
+// "waiting", "running", "finished", "cancelled", "rejected", "aborted", "transferring",
+// "receiving", "transferred".
 const char* RequestPhaseName(RequestPhase phase);
 
 // One request as the scheduler keeps it.
@@ -80,6 +85,8 @@ struct ScheduledRow {
 // What one step runs, and what forming it did.
 struct StepPlan {
   std::vector<ScheduledRow> rows;
+  // Decode pool: requests granted their pages whose KV transfer may start now.
+  std::vector<int32_t> transfers;
   int32_t admitted = 0;
   int32_t preempted = 0;
   int32_t rejected = 0;
@@ -112,6 +119,13 @@ class Scheduler {
 
   // A new request joins the back of the waiting queue. The slot it occupies until it ends.
   int32_t Enqueue(const RequestSpec& spec);
+  // Decode pool: a request the prefill pool has prefilled joins the queue of incoming transfers,
+  // with the tokens it produced and its metrics so far. Its slot here.
+  int32_t EnqueueTransfer(const SimRequest& prefilled);
+  // Decode pool: the transfer into `slot` (receiving) completed; it decodes from the next step.
+  void CompleteTransfer(int32_t slot);
+  // Prefill pool: the transfer out of `slot` (transferring) completed: its pages are released.
+  void ReleaseTransferred(int32_t slot, SimNs now, GrantObserver* observer);
   // Forms the next step (empty when nothing can run). Requests that can never fit are rejected
   // here and listed in `ended`.
   StepPlan ScheduleStep(SimNs now, GrantObserver* observer, std::vector<RequestEnd>& ended);
@@ -121,10 +135,14 @@ class Scheduler {
   void CompleteStep(const StepPlan& plan, const std::vector<bool>& ran, SimNs now,
                     GrantObserver* observer, std::vector<RequestEnd>& ended);
   // Cancels request `slot` at `now`: a waiting one leaves the queue, a running one releases its
-  // pages now, or after the step in flight if it is part of it. Returns whether it ended now.
+  // pages now, or after the step in flight if it is part of it; one in a transfer is marked and
+  // ends when the transfer does. Returns whether it ended now.
   bool Cancel(int32_t slot, SimNs now, GrantObserver* observer);
-  // Request `slot` failed an integrity check at `now`: it leaves the running set and releases
-  // only the pages whose grant still verifies (the others are no longer its own).
+  // Ends request `slot` (running between steps, or in a transfer) as cancelled at `now`, releasing
+  // everything it holds: a cancellation that waited for a transfer to end.
+  void CancelNow(int32_t slot, SimNs now, GrantObserver* observer);
+  // Request `slot` (running, or in a transfer) failed an integrity check at `now`: it leaves and
+  // releases only the pages whose grant still verifies (the others are no longer its own).
   void Abort(int32_t slot, SimNs now, const std::string& reason, GrantObserver* observer);
   // Frees a slot once the server has recorded the request's end.
   void Retire(int32_t slot);
@@ -135,6 +153,9 @@ class Scheduler {
   SimRequest& mutable_request(int32_t slot) { return requests_[static_cast<size_t>(slot)]; }
   const std::vector<int32_t>& running() const { return running_; }
   const std::deque<int32_t>& waiting() const { return waiting_; }
+  const std::vector<int32_t>& transferring() const { return transferring_; }
+  const std::deque<int32_t>& incoming() const { return incoming_; }
+  const std::vector<int32_t>& receiving() const { return receiving_; }
   const PagePool& pool() const { return pool_; }
   PagePool& mutable_pool() { return pool_; }
   const PrefixCache& cache() const { return cache_; }
@@ -166,9 +187,10 @@ class Scheduler {
                    StepPlan& plan);
   // One page for `slot`: allocated, and recorded in its table and block row.
   void GrantNewPage(int32_t slot, GrantObserver* observer);
-  // Frees one page's worth of room: evicts a cached page or preempts a running request after
-  // position `protect` of running_. False when neither is possible.
-  bool MakeRoom(size_t protect, GrantObserver* observer, StepPlan& plan);
+  // Makes room for up to `pages` pages: evicts that many cached pages in one pass of the cache,
+  // or preempts a running request after position `protect` of running_. False when neither is
+  // possible.
+  bool MakeRoom(int32_t pages, size_t protect, GrantObserver* observer, StepPlan& plan);
   void Preempt(int32_t slot, GrantObserver* observer);
   // Releases every page `slot` records and its lock; clears its table.
   void ReleaseAll(int32_t slot, GrantObserver* observer);
@@ -181,6 +203,12 @@ class Scheduler {
   // cache's pages.
   void CachePrefill(int32_t slot, GrantObserver* observer);
   void End(int32_t slot, RequestPhase phase, SimNs now, GrantObserver* observer);
+  // Pages admission counts as available: free and evictable, less reservations and the watermark.
+  int64_t AvailablePages() const;
+  // Decode pool: grants pages to the incoming transfers at the head of their queue while they fit.
+  void AdmitTransfers(GrantObserver* observer, StepPlan& plan);
+  // Whether the request holds pages (running, or in a transfer).
+  static bool HoldsPages(RequestPhase phase);
   // A pool or cache operation failed: only a planted bug can cause that (checked); counted.
   void Refused(const Status& status);
   bool FaultsFired() const { return faults_ != nullptr && faults_->fired_total() > 0; }
@@ -191,7 +219,10 @@ class Scheduler {
   std::vector<SimRequest> requests_;  // by slot
   std::vector<int32_t> free_slots_;
   std::deque<int32_t> waiting_;
-  std::vector<int32_t> running_;  // admission order
+  std::vector<int32_t> running_;       // admission order
+  std::vector<int32_t> transferring_;  // prefill pool
+  std::deque<int32_t> incoming_;       // decode pool: waiting for pages
+  std::vector<int32_t> receiving_;     // decode pool
   int32_t reserved_total_ = 0;
   int64_t cache_insert_refusals_ = 0;
   int64_t pool_refusals_ = 0;

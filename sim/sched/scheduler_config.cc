@@ -38,6 +38,18 @@ Result<PreemptionVictim> ParsePreemptionVictim(const std::string& text) {
                               "'; allowed: newest, most_pages");
 }
 
+const char* PoolRoleName(PoolRole role) {
+  switch (role) {
+    case PoolRole::kUnified:
+      return "unified";
+    case PoolRole::kPrefill:
+      return "prefill";
+    case PoolRole::kDecode:
+      return "decode";
+  }
+  return "unknown";
+}
+
 Status ValidateSchedulerConfig(const SchedulerConfig& c) {
   if (c.page_size < 1 || c.page_size > 65536) {
     return OutOfRangeError("page_size " + std::to_string(c.page_size) +

@@ -11,70 +11,92 @@
 namespace kvsim::sim {
 namespace {
 
-// Pending events at once, at most: an arrival and a cancellation per request the scheduler can
-// hold, a step end and a schedule.
-constexpr size_t kMaxPendingEvents = 2 * static_cast<size_t>(kMaxSchedulerRequests) + 16;
-// Samples of the pool kept over a run.
+// Pending events at once, at most: an arrival, a cancellation and a transfer per request the
+// pools can hold, a step end and a schedule per pool.
+constexpr size_t kMaxPendingEvents = 3 * static_cast<size_t>(kMaxSchedulerRequests) + 16;
+// Samples of the pools kept over a run.
 constexpr size_t kPoolSeriesCapacity = 2048;
 
 }  // namespace
 
 Result<std::unique_ptr<Server>> Server::Create(const ServerConfig& config,
-                                               const model::BatchStepTime& step_time,
-                                               Backend& backend, AccessAuditor* auditor) {
+                                               std::vector<PoolSetup> pools,
+                                               std::optional<TransferLink> link, Backend& backend) {
+  if (pools.empty() || pools.size() > 2) {
+    return InvalidArgumentError("a server runs one pool, or a prefill and a decode pool");
+  }
+  if (pools.size() == 2) {
+    if (pools[0].scheduler.role != PoolRole::kPrefill ||
+        pools[1].scheduler.role != PoolRole::kDecode || !link || !(link->bytes_per_s > 0) ||
+        link->latency_ns < 0 || !(link->bytes_per_token > 0)) {
+      return InvalidArgumentError(
+          "a disaggregated server runs a prefill pool, then a decode pool, joined by a link "
+          "of positive bandwidth and bytes per token");
+    }
+  } else if (pools[0].scheduler.role != PoolRole::kUnified) {
+    return InvalidArgumentError("a server of one pool runs it unified");
+  }
   // One stream per component, forked from the run's seed: an extra draw in one never shifts
   // another's.
   Prng root(config.seed);
   const uint64_t workload_seed = root.next_u64();
   const uint64_t tag_seed = root.next_u64();
   const uint64_t fault_seed = root.next_u64();
-  ServerConfig applied = config;
-  applied.scheduler.pool.tags.seed = tag_seed;
-  KVSIM_ASSIGN_OR_RETURN(Scheduler scheduler, Scheduler::Create(applied.scheduler));
-  KVSIM_ASSIGN_OR_RETURN(Workload workload, Workload::Create(applied.workload, workload_seed));
-  std::unique_ptr<Server> server(
-      new Server(applied, step_time, backend, auditor, std::move(scheduler), std::move(workload)));
-  if (applied.faults.any()) {
-    server->faults_.emplace(applied.faults, fault_seed);
-    server->scheduler_.set_faults(&*server->faults_);
-  }
-  if (applied.tag_tracker) {
-    TagTrackerOptions options;
-    options.check_writes = applied.check_writes;
-    KVSIM_ASSIGN_OR_RETURN(TagTracker tracker,
-                           TagTracker::Create(backend, server->scheduler_.mutable_pool(), options));
-    server->tracker_ = std::make_unique<TagTracker>(std::move(tracker));
-    server->checks_.emplace(backend, *server->tracker_);
-  } else {
-    server->tracker_ = std::make_unique<NoopTracker>();
+  KVSIM_ASSIGN_OR_RETURN(Workload workload, Workload::Create(config.workload, workload_seed));
+  std::unique_ptr<Server> server(new Server(config, link, backend, std::move(workload)));
+  if (config.faults.any()) server->faults_.emplace(config.faults, fault_seed);
+  for (size_t i = 0; i < pools.size(); ++i) {
+    SchedulerConfig scheduler = pools[i].scheduler;
+    scheduler.pool.tags.seed = MixIds(tag_seed, i);
+    KVSIM_ASSIGN_OR_RETURN(Scheduler created, Scheduler::Create(scheduler));
+    auto pool = std::make_unique<Pool>(pools[i].name, std::move(created), pools[i].step_time,
+                                       pools[i].auditor);
+    if (server->faults_) pool->scheduler.set_faults(&*server->faults_);
+    if (config.tag_tracker) {
+      TagTrackerOptions options;
+      options.check_writes = config.check_writes;
+      KVSIM_ASSIGN_OR_RETURN(TagTracker tracker,
+                             TagTracker::Create(backend, pool->scheduler.mutable_pool(), options));
+      pool->tracker = std::make_unique<TagTracker>(std::move(tracker));
+      pool->checks.emplace(backend, *pool->tracker);
+    } else {
+      pool->tracker = std::make_unique<NoopTracker>();
+    }
+    server->pools_.push_back(std::move(pool));
   }
   return server;
 }
 
-Server::Server(const ServerConfig& config, const model::BatchStepTime& step_time, Backend& backend,
-               AccessAuditor* auditor, Scheduler scheduler, Workload workload)
+Server::Server(const ServerConfig& config, std::optional<TransferLink> link, Backend& backend,
+               Workload workload)
     : config_(config),
-      step_time_(step_time),
+      link_(link),
       backend_(&backend),
-      auditor_(auditor),
-      scheduler_(std::move(scheduler)),
       workload_(std::move(workload)),
       series_(kPoolSeriesCapacity) {}
 
 void Server::MixHash(uint64_t value) { hash_ = MixIds(hash_, value); }
 
+void Server::AddFinding(Finding finding) {
+  MixHash(static_cast<uint64_t>(finding.kind) * 7919u + static_cast<uint64_t>(finding.request));
+  ++report_.findings_total;
+  if (report_.findings.size() < kMaxListedFindings) report_.findings.push_back(std::move(finding));
+}
+
 void Server::Issue(const RequestSpec& spec, EventQueue& queue) {
   const size_t id = static_cast<size_t>(spec.id);
   KVSIM_CHECK_EQ(id, pending_.size()) << "requests are issued in id order";
   pending_.push_back(spec);
-  slot_of_id_.push_back(-1);
+  where_.emplace_back();
+  transfer_start_.push_back(-1);
   queue.Push(spec.arrival_ns, kArrival, kArrival, spec.id);
 }
 
-void Server::RequestSchedule(EventQueue& queue) {
-  if (schedule_pending_ || in_flight_) return;
-  queue.Push(queue.now(), kSchedule, kSchedule, 0);
-  schedule_pending_ = true;
+void Server::RequestSchedule(size_t pool, EventQueue& queue) {
+  Pool& p = *pools_[pool];
+  if (p.schedule_pending || p.in_flight) return;
+  queue.Push(queue.now(), kSchedule, kSchedule, static_cast<int64_t>(pool));
+  p.schedule_pending = true;
 }
 
 Status Server::Handle(const Event& event, EventQueue& queue) {
@@ -84,10 +106,14 @@ Status Server::Handle(const Event& event, EventQueue& queue) {
     case kCancel:
       return OnCancel(event.subject, queue);
     case kStepEnd:
-      return OnStepEnd(queue);
-    case kSchedule:
-      schedule_pending_ = false;
-      return in_flight_ ? Status::Ok() : StartStep(queue);
+      return OnStepEnd(static_cast<size_t>(event.subject), queue);
+    case kTransferEnd:
+      return OnTransferEnd(event.subject, queue);
+    case kSchedule: {
+      Pool& p = *pools_[static_cast<size_t>(event.subject)];
+      p.schedule_pending = false;
+      return p.in_flight ? Status::Ok() : StartStep(static_cast<size_t>(event.subject), queue);
+    }
   }
   return InternalError("unknown event kind " + std::to_string(event.kind));
 }
@@ -95,8 +121,7 @@ Status Server::Handle(const Event& event, EventQueue& queue) {
 Status Server::OnArrival(int64_t id, EventQueue& queue) {
   RequestSpec spec = std::move(pending_[static_cast<size_t>(id)]);
   pending_[static_cast<size_t>(id)] = RequestSpec();
-  const int32_t slot = scheduler_.Enqueue(spec);
-  slot_of_id_[static_cast<size_t>(id)] = slot;
+  where_[static_cast<size_t>(id)].first = pools_[0]->scheduler.Enqueue(spec);
   ++report_.arrived;
   MixHash(static_cast<uint64_t>(id));
   MixHash(static_cast<uint64_t>(queue.now()));
@@ -106,143 +131,258 @@ Status Server::OnArrival(int64_t id, EventQueue& queue) {
   if (workload_.spec().loop == LoopKind::kOpen && spec.retry_of < 0) {
     if (std::optional<RequestSpec> next = workload_.NextArrival()) Issue(*next, queue);
   }
-  RequestSchedule(queue);
+  RequestSchedule(0, queue);
   return Status::Ok();
+}
+
+void Server::DropFirstHalf(int64_t id) {
+  Location& at = where_[static_cast<size_t>(id)];
+  if (at.first < 0) return;
+  Pool& first = *pools_[0];
+  const SimRequest& r = first.scheduler.request(at.first);
+  if (r.phase == RequestPhase::kTransferring) {
+    first.scheduler.ReleaseTransferred(at.first, queue_->now(), first.auditor);
+  }
+  if (first.auditor != nullptr) first.auditor->Forget(at.first);
+  first.scheduler.Retire(at.first);
+  at.first = -1;
 }
 
 Status Server::OnCancel(int64_t id, EventQueue& queue) {
-  const int32_t slot = slot_of_id_[static_cast<size_t>(id)];
-  if (slot < 0) return Status::Ok();  // it ended before its cancellation came
-  if (scheduler_.Cancel(slot, queue.now(), auditor_)) RecordEnd(slot, queue);
-  RequestSchedule(queue);
+  const Location at = where_[static_cast<size_t>(id)];
+  if (at.decode >= 0) {
+    // Handed over: the decode pool's half decides; a transfer in flight ends it later.
+    if (pools_[1]->scheduler.Cancel(at.decode, queue.now(), pools_[1]->auditor)) {
+      DropFirstHalf(id);
+      RecordEnd(1, at.decode, queue);
+    }
+  } else if (at.first >= 0) {
+    if (pools_[0]->scheduler.Cancel(at.first, queue.now(), pools_[0]->auditor)) {
+      RecordEnd(0, at.first, queue);
+    }
+  }
+  for (size_t pool = 0; pool < pools_.size(); ++pool) RequestSchedule(pool, queue);
   return Status::Ok();
 }
 
-Status Server::CheckAccess(KvAccess access) {
-  int64_t rows = 0;
-  for (bool p : proceed_) rows += p ? 1 : 0;
-  if (rows == 0) return Status::Ok();
+void Server::AbortRequest(size_t pool, int32_t slot, const std::string& reason, EventQueue& queue) {
+  Pool& p = *pools_[pool];
+  const int64_t id = p.scheduler.request(slot).spec.id;
+  p.scheduler.Abort(slot, queue.now(), reason, p.auditor);
+  Location& at = where_[static_cast<size_t>(id)];
+  if (disaggregated() && pool == 0 && at.decode >= 0) {
+    // The prefill half failed while its transfer was starting: end the decode half with it.
+    Pool& decode = *pools_[1];
+    decode.scheduler.Abort(at.decode, queue.now(), reason, decode.auditor);
+    at.first = -1;
+    if (p.auditor != nullptr) p.auditor->Forget(slot);
+    p.scheduler.Retire(slot);
+    RecordEnd(1, at.decode, queue);
+    return;
+  }
+  if (pool == 1) DropFirstHalf(id);
+  RecordEnd(pool, slot, queue);
+}
+
+Status Server::CheckAccess(size_t pool, KvAccess access, const std::vector<ScheduledRow>& rows,
+                           std::vector<bool>& proceed) {
+  Pool& p = *pools_[pool];
+  if (!p.checks) return Status::Ok();
+  int64_t checked = 0;
+  for (bool go : proceed) checked += go ? 1 : 0;
+  if (checked == 0) return Status::Ok();
   KVSIM_ASSIGN_OR_RETURN(const std::vector<StepAbort> aborts,
-                         checks_->Check(access, scheduler_, plan_.rows, proceed_));
+                         p.checks->Check(access, p.scheduler, rows, proceed));
   IntegrityCounts& counts = report_.integrity;
   ++(access == KvAccess::kWrite ? counts.write_checks : counts.read_checks);
-  counts.rows_checked += rows;
+  counts.rows_checked += checked;
   for (const StepAbort& a : aborts) {
-    const int32_t slot = plan_.rows[a.row].slot;
-    proceed_[a.row] = false;
+    const int32_t slot = rows[a.row].slot;
+    proceed[a.row] = false;
     ++counts.aborts[static_cast<size_t>(a.abort.reason)];
+    ++counts.caught;
     MixHash(static_cast<uint64_t>(a.abort.reason) * 1000003u +
             static_cast<uint64_t>(a.abort.logical_page + 1));
-    ++counts.caught;
-    if (faults_ && faults_->fired_total() > 0) {
-      scheduler_.Abort(slot, queue_->now(), a.message, auditor_);
-      RecordEnd(slot, *queue_);
-      continue;
+    if (!faults_ || faults_->fired_total() == 0) {
+      // With no bug planted, an abort is a false alarm.
+      Finding finding;
+      finding.kind = Finding::Kind::kFalseAlarm;
+      finding.step = report_.steps;
+      finding.time_ns = queue_->now();
+      finding.request = p.scheduler.request(slot).spec.id;
+      finding.logical_page = a.abort.logical_page;
+      finding.page = a.abort.block_table_page;
+      finding.detail = p.name + " pool: " + a.message;
+      AddFinding(std::move(finding));
     }
-    // With no bug planted, an abort is a false alarm.
-    Finding finding;
-    finding.kind = Finding::Kind::kFalseAlarm;
-    finding.step = report_.steps;
-    finding.time_ns = queue_->now();
-    finding.request = scheduler_.request(slot).spec.id;
-    finding.logical_page = a.abort.logical_page;
-    finding.page = a.abort.block_table_page;
-    finding.detail = a.message;
-    ++report_.findings_total;
-    if (report_.findings.size() < kMaxListedFindings) report_.findings.push_back(finding);
-    scheduler_.Abort(slot, queue_->now(), a.message, auditor_);
-    RecordEnd(slot, *queue_);
+    AbortRequest(pool, slot, a.message, *queue_);
   }
   return Status::Ok();
 }
 
-Status Server::StartStep(EventQueue& queue) {
+Status Server::Audit(size_t pool, KvAccess access, const std::vector<ScheduledRow>& rows,
+                     const std::vector<bool>& proceed) {
+  Pool& p = *pools_[pool];
+  if (p.auditor == nullptr) return Status::Ok();
+  const StepAccess step{report_.steps, queue_->now(), &p.scheduler, &rows, &proceed};
+  std::vector<Finding> findings;
+  KVSIM_RETURN_IF_ERROR(access == KvAccess::kWrite
+                            ? p.auditor->Writes(step, report_.integrity, findings)
+                            : p.auditor->Reads(step, report_.integrity, findings));
+  for (Finding& finding : findings) AddFinding(std::move(finding));
+  return Status::Ok();
+}
+
+Status Server::StartStep(size_t pool, EventQueue& queue) {
+  Pool& p = *pools_[pool];
   const SimNs now = queue.now();
-  ended_.clear();
-  plan_ = scheduler_.ScheduleStep(now, auditor_, ended_);
-  for (const RequestEnd& end : ended_) RecordEnd(end.slot, queue);
-  report_.preemptions += plan_.preempted;
-  report_.evicted_pages += plan_.evicted_pages;
-  KVSIM_RETURN_IF_ERROR(CheckNotIdle(!plan_.rows.empty(),
-                                     static_cast<int64_t>(scheduler_.waiting().size()),
-                                     static_cast<int64_t>(scheduler_.running().size())));
-  if (plan_.rows.empty()) return Status::Ok();
+  std::vector<RequestEnd> ended;
+  p.plan = p.scheduler.ScheduleStep(now, p.auditor, ended);
+  for (const RequestEnd& end : ended) RecordEnd(pool, end.slot, queue);
+  report_.preemptions += p.plan.preempted;
+  report_.evicted_pages += p.plan.evicted_pages;
+  const std::vector<int32_t> transfers = p.plan.transfers;
+  for (int32_t slot : transfers) KVSIM_RETURN_IF_ERROR(StartTransfer(slot, queue));
+  // A pool whose pages wait for transfers out of it may rightly admit nobody; one that preempted
+  // its only running request schedules again at once, to readmit it.
+  const bool formed = !p.plan.rows.empty() || !transfers.empty() || p.plan.preempted > 0 ||
+                      !p.scheduler.transferring().empty();
+  KVSIM_RETURN_IF_ERROR(CheckNotIdle(formed, static_cast<int64_t>(p.scheduler.waiting().size()),
+                                     static_cast<int64_t>(p.scheduler.running().size())));
+  if (p.plan.rows.empty()) {
+    if (p.plan.preempted > 0) RequestSchedule(pool, queue);
+    return Status::Ok();
+  }
   ++report_.steps;
   if (progress_ && report_.steps % 1024 == 0) progress_(now, report_.steps);
-  MixHash(static_cast<uint64_t>(now));
-  proceed_.assign(plan_.rows.size(), true);
-  generated_before_.clear();
-  for (const ScheduledRow& row : plan_.rows) {
-    const SimRequest& r = scheduler_.request(row.slot);
+  MixHash(static_cast<uint64_t>(now) * 4 + pool);
+  p.proceed.assign(p.plan.rows.size(), true);
+  p.generated_before.clear();
+  for (const ScheduledRow& row : p.plan.rows) {
+    const SimRequest& r = p.scheduler.request(row.slot);
     MixHash(static_cast<uint64_t>(r.spec.id));
     MixHash((static_cast<uint64_t>(row.first_token) << 32) ^ static_cast<uint64_t>(row.tokens));
-    generated_before_.push_back(r.generated);
+    p.generated_before.push_back(r.generated);
     if (row.first_token < r.prefill_end) report_.prefill_tokens += row.tokens;
   }
-  const StepAccess access{report_.steps, now, &scheduler_, &plan_.rows, &proceed_};
-  std::vector<Finding> findings;
-  if (checks_) KVSIM_RETURN_IF_ERROR(CheckAccess(KvAccess::kWrite));
-  if (auditor_ != nullptr) {
-    KVSIM_RETURN_IF_ERROR(auditor_->Writes(access, report_.integrity, findings));
-  }
-  if (checks_) KVSIM_RETURN_IF_ERROR(CheckAccess(KvAccess::kRead));
-  if (auditor_ != nullptr) {
-    KVSIM_RETURN_IF_ERROR(auditor_->Reads(access, report_.integrity, findings));
-  }
-  for (Finding& finding : findings) {
-    MixHash(static_cast<uint64_t>(finding.kind) * 7919u + static_cast<uint64_t>(finding.request));
-    ++report_.findings_total;
-    if (report_.findings.size() < kMaxListedFindings) {
-      report_.findings.push_back(std::move(finding));
-    }
-  }
+  KVSIM_RETURN_IF_ERROR(CheckAccess(pool, KvAccess::kWrite, p.plan.rows, p.proceed));
+  KVSIM_RETURN_IF_ERROR(Audit(pool, KvAccess::kWrite, p.plan.rows, p.proceed));
+  KVSIM_RETURN_IF_ERROR(CheckAccess(pool, KvAccess::kRead, p.plan.rows, p.proceed));
+  KVSIM_RETURN_IF_ERROR(Audit(pool, KvAccess::kRead, p.plan.rows, p.proceed));
   batch_.clear();
-  for (size_t i = 0; i < plan_.rows.size(); ++i) {
-    if (!proceed_[i]) continue;
-    const ScheduledRow& row = plan_.rows[i];
+  for (size_t i = 0; i < p.plan.rows.size(); ++i) {
+    if (!p.proceed[i]) continue;
+    const ScheduledRow& row = p.plan.rows[i];
     if (row.tokens == 1) {
       batch_.decode_contexts.push_back(row.first_token + 1);
     } else {
       batch_.prefill.push_back({row.tokens, row.first_token});
     }
   }
-  const SimNs duration = batch_.empty() ? 0 : SecondsToNs(step_time_.Step(batch_).total_s);
-  in_flight_ = true;
-  step_start_ns_ = now;
-  queue.Push(now + duration, kStepEnd, kStepEnd, 0);
-  const int32_t running = static_cast<int32_t>(scheduler_.running().size());
-  const int32_t used = scheduler_.pool().pages_owned();
+  const SimNs duration = batch_.empty() ? 0 : SecondsToNs(p.step_time.Step(batch_).total_s);
+  p.in_flight = true;
+  p.step_start_ns = now;
+  queue.Push(now + duration, kStepEnd, kStepEnd, static_cast<int64_t>(pool));
+  int32_t running = 0;
+  int32_t used = 0;
+  int32_t waiting = 0;
+  for (const auto& each : pools_) {
+    running += static_cast<int32_t>(each->scheduler.running().size());
+    used += each->scheduler.pool().pages_owned();
+    waiting += static_cast<int32_t>(each->scheduler.waiting().size());
+  }
   report_.peak_running = std::max(report_.peak_running, running);
   report_.peak_pages_used = std::max(report_.peak_pages_used, used);
-  series_.Add({now, used, running, static_cast<int32_t>(scheduler_.waiting().size())});
+  series_.Add({now, used, running, waiting});
   return Status::Ok();
 }
 
-Status Server::OnStepEnd(EventQueue& queue) {
+Status Server::OnStepEnd(size_t pool, EventQueue& queue) {
+  Pool& p = *pools_[pool];
   const SimNs now = queue.now();
-  KVSIM_RETURN_IF_ERROR(CheckStepClock(step_start_ns_, now));
-  in_flight_ = false;
+  KVSIM_RETURN_IF_ERROR(CheckStepClock(p.step_start_ns, now));
+  p.in_flight = false;
   std::vector<SimNs> last_token_before;
-  for (size_t i = 0; i < plan_.rows.size(); ++i) {
-    last_token_before.push_back(proceed_[i] ? scheduler_.request(plan_.rows[i].slot).last_token_ns
-                                            : -1);
+  for (size_t i = 0; i < p.plan.rows.size(); ++i) {
+    last_token_before.push_back(
+        p.proceed[i] ? p.scheduler.request(p.plan.rows[i].slot).last_token_ns : -1);
   }
-  ended_.clear();
-  scheduler_.CompleteStep(plan_, proceed_, now, auditor_, ended_);
-  for (size_t i = 0; i < plan_.rows.size(); ++i) {
-    if (!proceed_[i]) continue;
-    const SimRequest& r = scheduler_.request(plan_.rows[i].slot);
-    if (r.generated == generated_before_[i]) continue;
+  std::vector<RequestEnd> ended;
+  p.scheduler.CompleteStep(p.plan, p.proceed, now, p.auditor, ended);
+  for (size_t i = 0; i < p.plan.rows.size(); ++i) {
+    if (!p.proceed[i]) continue;
+    const SimRequest& r = p.scheduler.request(p.plan.rows[i].slot);
+    if (r.generated == p.generated_before[i]) continue;
     ++report_.output_tokens;
     if (last_token_before[i] >= 0) itl_.Add(now - last_token_before[i]);
   }
-  for (const RequestEnd& end : ended_) RecordEnd(end.slot, queue);
-  RequestSchedule(queue);
+  for (const RequestEnd& end : ended) {
+    if (end.phase != RequestPhase::kTransferring) {
+      RecordEnd(pool, end.slot, queue);
+      continue;
+    }
+    // Prefilled: the decode pool takes the request; its pages here wait for the transfer.
+    const SimRequest& r = p.scheduler.request(end.slot);
+    where_[static_cast<size_t>(r.spec.id)].decode = pools_[1]->scheduler.EnqueueTransfer(r);
+    RequestSchedule(1, queue);
+  }
+  RequestSchedule(pool, queue);
   return Status::Ok();
 }
 
-void Server::RecordEnd(int32_t slot, EventQueue& queue) {
-  const SimRequest& r = scheduler_.request(slot);
+Status Server::StartTransfer(int32_t decode_slot, EventQueue& queue) {
+  const SimRequest& received = pools_[1]->scheduler.request(decode_slot);
+  const int64_t id = received.spec.id;
+  const Location at = where_[static_cast<size_t>(id)];
+  KVSIM_CHECK_GE(at.first, 0) << "a transfer with no prefilled source";
+  // The transfer reads the prompt's KV from the prefill pool's pages now.
+  std::vector<ScheduledRow> rows = {{at.first, 0, received.spec.prompt_tokens}};
+  std::vector<bool> proceed = {true};
+  KVSIM_RETURN_IF_ERROR(CheckAccess(0, KvAccess::kRead, rows, proceed));
+  if (!proceed[0]) return Status::Ok();
+  KVSIM_RETURN_IF_ERROR(Audit(0, KvAccess::kRead, rows, proceed));
+  const double seconds = static_cast<double>(received.spec.prompt_tokens) * link_->bytes_per_token /
+                         link_->bytes_per_s;
+  transfer_start_[static_cast<size_t>(id)] = queue.now();
+  ++report_.transfers;
+  MixHash(static_cast<uint64_t>(id) ^ 0x7a5f);
+  queue.Push(queue.now() + link_->latency_ns + SecondsToNs(seconds), kTransferEnd, kTransferEnd,
+             id);
+  return Status::Ok();
+}
+
+Status Server::OnTransferEnd(int64_t id, EventQueue& queue) {
+  const Location at = where_[static_cast<size_t>(id)];
+  if (at.decode < 0) return Status::Ok();  // it ended while the data was on the way
+  transfers_.push_back(queue.now() - transfer_start_[static_cast<size_t>(id)]);
+  Pool& decode = *pools_[1];
+  const SimRequest& received = decode.scheduler.request(at.decode);
+  const bool cancelled = received.cancel_pending ||
+                         (at.first >= 0 && pools_[0]->scheduler.request(at.first).cancel_pending);
+  if (cancelled) {
+    ++report_.cancelled_in_transfer;
+    decode.scheduler.CancelNow(at.decode, queue.now(), decode.auditor);
+    DropFirstHalf(id);
+    RecordEnd(1, at.decode, queue);
+  } else {
+    // The data lands now: the check runs right before the transfer's writes.
+    std::vector<ScheduledRow> rows = {{at.decode, 0, received.spec.prompt_tokens}};
+    std::vector<bool> proceed = {true};
+    KVSIM_RETURN_IF_ERROR(CheckAccess(1, KvAccess::kWrite, rows, proceed));
+    if (proceed[0]) {
+      KVSIM_RETURN_IF_ERROR(Audit(1, KvAccess::kWrite, rows, proceed));
+      DropFirstHalf(id);
+      decode.scheduler.CompleteTransfer(at.decode);
+    }
+  }
+  RequestSchedule(0, queue);
+  RequestSchedule(1, queue);
+  return Status::Ok();
+}
+
+void Server::RecordEnd(size_t pool, int32_t slot, EventQueue& queue) {
+  Pool& p = *pools_[pool];
+  const SimRequest& r = p.scheduler.request(slot);
   RequestRecord record;
   record.id = r.spec.id;
   record.client = r.spec.client;
@@ -264,8 +404,9 @@ void Server::RecordEnd(int32_t slot, EventQueue& queue) {
       ++report_.finished;
       ttft_.push_back(r.first_token_ns - r.spec.arrival_ns);
       e2e_.push_back(r.end_ns - r.spec.arrival_ns);
-      if (r.generated >= 2)
+      if (r.generated >= 2) {
         tpot_.push_back((r.last_token_ns - r.first_token_ns) / (r.generated - 1));
+      }
       break;
     case RequestPhase::kCancelled:
       ++report_.cancelled;
@@ -278,6 +419,9 @@ void Server::RecordEnd(int32_t slot, EventQueue& queue) {
       break;
     case RequestPhase::kWaiting:
     case RequestPhase::kRunning:
+    case RequestPhase::kTransferring:
+    case RequestPhase::kReceiving:
+    case RequestPhase::kTransferred:
       KVSIM_CHECK(false) << "recording the end of a live request";
   }
   if (r.first_scheduled_ns >= 0) {
@@ -285,11 +429,12 @@ void Server::RecordEnd(int32_t slot, EventQueue& queue) {
     report_.prompt_tokens += r.spec.prompt_tokens;
     report_.cached_tokens += r.cached_tokens;
   }
-  MixHash(static_cast<uint64_t>(r.spec.id) * 8 + static_cast<uint64_t>(r.phase));
+  MixHash(static_cast<uint64_t>(r.spec.id) * 16 + static_cast<uint64_t>(r.phase));
   MixHash((static_cast<uint64_t>(r.generated) << 40) ^ static_cast<uint64_t>(r.end_ns));
   report_.requests.push_back(std::move(record));
-  slot_of_id_[static_cast<size_t>(r.spec.id)] = -1;
-  if (auditor_ != nullptr) auditor_->Forget(slot);
+  Location& at = where_[static_cast<size_t>(r.spec.id)];
+  (pool == 0 ? at.first : at.decode) = -1;
+  if (p.auditor != nullptr) p.auditor->Forget(slot);
   std::optional<RequestSpec> retry;
   if (r.phase == RequestPhase::kCancelled) retry = workload_.RetryOf(r.spec, queue.now());
   if (retry) {
@@ -300,48 +445,75 @@ void Server::RecordEnd(int32_t slot, EventQueue& queue) {
       Issue(*next, queue);
     }
   }
-  scheduler_.Retire(slot);
+  p.scheduler.Retire(slot);
 }
 
 Status Server::CheckCheapInvariants() const {
   RequestCounts counts;
   counts.arrived = report_.arrived;
-  counts.waiting = static_cast<int64_t>(scheduler_.waiting().size());
-  counts.running = static_cast<int64_t>(scheduler_.running().size());
+  for (size_t i = 0; i < pools_.size(); ++i) {
+    const Scheduler& s = pools_[i]->scheduler;
+    counts.waiting += static_cast<int64_t>(s.waiting().size());
+    counts.running += static_cast<int64_t>(s.running().size());
+    // A request in transfer is counted once, by its prefill half.
+    counts.running += static_cast<int64_t>(s.transferring().size());
+    const PagePool& pool = s.pool();
+    KVSIM_RETURN_IF_ERROR(
+        CheckPagesConserved(pool.pages_free(), pool.pages_owned(), pool.capacity()));
+    if (static_cast<int64_t>(s.running().size() + s.receiving().size()) > s.config().max_running) {
+      return InternalError(pools_[i]->name +
+                           " pool: " + std::to_string(s.running().size() + s.receiving().size()) +
+                           " requests run; the cap is " + std::to_string(s.config().max_running));
+    }
+  }
   counts.finished = report_.finished;
   counts.cancelled = report_.cancelled;
   counts.rejected = report_.rejected;
   counts.aborted = report_.aborted;
-  KVSIM_RETURN_IF_ERROR(CheckRequestsConserved(counts));
-  const PagePool& pool = scheduler_.pool();
-  KVSIM_RETURN_IF_ERROR(
-      CheckPagesConserved(pool.pages_free(), pool.pages_owned(), pool.capacity()));
-  if (counts.running > scheduler_.config().max_running) {
-    return InternalError(std::to_string(counts.running) + " requests run; the cap is " +
-                         std::to_string(scheduler_.config().max_running));
+  return CheckRequestsConserved(counts);
+}
+
+Status Server::CheckSweepInvariants() const {
+  for (const auto& pool : pools_) {
+    KVSIM_RETURN_IF_ERROR(pool->scheduler.CheckSweep().WithContext(pool->name + " pool"));
   }
   return Status::Ok();
 }
-
-Status Server::CheckSweepInvariants() const { return scheduler_.CheckSweep(); }
 
 Result<RunReport> Server::Run() {
   EventQueue queue(kMaxPendingEvents);
   queue_ = &queue;
   for (const RequestSpec& spec : workload_.Start()) Issue(spec, queue);
   Result<RunOutcome> outcome = RunEvents(*this, queue, config_.limits);
-  queue_ = nullptr;
-  if (!outcome.ok()) return outcome.status();
+  if (!outcome.ok()) {
+    queue_ = nullptr;
+    return outcome.status();
+  }
   report_.seed = config_.seed;
-  report_.tracker = tracker_->name();
-  report_.oracle = auditor_ != nullptr;
+  report_.tracker = pools_[0]->tracker->name();
+  report_.oracle = pools_[0]->auditor != nullptr;
   report_.stop = outcome->reason;
   report_.events = outcome->events;
   report_.end_ns = outcome->end_ns;
-  report_.unfinished =
-      static_cast<int64_t>(scheduler_.waiting().size() + scheduler_.running().size());
-  report_.cache_insert_refusals = scheduler_.cache_insert_refusals();
-  report_.pool_refusals = scheduler_.pool_refusals();
+  for (const auto& pool : pools_) {
+    const Scheduler& s = pool->scheduler;
+    report_.unfinished +=
+        static_cast<int64_t>(s.waiting().size() + s.running().size() + s.transferring().size());
+    report_.cache_insert_refusals += s.cache_insert_refusals();
+    report_.pool_refusals += s.pool_refusals();
+    report_.pool_pages += s.pool().capacity();
+  }
+  report_.page_size = pools_[0]->scheduler.config().page_size;
+  report_.ttft = Summarize(ttft_);
+  report_.tpot = Summarize(tpot_);
+  report_.e2e = Summarize(e2e_);
+  report_.queueing = Summarize(queueing_);
+  report_.transfer = Summarize(transfers_);
+  report_.itl = itl_.Summary();
+  report_.pool_series = series_.samples();
+  for (const auto& pool : pools_) {
+    if (pool->auditor != nullptr) pool->auditor->AddTotals(report_);
+  }
   if (faults_) {
     for (int site = 0; site < kFaultSites; ++site) {
       report_.faults_fired[static_cast<size_t>(site)] =
@@ -349,20 +521,13 @@ Result<RunReport> Server::Run() {
       MixHash(static_cast<uint64_t>(report_.faults_fired[static_cast<size_t>(site)]));
     }
   }
-  report_.pool_pages = scheduler_.pool().capacity();
-  report_.page_size = scheduler_.config().page_size;
-  report_.ttft = Summarize(ttft_);
-  report_.tpot = Summarize(tpot_);
-  report_.e2e = Summarize(e2e_);
-  report_.queueing = Summarize(queueing_);
-  report_.itl = itl_.Summary();
-  report_.pool_series = series_.samples();
-  if (auditor_ != nullptr) auditor_->AddTotals(report_);
   // The final bookkeeping: every page's tag and holders.
-  const PagePool& pool = scheduler_.pool();
-  for (int32_t page = 0; page < pool.num_pages(); ++page) {
-    MixHash(pool.tag(page));
-    MixHash(static_cast<uint64_t>(pool.refcount(page)));
+  for (const auto& pool : pools_) {
+    const PagePool& pages = pool->scheduler.pool();
+    for (int32_t page = 0; page < pages.num_pages(); ++page) {
+      MixHash(pages.tag(page));
+      MixHash(static_cast<uint64_t>(pages.refcount(page)));
+    }
   }
   MixHash(static_cast<uint64_t>(report_.events));
   // The verdicts: the check's and the oracle's.
@@ -370,6 +535,7 @@ Result<RunReport> Server::Run() {
   for (int64_t count : report_.integrity.writes) MixHash(static_cast<uint64_t>(count));
   for (int64_t count : report_.integrity.reads) MixHash(static_cast<uint64_t>(count));
   report_.state_hash = hash_;
+  queue_ = nullptr;
   return std::move(report_);
 }
 

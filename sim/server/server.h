@@ -1,14 +1,21 @@
-// Server: one simulated serving engine over one KV pool, driven by the event loop. Arrivals join
-// the scheduler's queue; whenever the engine is idle and has work it forms a step, runs the
-// integrity check before the step's writes and before its reads, lets the auditor (oracle, data
-// plane) see the accesses that passed, and ends the step after the time the step-time model gives
-// for the batch. Cancellations, retries and closed-loop clients follow from request ends.
+// Server: a simulated serving deployment driven by the event loop: one pool doing prefill and
+// decode, or two pools (prefill/decode disaggregation) joined by a KV-transfer link.
+//
+// Arrivals join the first pool's queue. Whenever a pool is idle and has work it forms a step,
+// runs the integrity check before the step's writes and before its reads, lets its auditor
+// (oracle, data plane) see the accesses that passed, and ends the step after the time its
+// step-time model gives for the batch. With two pools, a request the prefill pool has prefilled
+// waits for pages in the decode pool; its KV transfer then reads the prefill pool's pages (checked
+// at the transfer's start) and writes the decode pool's (checked right before the data lands, at
+// its end), and the request decodes there. Cancellations, retries and closed-loop clients follow
+// from request ends.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "base/status.h"
@@ -26,22 +33,40 @@
 namespace kvsim::sim {
 
 struct ServerConfig {
+  // The pool's scheduler; both pools of a disaggregated deployment start from it.
   SchedulerConfig scheduler;
   WorkloadSpec workload;
   bool tag_tracker = false;  // the batched tag check (else NoopTracker)
-  bool check_writes = true;  // with the tag tracker: check appends as well as reads
+  bool check_writes = true;  // with the tag tracker: check appends and transfers' writes too
   RunLimits limits;
   uint64_t seed = 0;
   // Bugs planted at the scheduler's decision points; none by default.
   FaultPlan faults;
 };
 
+// One pool of the deployment as the server runs it.
+struct PoolSetup {
+  std::string name;  // "pool", "prefill", "decode"
+  SchedulerConfig scheduler;
+  model::BatchStepTime step_time;
+  AccessAuditor* auditor = nullptr;  // may be null; must outlive the server
+};
+
+// The link a request's KV crosses from the prefill pool to the decode pool: it takes latency plus
+// the prompt's bytes (in the prefill pool's format) over the bandwidth.
+struct TransferLink {
+  double bytes_per_s = 0;
+  SimNs latency_ns = 0;
+  double bytes_per_token = 0;
+};
+
 class Server final : public EventHandler {
  public:
-  // `backend` runs the tag check (and outlives the server); `auditor` may be null.
+  // One pool (role unified), or two (prefill then decode) with the link between them. `backend`
+  // runs the tag check and outlives the server.
   static Result<std::unique_ptr<Server>> Create(const ServerConfig& config,
-                                                const model::BatchStepTime& step_time,
-                                                Backend& backend, AccessAuditor* auditor);
+                                                std::vector<PoolSetup> pools,
+                                                std::optional<TransferLink> link, Backend& backend);
 
   // Runs to the end (the queue drains or a limit is reached). The report's scenario, mode and
   // backend names are the caller's to fill.
@@ -56,46 +81,86 @@ class Server final : public EventHandler {
   Status CheckSweepInvariants() const override;
 
  private:
-  // Event kinds, which are also their priorities at equal times: a step's end frees what it
-  // held before cancellations and arrivals of the same instant are seen, and a new step forms
-  // only after everything at that instant has happened.
-  enum EventKind : int32_t { kStepEnd = 0, kCancel = 1, kArrival = 2, kSchedule = 3 };
+  // Event kinds, which are also their priorities at equal times: a step's end frees what it held
+  // and a transfer's end lands before cancellations and arrivals of the same instant are seen,
+  // and a new step forms only after everything at that instant has happened.
+  enum EventKind : int32_t {
+    kStepEnd = 0,
+    kTransferEnd = 1,
+    kCancel = 2,
+    kArrival = 3,
+    kSchedule = 4,
+  };
 
-  Server(const ServerConfig& config, const model::BatchStepTime& step_time, Backend& backend,
-         AccessAuditor* auditor, Scheduler scheduler, Workload workload);
+  // One pool's state.
+  struct Pool {
+    Pool(std::string pool_name, Scheduler pool_scheduler, const model::BatchStepTime& model,
+         AccessAuditor* pool_auditor)
+        : name(std::move(pool_name)),
+          scheduler(std::move(pool_scheduler)),
+          step_time(model),
+          auditor(pool_auditor) {}
+
+    std::string name;
+    Scheduler scheduler;
+    model::BatchStepTime step_time;
+    AccessAuditor* auditor = nullptr;
+    std::unique_ptr<IntegrityTracker> tracker;
+    std::optional<StepChecks> checks;
+    bool schedule_pending = false;
+    bool in_flight = false;
+    SimNs step_start_ns = 0;
+    StepPlan plan;
+    std::vector<bool> proceed;
+    std::vector<int32_t> generated_before;
+  };
+
+  // Where a live request is: its slot in the first pool, and in the decode pool once handed over.
+  struct Location {
+    int32_t first = -1;
+    int32_t decode = -1;
+  };
+
+  Server(const ServerConfig& config, std::optional<TransferLink> link, Backend& backend,
+         Workload workload);
+  bool disaggregated() const { return pools_.size() == 2; }
 
   void Issue(const RequestSpec& spec, EventQueue& queue);
-  void RequestSchedule(EventQueue& queue);
+  void RequestSchedule(size_t pool, EventQueue& queue);
   Status OnArrival(int64_t id, EventQueue& queue);
   Status OnCancel(int64_t id, EventQueue& queue);
-  Status StartStep(EventQueue& queue);
-  Status OnStepEnd(EventQueue& queue);
-  // Runs the check before `access` and aborts the rows that fail.
-  Status CheckAccess(KvAccess access);
-  void RecordEnd(int32_t slot, EventQueue& queue);
+  Status StartStep(size_t pool, EventQueue& queue);
+  Status OnStepEnd(size_t pool, EventQueue& queue);
+  Status StartTransfer(int32_t decode_slot, EventQueue& queue);
+  Status OnTransferEnd(int64_t id, EventQueue& queue);
+  // Checks `access` on the proceeding `rows` of `pool`, aborting (and recording the end of) each
+  // row that fails. `rows` and `proceed` are the pool's step plan, or a transfer's one row.
+  Status CheckAccess(size_t pool, KvAccess access, const std::vector<ScheduledRow>& rows,
+                     std::vector<bool>& proceed);
+  // Runs the auditor of `pool` on an access and folds its findings into the report.
+  Status Audit(size_t pool, KvAccess access, const std::vector<ScheduledRow>& rows,
+               const std::vector<bool>& proceed);
+  // A request aborted by a check in `pool`; ends it, and its other half in the other pool.
+  void AbortRequest(size_t pool, int32_t slot, const std::string& reason, EventQueue& queue);
+  // Ends the prefill pool's half of a request whose decode half ended (or never started).
+  void DropFirstHalf(int64_t id);
+  // Records the end of the request in `slot` of `pool` and frees the slot.
+  void RecordEnd(size_t pool, int32_t slot, EventQueue& queue);
+  void AddFinding(Finding finding);
   void MixHash(uint64_t value);
 
   ServerConfig config_;
-  model::BatchStepTime step_time_;
+  std::optional<TransferLink> link_;
   Backend* backend_;
-  AccessAuditor* auditor_;
-  Scheduler scheduler_;
   Workload workload_;
-  std::unique_ptr<IntegrityTracker> tracker_;
+  std::vector<std::unique_ptr<Pool>> pools_;
   std::optional<FaultInjector> faults_;
-  std::optional<StepChecks> checks_;
   EventQueue* queue_ = nullptr;  // during Run
 
-  std::vector<RequestSpec> pending_;  // issued, not yet arrived, by id (cleared on arrival)
-  std::vector<int32_t> slot_of_id_;   // -1 once ended
-  bool schedule_pending_ = false;
-  bool in_flight_ = false;
-  SimNs step_start_ns_ = 0;
-  StepPlan plan_;
-  std::vector<bool> proceed_;
-  std::vector<RequestEnd> ended_;
+  std::vector<RequestSpec> pending_;   // issued, not yet arrived, by id (cleared on arrival)
+  std::vector<Location> where_;        // by id; both -1 once ended
+  std::vector<SimNs> transfer_start_;  // by id: when its transfer started
   model::StepBatch batch_;
-  std::vector<int32_t> generated_before_;
 
   RunReport report_;
   LatencyHistogram itl_;
@@ -103,6 +168,7 @@ class Server final : public EventHandler {
   std::vector<SimNs> tpot_;
   std::vector<SimNs> e2e_;
   std::vector<SimNs> queueing_;
+  std::vector<SimNs> transfers_;
   PoolSeries series_;
   uint64_t hash_ = 0;
   std::function<void(SimNs, int64_t)> progress_;

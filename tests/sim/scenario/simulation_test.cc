@@ -48,7 +48,7 @@ TEST(SimulationTest, KimiDecodeRunsAsManyAtOnceAsThePlanSaysFit) {
   for (const char* name : {"kimi-decode-bf16", "kimi-decode-fp8"}) {
     const Scenario scenario = Shipped(name);
     const PreparedScenario prepared = PrepareScenario(scenario, Configs()).value();
-    const int64_t fit = prepared.plan.capacity.max_requests_per_pool;
+    const int64_t fit = prepared.pools[0].plan.capacity.max_requests_per_pool;
     const RunReport r = Simulate(scenario, scenario.seed);
     EXPECT_EQ(r.peak_running, std::min<int64_t>(fit, scenario.server.workload.clients)) << name;
     EXPECT_EQ(r.finished, scenario.server.workload.requests);
@@ -65,6 +65,7 @@ TEST(SimulationTest, KimiDecodeRunsAsManyAtOnceAsThePlanSaysFit) {
   }
   EXPECT_EQ(PrepareScenario(Shipped("kimi-decode-bf16"), Configs())
                 .value()
+                .pools[0]
                 .plan.capacity.max_requests_per_pool,
             32);
 }
@@ -79,8 +80,8 @@ TEST(SimulationTest, KimiDecodeStepsTakeTheModelsTimeAtThirtyTwo) {
   model::StepBatch low, high;
   low.decode_contexts.assign(32, 20001);
   high.decode_contexts.assign(32, 21000);
-  const double lo = prepared.step_time.Step(low).total_s * 1e9;
-  const double hi = prepared.step_time.Step(high).total_s * 1e9;
+  const double lo = prepared.pools[0].step_time.Step(low).total_s * 1e9;
+  const double hi = prepared.pools[0].step_time.Step(high).total_s * 1e9;
   EXPECT_GE(static_cast<double>(r.itl.p50_ns), lo * (1 - 1.0 / 128));
   EXPECT_LE(static_cast<double>(r.itl.p50_ns), hi * (1 + 1.0 / 128));
 }
@@ -172,6 +173,41 @@ TEST(SimulationTest, KernelModeSeesStaleReadsInTheOutputsWhenUnchecked) {
   s.server.workload.requests = 40;
   const RunReport r = Simulate(s, 0x5eed, RunMode::kKernel);
   EXPECT_GT(r.kernel.outputs_outside_bound, 0);
+}
+
+// Prefill/decode disaggregation: every request crosses from the prefill pool to the decode pool,
+// cancellations land during transfers, and nothing is lost, aborted or corrupted on the way.
+TEST(SimulationTest, DisaggregatedPoolsHandRequestsOverThroughChecks) {
+  const Scenario pd = Shipped("pd-aborts-in-transfer");
+  const RunReport r = Simulate(pd, pd.seed);
+  EXPECT_EQ(r.findings_total, 0);
+  EXPECT_EQ(r.aborted, 0);
+  EXPECT_EQ(r.unfinished, 0);
+  EXPECT_EQ(r.arrived, r.finished + r.cancelled + r.rejected);
+  EXPECT_GT(r.transfers, r.finished / 2);
+  EXPECT_GT(r.cancelled_in_transfer, 0);
+  EXPECT_GT(r.integrity.write_checks, 0);
+  EXPECT_EQ(r.state_hash, Simulate(pd, pd.seed).state_hash);
+  for (size_t v = 1; v < r.integrity.writes.size(); ++v) {
+    EXPECT_EQ(r.integrity.writes[v], 0);
+    EXPECT_EQ(r.integrity.reads[v], 0);
+  }
+}
+
+TEST(SimulationTest, DisaggregatedKernelModeConvertsTheFormatOnTheWay) {
+  Scenario pd = Shipped("pd-aborts-in-transfer");
+  pd.server.workload.requests = 24;
+  pd.server.workload.clients = 8;
+  pd.server.workload.prompt_tokens = {LengthKind::kUniform, 0, 40, 300};
+  pd.server.workload.output_tokens = {LengthKind::kUniform, 0, 2, 40};
+  pd.server.workload.max_new_tokens = 40;
+  pd.server.workload.cancel.probability_ppm = 0;
+  const RunReport kernel = Simulate(pd, pd.seed, RunMode::kKernel);
+  EXPECT_EQ(kernel.findings_total, 0);
+  EXPECT_GT(kernel.transfers, 0);
+  EXPECT_GT(kernel.kernel.outputs_checked, 1000);
+  EXPECT_EQ(kernel.kernel.outputs_outside_bound, 0);
+  EXPECT_EQ(kernel.state_hash, Simulate(pd, pd.seed).state_hash);
 }
 
 }  // namespace
