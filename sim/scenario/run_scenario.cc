@@ -1,6 +1,8 @@
 // Scenario preparation and the run.
 #include "sim/scenario/run_scenario.h"
 
+#include <filesystem>
+#include <memory>
 #include <optional>
 #include <utility>
 
@@ -8,6 +10,20 @@
 #include "sim/server/oracle_auditor.h"
 
 namespace kvsim::sim {
+namespace {
+
+// Reads a trace workload's trace (its first `requests`, or all of it), the file named relative to
+// the configs folder, and checks that it holds what the workload asks for.
+Status ReadTrace(const Scenario& scenario, const model::Catalog& catalog, WorkloadSpec& workload) {
+  TraceWorkloadSpec& trace = workload.trace;
+  const std::string path = (std::filesystem::path(catalog.root()) / trace.file).string();
+  Result<RequestTrace> read = RequestTrace::Load(path, trace.format, workload.requests);
+  if (!read.ok()) return read.status().WithContext(scenario.path + ": workload.trace");
+  trace.requests = std::make_shared<const RequestTrace>(std::move(read).value());
+  return Workload::Create(workload, 0).status().WithContext(scenario.path);
+}
+
+}  // namespace
 
 Result<PreparedScenario> PrepareScenario(const Scenario& scenario, const model::Catalog& catalog) {
   KVSIM_ASSIGN_OR_RETURN(const model::CalibrationSpec calibration_spec,
@@ -30,6 +46,9 @@ Result<PreparedScenario> PrepareScenario(const Scenario& scenario, const model::
   server.scheduler.pool.num_pages = static_cast<int32_t>(with_dummy);
   server.scheduler.page_size = scenario.deployment.deployment.page_size;
   KVSIM_RETURN_IF_ERROR(ValidateSchedulerConfig(server.scheduler).WithContext(scenario.path));
+  if (server.workload.loop == LoopKind::kTrace) {
+    KVSIM_RETURN_IF_ERROR(ReadTrace(scenario, catalog, server.workload));
+  }
   model::BatchStepTime step_time(plan.model, plan.gpu, plan.settings.deployment, plan.weights,
                                  plan.kv, calibration.params);
   return PreparedScenario{std::move(plan), std::move(server), std::move(step_time)};
