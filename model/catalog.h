@@ -26,6 +26,9 @@ class Catalog {
   // goes once measured (it need not exist).
   std::string MeasuredKernelTablePath(const std::string& gpu) const;
 
+  // The configs folder itself (files other than specs are named relative to it).
+  const std::string& root() const { return root_; }
+
   // Names available, sorted.
   std::vector<std::string> ModelNames() const;
   std::vector<std::string> GpuNames() const;

@@ -204,8 +204,11 @@ Result<GpuSpec> ParseGpu(const YamlMap& map) {
   gpu.memory_bytes_per_s = bandwidth * 1e12;
   KVSIM_ASSIGN_OR_RETURN(const double bf16, map.Double("bf16_dense_tflop_s", 0.01, 1e6));
   gpu.bf16_flop_per_s = bf16 * 1e12;
-  KVSIM_ASSIGN_OR_RETURN(const double fp8, map.Double("fp8_dense_tflop_s", 0.01, 1e6));
-  gpu.fp8_flop_per_s = fp8 * 1e12;
+  // A GPU without FP8 tensor cores (A100) leaves the field out.
+  if (map.Has("fp8_dense_tflop_s")) {
+    KVSIM_ASSIGN_OR_RETURN(const double fp8, map.Double("fp8_dense_tflop_s", 0.01, 1e6));
+    gpu.fp8_flop_per_s = fp8 * 1e12;
+  }
   KVSIM_ASSIGN_OR_RETURN(gpu.usd_per_gpu_hour, map.Double("usd_per_gpu_hour", 0, 1000));
   return gpu;
 }

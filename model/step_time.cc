@@ -57,8 +57,9 @@ double ExpertParamsPerToken(const WeightBreakdown& w) {
 // The linear layers' work on one GPU and the rates it runs at, at `compute_efficiency` of the
 // tensor-core peaks: LinearSeconds sums it, LinearFormula writes the same sum out for --explain.
 struct LinearWork {
-  double bf16_peak = 0;  // FLOP/s
-  double fp8_peak = 0;
+  double bf16_peak = 0;   // FLOP/s
+  double fp8_peak = 0;    // the BF16 peak on a GPU without FP8 tensor cores
+  bool fp8_cores = true;  // false: FP8 weights run dequantised on the BF16 cores
   double efficiency = 0;
   bool experts_fp8 = false;  // routed experts on FP8 tensor cores (W8A8), else BF16
   double int4_factor = 1;    // INT4 experts: the INT4 speed (measured or assumed); else 1
@@ -80,7 +81,8 @@ LinearWork LinearWorkOf(const WeightBreakdown& w, const GpuSpec& gpu, const Step
                         double int4_speed) {
   LinearWork l;
   l.bf16_peak = gpu.bf16_flop_per_s;
-  l.fp8_peak = gpu.fp8_flop_per_s;
+  l.fp8_peak = gpu.fp8_work_flop_per_s();
+  l.fp8_cores = gpu.has_fp8_cores();
   l.efficiency = p.compute_efficiency;
   l.experts_fp8 = w.experts_on_fp8_cores;
   if (w.experts_int4) l.int4_factor = int4_speed;
@@ -111,7 +113,8 @@ std::string RateText(double peak, const char* cores, double efficiency) {
 // terms with no parameters are left out.
 std::string LinearFormula(const LinearWork& l, double tokens, double attention_tokens) {
   const std::string bf16 = RateText(l.bf16_peak, "BF16", l.efficiency);
-  const std::string fp8 = RateText(l.fp8_peak, "FP8", l.efficiency);
+  const std::string fp8 =
+      RateText(l.fp8_peak, l.fp8_cores ? "FP8" : "BF16, no FP8 cores,", l.efficiency);
   std::string replica;
   std::string pool;
   const auto add = [](std::string& terms, double params, const std::string& what,
@@ -310,7 +313,7 @@ PrefillEstimate EstimatePrefill(const ModelSpec& m, const GpuSpec& gpu, const De
   const LinearWork linear = LinearWorkOf(w, gpu, p, e.int4_speed);
   const double linear_s = LinearSeconds(linear, 1.0, attention_share);
   const double attention_s = attention_flop / (gpu.bf16_flop_per_s * p.compute_efficiency) +
-                             indexer_flop / (gpu.fp8_flop_per_s * p.compute_efficiency);
+                             indexer_flop / linear.fp8_rate();
   const uint64_t attention_params =
       w.attention_params_bf16_per_gpu + w.attention_params_fp8_per_gpu;
   e.flop_per_token_per_gpu =

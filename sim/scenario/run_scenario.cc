@@ -1,6 +1,7 @@
 // Scenario preparation and the run.
 #include "sim/scenario/run_scenario.h"
 
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -11,6 +12,17 @@
 
 namespace kvsim::sim {
 namespace {
+
+// Reads a trace workload's trace (its first `requests`, or all of it), the file named relative to
+// the configs folder, and checks that it holds what the workload asks for.
+Status ReadTrace(const Scenario& scenario, const model::Catalog& catalog, WorkloadSpec& workload) {
+  TraceWorkloadSpec& trace = workload.trace;
+  const std::string path = (std::filesystem::path(catalog.root()) / trace.file).string();
+  Result<RequestTrace> read = RequestTrace::Load(path, trace.format, workload.requests);
+  if (!read.ok()) return read.status().WithContext(scenario.path + ": workload.trace");
+  trace.requests = std::make_shared<const RequestTrace>(std::move(read).value());
+  return Workload::Create(workload, 0).status().WithContext(scenario.path);
+}
 
 Result<PreparedPool> PreparePool(const Scenario& scenario, const std::string& name,
                                  const model::PlanSettings& deployment, int32_t pool_pages,
@@ -44,6 +56,9 @@ Result<PreparedScenario> PrepareScenario(const Scenario& scenario, const model::
                          model::Calibrate(calibration_spec, catalog));
   PreparedScenario prepared;
   prepared.server = scenario.server;
+  if (prepared.server.workload.loop == LoopKind::kTrace) {
+    KVSIM_RETURN_IF_ERROR(ReadTrace(scenario, catalog, prepared.server.workload));
+  }
   if (!scenario.disaggregation) {
     KVSIM_ASSIGN_OR_RETURN(PreparedPool pool,
                            PreparePool(scenario, "pool", scenario.deployment, scenario.pool_pages,

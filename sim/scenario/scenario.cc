@@ -8,6 +8,7 @@
 
 #include "base/seed.h"
 #include "model/yaml_reader.h"
+#include "sim/workload/request_trace.h"
 
 namespace kvsim::sim {
 namespace {
@@ -82,11 +83,79 @@ Result<ArrivalSpec> ParseArrival(const YamlMap& map) {
   return spec;
 }
 
+Status ParseCancel(const YamlMap& map, CancelSpec& spec) {
+  KVSIM_ASSIGN_OR_RETURN(const YamlMap cancel, map.Map("cancel"));
+  KVSIM_RETURN_IF_ERROR(cancel.CheckKnownKeys(
+      {"probability", "at_page_boundary", "after_ms", "retry", "retry_delay_ms"}));
+  KVSIM_ASSIGN_OR_RETURN(const double probability, cancel.Double("probability", 0, 1));
+  spec.probability_ppm = PartsPerMillion(probability);
+  KVSIM_ASSIGN_OR_RETURN(spec.at_page_boundary, cancel.BoolOr("at_page_boundary", false));
+  if (spec.at_page_boundary == cancel.Has("after_ms")) {
+    return cancel.Error("after_ms",
+                        "say when a cancellation comes: after_ms (a length distribution in "
+                        "milliseconds) or at_page_boundary: true, not both");
+  }
+  if (!spec.at_page_boundary) {
+    KVSIM_ASSIGN_OR_RETURN(spec.after_ms, ParseLength(cancel, "after_ms"));
+  }
+  if (cancel.Has("retry")) {
+    KVSIM_ASSIGN_OR_RETURN(const double retry, cancel.Double("retry", 0, 1));
+    spec.retry_ppm = PartsPerMillion(retry);
+  }
+  KVSIM_ASSIGN_OR_RETURN(const int64_t delay, cancel.IntOr("retry_delay_ms", 0, 0, kMaxMs));
+  spec.retry_delay_ns = Milliseconds(delay);
+  return Status::Ok();
+}
+
+// A trace workload: the requests, lengths and prompt blocks of a recorded trace.
+Status ParseTraceWorkload(const YamlMap& map, WorkloadSpec& w) {
+  KVSIM_RETURN_IF_ERROR(
+      map.CheckKnownKeys({"loop", "requests", "arrival", "trace", "max_new_tokens", "cancel"}));
+  w.loop = LoopKind::kTrace;
+  KVSIM_ASSIGN_OR_RETURN(w.requests, map.IntOr("requests", 0, 1, kMaxTraceRequests));
+  KVSIM_ASSIGN_OR_RETURN(const YamlMap trace, map.Map("trace"));
+  KVSIM_RETURN_IF_ERROR(trace.CheckKnownKeys({"file", "format", "time_scale", "clip"}));
+  TraceWorkloadSpec& t = w.trace;
+  KVSIM_ASSIGN_OR_RETURN(t.file, trace.String("file"));
+  if (t.file.empty()) return trace.Error("file", "name the trace file (relative to configs/)");
+  KVSIM_ASSIGN_OR_RETURN(const std::string format,
+                         trace.Enum("format", {"azure_csv", "mooncake_jsonl"}));
+  t.format = *ParseTraceFormat(format);
+  if (map.Has("arrival")) {
+    if (trace.Has("time_scale")) {
+      return trace.Error("time_scale",
+                         "scales the trace's own times; a replacement arrival process has its "
+                         "own rate");
+    }
+    KVSIM_ASSIGN_OR_RETURN(const YamlMap arrival, map.Map("arrival"));
+    KVSIM_ASSIGN_OR_RETURN(w.arrival, ParseArrival(arrival));
+    t.replace_arrivals = true;
+  }
+  if (trace.Has("time_scale")) {
+    KVSIM_ASSIGN_OR_RETURN(t.time_scale, trace.Double("time_scale", 1e-6, kMaxTraceTimeScale));
+  }
+  if (trace.Has("clip")) {
+    KVSIM_ASSIGN_OR_RETURN(const YamlMap clip, trace.Map("clip"));
+    KVSIM_RETURN_IF_ERROR(clip.CheckKnownKeys({"max_tokens", "rule"}));
+    KVSIM_ASSIGN_OR_RETURN(const int64_t max_tokens, clip.Int("max_tokens", 2, kMaxTraceTokens));
+    t.clip_tokens = static_cast<int32_t>(max_tokens);
+    if (clip.Has("rule")) {
+      KVSIM_ASSIGN_OR_RETURN(const std::string rule, clip.Enum("rule", {"proportional", "prompt"}));
+      t.clip_rule = rule == "proportional" ? ClipRule::kProportional : ClipRule::kPrompt;
+    }
+  }
+  KVSIM_ASSIGN_OR_RETURN(const int64_t max_new, map.IntOr("max_new_tokens", 0, 1, kMaxTraceTokens));
+  w.max_new_tokens = static_cast<int32_t>(max_new);
+  if (map.Has("cancel")) KVSIM_RETURN_IF_ERROR(ParseCancel(map, w.cancel));
+  return Status::Ok();
+}
+
 Status ParseWorkload(const YamlMap& map, WorkloadSpec& w) {
+  KVSIM_ASSIGN_OR_RETURN(const std::string loop, map.Enum("loop", {"closed", "open", "trace"}));
+  if (loop == "trace") return ParseTraceWorkload(map, w);
   KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"loop", "requests", "clients", "think_ms", "arrival",
                                             "prompt_tokens", "output_tokens", "max_new_tokens",
                                             "shared_prefix", "sessions", "cancel"}));
-  KVSIM_ASSIGN_OR_RETURN(const std::string loop, map.Enum("loop", {"closed", "open"}));
   w.loop = loop == "open" ? LoopKind::kOpen : LoopKind::kClosed;
   KVSIM_ASSIGN_OR_RETURN(w.requests, map.Int("requests", 1, kMaxRequests));
   if (w.loop == LoopKind::kClosed) {
@@ -133,28 +202,7 @@ Status ParseWorkload(const YamlMap& map, WorkloadSpec& w) {
     session.think_ns = Milliseconds(think);
     w.sessions = session;
   }
-  if (map.Has("cancel")) {
-    KVSIM_ASSIGN_OR_RETURN(const YamlMap cancel, map.Map("cancel"));
-    KVSIM_RETURN_IF_ERROR(cancel.CheckKnownKeys(
-        {"probability", "at_page_boundary", "after_ms", "retry", "retry_delay_ms"}));
-    KVSIM_ASSIGN_OR_RETURN(const double probability, cancel.Double("probability", 0, 1));
-    w.cancel.probability_ppm = PartsPerMillion(probability);
-    KVSIM_ASSIGN_OR_RETURN(w.cancel.at_page_boundary, cancel.BoolOr("at_page_boundary", false));
-    if (w.cancel.at_page_boundary == cancel.Has("after_ms")) {
-      return cancel.Error("after_ms",
-                          "say when a cancellation comes: after_ms (a length distribution in "
-                          "milliseconds) or at_page_boundary: true, not both");
-    }
-    if (!w.cancel.at_page_boundary) {
-      KVSIM_ASSIGN_OR_RETURN(w.cancel.after_ms, ParseLength(cancel, "after_ms"));
-    }
-    if (cancel.Has("retry")) {
-      KVSIM_ASSIGN_OR_RETURN(const double retry, cancel.Double("retry", 0, 1));
-      w.cancel.retry_ppm = PartsPerMillion(retry);
-    }
-    KVSIM_ASSIGN_OR_RETURN(const int64_t delay, cancel.IntOr("retry_delay_ms", 0, 0, kMaxMs));
-    w.cancel.retry_delay_ns = Milliseconds(delay);
-  }
+  if (map.Has("cancel")) KVSIM_RETURN_IF_ERROR(ParseCancel(map, w.cancel));
   return Status::Ok();
 }
 

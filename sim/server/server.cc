@@ -128,7 +128,7 @@ Status Server::OnArrival(int64_t id, EventQueue& queue) {
   if (spec.cancel_after_ns >= 0) {
     queue.Push(queue.now() + spec.cancel_after_ns, kCancel, kCancel, id);
   }
-  if (workload_.spec().loop == LoopKind::kOpen && spec.retry_of < 0) {
+  if (workload_.arrivals_are_open() && spec.retry_of < 0) {
     if (std::optional<RequestSpec> next = workload_.NextArrival()) Issue(*next, queue);
   }
   RequestSchedule(0, queue);

@@ -12,6 +12,8 @@ namespace {
 
 // Seeds of shared-prefix groups: fixed per group index, so every run's group g is the same text.
 constexpr uint64_t kGroupSeedBase = 0x6a09e667f3bcc908ULL;
+// Seeds of trace blocks: fixed per hash id, so equal ids are the same text in every request.
+constexpr uint64_t kTraceBlockSeedBase = 0xbb67ae8584caa73bULL;
 
 Status CheckPpm(const char* field, int64_t ppm) {
   if (ppm < 0 || ppm > kPartsPerMillion) {
@@ -20,12 +22,84 @@ Status CheckPpm(const char* field, int64_t ppm) {
   return Status::Ok();
 }
 
+Status ValidateTraceWorkload(const WorkloadSpec& spec) {
+  const TraceWorkloadSpec& trace = spec.trace;
+  if (spec.requests < 0 || spec.requests > kMaxTraceRequests) {
+    return OutOfRangeError("workload.requests " + std::to_string(spec.requests) +
+                           " is out of range for a trace; allowed: 0 (all of it) to " +
+                           std::to_string(kMaxTraceRequests));
+  }
+  if (trace.file.empty()) return InvalidArgumentError("workload.trace.file is empty");
+  if (trace.replace_arrivals) {
+    KVSIM_RETURN_IF_ERROR(ValidateArrivalSpec(spec.arrival).WithContext("workload.arrival"));
+  }
+  if (!(trace.time_scale > 0 && trace.time_scale <= kMaxTraceTimeScale)) {
+    return OutOfRangeError("workload.trace.time_scale must be above 0 and at most 1000");
+  }
+  if (trace.clip_tokens != 0 && (trace.clip_tokens < 2 || trace.clip_tokens > kMaxTraceTokens)) {
+    return OutOfRangeError("workload.trace.clip.max_tokens must be 2 to " +
+                           std::to_string(kMaxTraceTokens));
+  }
+  if (spec.max_new_tokens < 0 || spec.max_new_tokens > kMaxTraceTokens) {
+    return OutOfRangeError("workload.max_new_tokens must be 0 to " +
+                           std::to_string(kMaxTraceTokens));
+  }
+  if (spec.sessions || spec.shared_prefix.groups > 0) {
+    return InvalidArgumentError(
+        "a trace workload takes its prompts from the trace: no sessions or shared prefixes");
+  }
+  return Status::Ok();
+}
+
+// A trace request's lengths once clipped as the spec says.
+ClippedLengths TraceLengths(const TraceWorkloadSpec& spec, const TraceRequest& r) {
+  if (spec.clip_tokens == 0) return {r.prompt_tokens, r.output_tokens};
+  return ClipLengths(r.prompt_tokens, r.output_tokens, spec.clip_tokens, spec.clip_rule);
+}
+
+// Checks that the trace holds the requests the spec asks for, within its declared output limit.
+Status CheckTraceRequests(const WorkloadSpec& spec) {
+  const RequestTrace* trace = spec.trace.requests.get();
+  if (trace == nullptr) {
+    return InvalidArgumentError("workload.trace: " + spec.trace.file +
+                                " has not been read (a scenario reads it when it is prepared)");
+  }
+  if (static_cast<int64_t>(trace->size()) < spec.requests) {
+    return InvalidArgumentError(trace->path() + ": holds " + std::to_string(trace->size()) +
+                                " requests; workload.requests asks for the first " +
+                                std::to_string(spec.requests));
+  }
+  if (spec.max_new_tokens == 0) return Status::Ok();
+  for (size_t i = 0; i < trace->size(); ++i) {
+    const int32_t output = TraceLengths(spec.trace, trace->request(i)).output_tokens;
+    if (output > spec.max_new_tokens) {
+      return InvalidArgumentError(trace->Where(i) + ": an output of " + std::to_string(output) +
+                                  " tokens exceeds workload.max_new_tokens " +
+                                  std::to_string(spec.max_new_tokens) +
+                                  "; a request never generates more than it declared");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
-const char* LoopKindName(LoopKind kind) { return kind == LoopKind::kOpen ? "open" : "closed"; }
+const char* LoopKindName(LoopKind kind) {
+  switch (kind) {
+    case LoopKind::kOpen:
+      return "open";
+    case LoopKind::kClosed:
+      return "closed";
+    case LoopKind::kTrace:
+      return "trace";
+  }
+  return "unknown";
+}
 
 Status ValidateWorkloadSpec(const WorkloadSpec& spec) {
-  if (spec.requests < 1 || spec.requests > kMaxRequests) {
+  if (spec.loop == LoopKind::kTrace) {
+    KVSIM_RETURN_IF_ERROR(ValidateTraceWorkload(spec));
+  } else if (spec.requests < 1 || spec.requests > kMaxRequests) {
     return OutOfRangeError("workload.requests " + std::to_string(spec.requests) +
                            " is out of range; allowed: 1 to " + std::to_string(kMaxRequests));
   }
@@ -35,14 +109,15 @@ Status ValidateWorkloadSpec(const WorkloadSpec& spec) {
       return InvalidArgumentError(
           "workload.sessions needs a closed loop: a session's next turn follows its last one");
     }
-  } else if (spec.clients < 1 || spec.clients > kMaxClients) {
+  } else if (spec.loop == LoopKind::kClosed && (spec.clients < 1 || spec.clients > kMaxClients)) {
     return OutOfRangeError("workload.clients " + std::to_string(spec.clients) +
                            " is out of range; allowed: 1 to " + std::to_string(kMaxClients));
   }
   if (spec.think_ns < 0) return OutOfRangeError("workload.think_ms must not be negative");
   KVSIM_RETURN_IF_ERROR(ValidateLengthSpec(spec.prompt_tokens, "workload.prompt_tokens"));
   KVSIM_RETURN_IF_ERROR(ValidateLengthSpec(spec.output_tokens, "workload.output_tokens"));
-  if (spec.max_new_tokens != 0 && spec.max_new_tokens < spec.output_tokens.upper()) {
+  if (spec.loop != LoopKind::kTrace && spec.max_new_tokens != 0 &&
+      spec.max_new_tokens < spec.output_tokens.upper()) {
     return OutOfRangeError("workload.max_new_tokens " + std::to_string(spec.max_new_tokens) +
                            " is below the longest output the workload draws (" +
                            std::to_string(spec.output_tokens.upper()) +
@@ -82,6 +157,7 @@ Status ValidateWorkloadSpec(const WorkloadSpec& spec) {
 
 Result<Workload> Workload::Create(const WorkloadSpec& spec, uint64_t seed) {
   KVSIM_RETURN_IF_ERROR(ValidateWorkloadSpec(spec));
+  if (spec.loop == LoopKind::kTrace) KVSIM_RETURN_IF_ERROR(CheckTraceRequests(spec));
   return Workload(spec, seed);
 }
 
@@ -94,8 +170,14 @@ Workload::Workload(const WorkloadSpec& spec, uint64_t seed)
       prefix_rng_(arrivals_rng_.fork()),
       cancel_rng_(arrivals_rng_.fork()),
       seeds_rng_(arrivals_rng_.fork()),
-      arrivals_(spec.loop == LoopKind::kOpen ? spec.arrival : ArrivalSpec()) {
-  if (spec_.max_new_tokens == 0) spec_.max_new_tokens = spec_.output_tokens.upper();
+      arrivals_(spec.loop == LoopKind::kOpen || spec.trace.replace_arrivals ? spec.arrival
+                                                                            : ArrivalSpec()),
+      total_requests_(spec.requests) {
+  if (spec_.loop == LoopKind::kTrace) {
+    if (total_requests_ == 0) total_requests_ = static_cast<int64_t>(spec_.trace.requests->size());
+  } else if (spec_.max_new_tokens == 0) {
+    spec_.max_new_tokens = spec_.output_tokens.upper();
+  }
   if (spec_.sessions) turns_.emplace(spec_.sessions->turns);
   if (spec_.cancel.probability_ppm > 0 && !spec_.cancel.at_page_boundary) {
     cancel_after_.emplace(spec_.cancel.after_ms);
@@ -134,6 +216,37 @@ RequestSpec Workload::Make(SimNs arrival_ns, int32_t client, std::vector<PromptS
   r.prompt_tokens = static_cast<int32_t>(prompt_tokens);
   r.output_tokens = output_.Sample(lengths_rng_);
   r.max_new_tokens = spec_.max_new_tokens;
+  DrawOutputAndCancel(r);
+  return r;
+}
+
+RequestSpec Workload::MakeFromTrace(size_t index, SimNs arrival_ns) {
+  const RequestTrace& trace = *spec_.trace.requests;
+  const TraceRequest& row = trace.request(index);
+  const ClippedLengths lengths = TraceLengths(spec_.trace, row);
+  RequestSpec r;
+  r.id = next_id_++;
+  r.arrival_ns = arrival_ns;
+  if (trace.format() == TraceFormat::kMooncakeJsonl) {
+    // One segment per block, seeded by its hash id: requests whose ids agree up to a block share
+    // every token before it. The last block holds what is left of the (clipped) prompt.
+    int32_t left = lengths.prompt_tokens;
+    for (int32_t block = 0; left > 0; ++block) {
+      const int32_t tokens = std::min(left, kTraceBlockTokens);
+      r.prompt.push_back({MixIds(kTraceBlockSeedBase, trace.block_id(index, block)), tokens});
+      left -= tokens;
+    }
+  } else {
+    r.prompt.push_back({seeds_rng_.next_u64(), lengths.prompt_tokens});
+  }
+  r.prompt_tokens = lengths.prompt_tokens;
+  r.output_tokens = lengths.output_tokens;
+  r.max_new_tokens = spec_.max_new_tokens == 0 ? lengths.output_tokens : spec_.max_new_tokens;
+  DrawOutputAndCancel(r);
+  return r;
+}
+
+void Workload::DrawOutputAndCancel(RequestSpec& r) {
   r.output_seed = seeds_rng_.next_u64();
   const CancelSpec& cancel = spec_.cancel;
   const bool cancelled =
@@ -146,11 +259,10 @@ RequestSpec Workload::Make(SimNs arrival_ns, int32_t client, std::vector<PromptS
       r.cancel_after_ns = SimNs{after_ms} * 1'000'000;
     }
   }
-  return r;
 }
 
 std::optional<RequestSpec> Workload::NextTurn(int32_t client, SimNs arrival_ns) {
-  if (issued_ >= spec_.requests) return std::nullopt;
+  if (issued_ >= total_requests_) return std::nullopt;
   ++issued_;
   if (!turns_) return Make(arrival_ns, client, {});
   Session& session = sessions_[static_cast<size_t>(client)];
@@ -167,7 +279,7 @@ std::optional<RequestSpec> Workload::NextTurn(int32_t client, SimNs arrival_ns) 
 
 std::vector<RequestSpec> Workload::Start() {
   std::vector<RequestSpec> first;
-  if (spec_.loop == LoopKind::kOpen) {
+  if (arrivals_are_open()) {
     if (std::optional<RequestSpec> r = NextArrival()) first.push_back(std::move(*r));
     return first;
   }
@@ -180,11 +292,19 @@ std::vector<RequestSpec> Workload::Start() {
 }
 
 std::optional<RequestSpec> Workload::NextArrival() {
-  KVSIM_CHECK(spec_.loop == LoopKind::kOpen);
-  if (issued_ >= spec_.requests) return std::nullopt;
-  // The first arrival comes after one gap too, so that time 0 is not special.
-  last_arrival_ns_ += arrivals_.NextGap(arrivals_rng_);
-  ++issued_;
+  KVSIM_CHECK(arrivals_are_open());
+  if (issued_ >= total_requests_) return std::nullopt;
+  const size_t index = static_cast<size_t>(issued_++);
+  if (spec_.loop == LoopKind::kTrace && !spec_.trace.replace_arrivals) {
+    const SimNs trace_ns = spec_.trace.requests->request(index).time_ns;
+    // Exact for a scale of 1: a trace spans at most 2^50 ns, which a double holds exactly.
+    last_arrival_ns_ =
+        static_cast<SimNs>(std::llround(static_cast<double>(trace_ns) * spec_.trace.time_scale));
+  } else {
+    // The first arrival comes after one gap too, so that time 0 is not special.
+    last_arrival_ns_ += arrivals_.NextGap(arrivals_rng_);
+  }
+  if (spec_.loop == LoopKind::kTrace) return MakeFromTrace(index, last_arrival_ns_);
   return Make(last_arrival_ns_, -1, {});
 }
 

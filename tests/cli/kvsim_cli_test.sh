@@ -111,5 +111,17 @@ expect_exit 2 "unknown mode 'fast'; allowed: timing, kernel" run kimi-decode-bf1
 expect_exit 2 "^Run 'kvsim run --help' for usage" run kimi-decode-bf16 --seed zz
 expect_exit 2 "not a JSON report" replay configs/scenarios/kimi-decode-bf16.yaml
 
+# Trace scenarios: Vidur's workload runs whole with none rejected, and replays; a malformed trace
+# is bad input (exit 2) named by file and line.
+expect_exit 0 "10,000 arrived, 10,000 finished, 0 cancelled \(0 retried\), 0 rejected" \
+  run vidur-azure-conv --backend cpu --json "$out/vidur.json"
+expect_exit 0 "replay: state hash 0x[0-9a-f]+ reproduced" replay "$out/vidur.json"
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.1,374,44\n2023-11-16 18:15:47,x,1\n' \
+  >"$out/bad-trace.csv"
+sed -e "s#traces/azure-llm-2023-conv.csv#$out/bad-trace.csv#" -e 's/requests: 10000/requests: 2/' \
+  configs/scenarios/vidur-azure-conv.yaml >"$out/bad-trace.yaml"
+expect_exit 2 "bad-trace.csv:3: field 'ContextTokens': expected a whole number of tokens" \
+  run "$out/bad-trace.yaml" --backend cpu
+
 echo "$failures failure(s)"
 [ "$failures" -eq 0 ]

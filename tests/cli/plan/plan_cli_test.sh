@@ -90,9 +90,9 @@ expect_exit 0 "KV cache dtype +fp8_e4m3" plan --deployment "$tmp/deployment.yaml
 expect_exit 0 "weights +int4" plan --deployment "$tmp/deployment.yaml"
 
 # Bad input: exit 2 with what is allowed; a deployment that cannot be met: exit 1.
-expect_exit 2 "unknown model 'kimi'; available: deepseek-v3, glm-5.2, kimi-k2.6, llama-3.1-70b, qwen3-235b-a22b" \
+expect_exit 2 "unknown model 'kimi'; available: deepseek-v3, glm-5.2, kimi-k2.6, llama-2-70b, llama-3.1-70b, qwen3-235b-a22b" \
   plan --model kimi
-expect_exit 2 "unknown GPU 'a100'; available: b200, h100-sxm, h200-sxm" plan --gpu a100
+expect_exit 2 "unknown GPU 'a100'; available: a100-sxm-80gb, b200, h100-sxm, h200-sxm" plan --gpu a100
 expect_exit 1 "weights need 79.3 GiB per GPU, 66.1 available after the memory fraction" \
   plan --model deepseek-v3 --gpu h100-sxm
 # --compare plans every configuration; exit 1 only when none fits.

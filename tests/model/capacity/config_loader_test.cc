@@ -42,9 +42,11 @@ std::string ModelError(const std::string& text) {
 TEST(ConfigLoaderTest, EveryShippedConfigLoadsUnderItsFileName) {
   const Result<Catalog> catalog = Catalog::Open("configs");
   ASSERT_TRUE(catalog.ok()) << catalog.status().ToString();
-  EXPECT_EQ(catalog->ModelNames(), (std::vector<std::string>{"deepseek-v3", "glm-5.2", "kimi-k2.6",
-                                                             "llama-3.1-70b", "qwen3-235b-a22b"}));
-  EXPECT_EQ(catalog->GpuNames(), (std::vector<std::string>{"b200", "h100-sxm", "h200-sxm"}));
+  EXPECT_EQ(catalog->ModelNames(),
+            (std::vector<std::string>{"deepseek-v3", "glm-5.2", "kimi-k2.6", "llama-2-70b",
+                                      "llama-3.1-70b", "qwen3-235b-a22b"}));
+  EXPECT_EQ(catalog->GpuNames(),
+            (std::vector<std::string>{"a100-sxm-80gb", "b200", "h100-sxm", "h200-sxm"}));
   for (const auto& name : catalog->ModelNames()) {
     const Result<ModelSpec> spec = catalog->LoadModel(name);
     EXPECT_TRUE(spec.ok()) << spec.status().ToString();
@@ -84,6 +86,15 @@ TEST(ConfigLoaderTest, ReadsTheFieldsItIsGiven) {
   EXPECT_DOUBLE_EQ(h200->memory_bytes_per_s, 4.8e12);
   EXPECT_DOUBLE_EQ(h200->bf16_flop_per_s, 989e12);
   EXPECT_DOUBLE_EQ(h200->fp8_flop_per_s, 1979e12);
+  EXPECT_TRUE(h200->has_fp8_cores());
+
+  // An A100 has no FP8 tensor cores: its file leaves the rate out, and FP8 work runs at BF16's.
+  const Result<GpuSpec> a100 = catalog->LoadGpu("a100-sxm-80gb");
+  ASSERT_TRUE(a100.ok()) << a100.status().ToString();
+  EXPECT_EQ(a100->memory_bytes, 81920ull << 20);
+  EXPECT_EQ(a100->fp8_flop_per_s, 0);
+  EXPECT_FALSE(a100->has_fp8_cores());
+  EXPECT_DOUBLE_EQ(a100->fp8_work_flop_per_s(), 312e12);
 }
 
 TEST(ConfigLoaderTest, MinimalModelParses) {
@@ -151,11 +162,12 @@ TEST(ConfigLoaderTest, UnknownNamesListWhatIsAvailable) {
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(missing.status().message(),
             "unknown model 'kimi-k3'; available: deepseek-v3, glm-5.2, kimi-k2.6, "
-            "llama-3.1-70b, qwen3-235b-a22b (in configs/models/)");
+            "llama-2-70b, llama-3.1-70b, qwen3-235b-a22b (in configs/models/)");
   const Result<GpuSpec> gpu = catalog->LoadGpu("a100");
   ASSERT_FALSE(gpu.ok());
   EXPECT_EQ(gpu.status().message(),
-            "unknown GPU 'a100'; available: b200, h100-sxm, h200-sxm (in configs/gpus/)");
+            "unknown GPU 'a100'; available: a100-sxm-80gb, b200, h100-sxm, h200-sxm (in "
+            "configs/gpus/)");
   EXPECT_EQ(Catalog::Open("no-such-folder").status().code(), StatusCode::kNotFound);
 }
 

@@ -99,6 +99,34 @@ TEST_F(StepTimeTest, CostIsThePricePerHourOverTokensPerHour) {
   EXPECT_NEAR(d.decode[0].usd_per_million_tokens / e.usd_per_million_tokens, 3.5 / 2, 1e-9);
 }
 
+TEST_F(StepTimeTest, FP8WorkRunsOnTheBf16CoresOfAGpuWithoutFp8Ones) {
+  PlanSettings bf16;
+  bf16.model = "llama-2-70b";
+  bf16.gpu = "a100-sxm-80gb";
+  bf16.deployment.gpus = 2;
+  bf16.deployment.tp = 2;
+  bf16.deployment.context_tokens = 4096;
+  PlanSettings fp8 = bf16;
+  fp8.deployment.weight_variant = "fp8";
+  fp8.deployment.kv_format = {KvDtype::kFp8E4M3, KvScaling::kPerTensor};
+  const PlanResult a = PlanOf(bf16, {16});
+  const PlanResult b = PlanOf(fp8, {16});
+  EXPECT_FALSE(b.gpu.has_fp8_cores());
+  EXPECT_EQ(b.gpu.fp8_work_flop_per_s(), b.gpu.bf16_flop_per_s);
+  // Prefill multiplies the same parameters at the same (BF16) rate: FP8 weights buy no compute.
+  EXPECT_NEAR(b.prefill.tokens_per_s / a.prefill.tokens_per_s, 1, 1e-9);
+  // They do halve the bytes a decode step reads, and the FP8 cache is converted as it is read.
+  EXPECT_LT(b.decode[0].weight_read_bytes * 1.9, a.decode[0].weight_read_bytes);
+  EXPECT_GT(b.decode[0].fp8_s, 0);
+  // On an H100 the same FP8 weights prefill faster than BF16 ones.
+  PlanSettings h100_bf16 = bf16;
+  h100_bf16.gpu = "h100-sxm";
+  PlanSettings h100_fp8 = fp8;
+  h100_fp8.gpu = "h100-sxm";
+  EXPECT_GT(PlanOf(h100_fp8, {16}).prefill.tokens_per_s,
+            1.5 * PlanOf(h100_bf16, {16}).prefill.tokens_per_s);
+}
+
 TEST_F(StepTimeTest, AFasterGpuStepsFasterAndHoldsMore) {
   PlanSettings h200;
   PlanSettings b200 = h200;
