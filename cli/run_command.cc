@@ -36,6 +36,9 @@ class RunCommand : public Command {
         ->capture_default_str();
     app.add_option("--json", json_, "Write the report as JSON here (kvsim replay reads it)");
     app.add_option("--csv", csv_, "Write one line per request here");
+    app.add_option("--trace", trace_,
+                   "Write a Chrome/Perfetto trace of the run here (steps, requests, transfers, "
+                   "aborts; open it in ui.perfetto.dev)");
     app.add_option("--configs", configs_, "Folder with models/, gpus/, calibration/, scenarios/");
     app.footer(
         "The report names the seed and ends with the one-line command that reproduces it.\n"
@@ -60,6 +63,7 @@ class RunCommand : public Command {
     KVSIM_ASSIGN_OR_RETURN(options.backend, ParseBackendChoice(backend_text_));
     options.json_path = json_;
     options.csv_path = csv_;
+    options.trace_path = trace_;
     KVSIM_ASSIGN_OR_RETURN(const sim::RunReport report, RunAndReport(scenario, options, out));
     return FindingsStatus(report);
   }
@@ -71,6 +75,7 @@ class RunCommand : public Command {
   std::string backend_text_ = "auto";
   std::string json_;
   std::string csv_;
+  std::string trace_;
   std::string configs_;
 };
 

@@ -13,6 +13,7 @@
 #include "cli/text_table.h"
 #include "kernels/backend_factory.h"
 #include "model/catalog.h"
+#include "sim/report/chrome_trace.h"
 #include "sim/report/report_io.h"
 #include "sim/scenario/run_scenario.h"
 
@@ -144,6 +145,10 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
   run.progress = [&progress](sim::SimNs now, int64_t steps) { progress.Update(now, steps); };
   sim::KernelWallClock kernel_wall;
   run.kernel_wall = &kernel_wall;
+  std::vector<std::string> pool_names;
+  for (const sim::PreparedPool& pool : prepared.pools) pool_names.push_back(pool.name);
+  sim::ChromeTrace trace(pool_names);
+  if (!options.trace_path.empty()) run.trace = &trace;
   const auto wall_start = std::chrono::steady_clock::now();
   Result<sim::RunReport> result = sim::RunPrepared(scenario, prepared, run, *backend);
   const double wall_s =
@@ -169,8 +174,7 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
         "  transfers: {} ({} cancelled while in flight) of {:.0f} B per token and GPU at {:.1f} "
         "GB/s per GPU after {:.1f} us; time p50 {} ms, p99 {} ms\n",
         Grouped(r.transfers), Grouped(r.cancelled_in_transfer), prepared.link->bytes_per_token,
-        prepared.link->bytes_per_s / 1e9,
-        sim::NsToSeconds(prepared.link->latency_ns) * 1e6,
+        prepared.link->bytes_per_s / 1e9, sim::NsToSeconds(prepared.link->latency_ns) * 1e6,
         Ms(static_cast<double>(r.transfer.p50_ns)), Ms(static_cast<double>(r.transfer.p99_ns)));
   }
   out << fmt::format("  simulated {:.3f} s ({}): {} steps, {} events\n", sim::NsToSeconds(r.end_ns),
@@ -221,6 +225,12 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
     if (!file) return InvalidArgumentError("--json: cannot write " + options.json_path);
     sim::WriteReportJson(r, context, file);
     if (!file) return InvalidArgumentError("--json: writing " + options.json_path + " failed");
+  }
+  if (!options.trace_path.empty()) {
+    std::ofstream file(options.trace_path);
+    if (!file) return InvalidArgumentError("--trace: cannot write " + options.trace_path);
+    trace.Write(file);
+    if (!file) return InvalidArgumentError("--trace: writing " + options.trace_path + " failed");
   }
   if (!options.csv_path.empty()) {
     std::ofstream file(options.csv_path);

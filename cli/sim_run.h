@@ -27,6 +27,7 @@ struct SimRunOptions {
   std::string configs_root;
   std::string json_path;  // "" none
   std::string csv_path;   // "" none
+  std::string trace_path;  // "" none: a Chrome/Perfetto trace of the run
   bool progress = true;   // a progress line on stderr when it is a terminal
 };
 

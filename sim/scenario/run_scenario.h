@@ -13,6 +13,7 @@
 #include "model/catalog.h"
 #include "model/plan.h"
 #include "sim/dataplane/kernel_data_plane.h"
+#include "sim/report/chrome_trace.h"
 #include "sim/report/run_report.h"
 #include "sim/scenario/scenario.h"
 
@@ -45,6 +46,8 @@ struct RunOptions {
   std::function<void(SimNs, int64_t)> progress;
   // Kernel mode: where the data planes' wall time went is written here when not null.
   KernelWallClock* kernel_wall = nullptr;
+  // The run is recorded here when not null (one track per prepared pool, in their order).
+  ChromeTrace* trace = nullptr;
 };
 
 // Runs a prepared scenario on `backend` (which runs the integrity check, and in kernel mode the

@@ -150,6 +150,9 @@ void Server::DropFirstHalf(int64_t id) {
 
 Status Server::OnCancel(int64_t id, EventQueue& queue) {
   const Location at = where_[static_cast<size_t>(id)];
+  if (trace_ != nullptr && (at.first >= 0 || at.decode >= 0)) {
+    trace_->Instant(at.decode >= 0 ? 1 : 0, queue.now(), "cancel", "request " + std::to_string(id));
+  }
   if (at.decode >= 0) {
     // Handed over: the decode pool's half decides; a transfer in flight ends it later.
     if (pools_[1]->scheduler.Cancel(at.decode, queue.now(), pools_[1]->auditor)) {
@@ -215,6 +218,11 @@ Status Server::CheckAccess(size_t pool, KvAccess access, const std::vector<Sched
       finding.detail = p.name + " pool: " + a.message;
       AddFinding(std::move(finding));
     }
+    if (trace_ != nullptr) {
+      trace_->Instant(
+          static_cast<int>(pool), queue_->now(), "abort",
+          "request " + std::to_string(p.scheduler.request(slot).spec.id) + ": " + a.message);
+    }
     AbortRequest(pool, slot, a.message, *queue_);
   }
   return Status::Ok();
@@ -270,6 +278,7 @@ Status Server::StartStep(size_t pool, EventQueue& queue) {
   KVSIM_RETURN_IF_ERROR(CheckAccess(pool, KvAccess::kRead, p.plan.rows, p.proceed));
   KVSIM_RETURN_IF_ERROR(Audit(pool, KvAccess::kRead, p.plan.rows, p.proceed));
   batch_.clear();
+  p.prefill_tokens = 0;
   for (size_t i = 0; i < p.plan.rows.size(); ++i) {
     if (!p.proceed[i]) continue;
     const ScheduledRow& row = p.plan.rows[i];
@@ -277,8 +286,10 @@ Status Server::StartStep(size_t pool, EventQueue& queue) {
       batch_.decode_contexts.push_back(row.first_token + 1);
     } else {
       batch_.prefill.push_back({row.tokens, row.first_token});
+      p.prefill_tokens += row.tokens;
     }
   }
+  p.decode_rows = static_cast<int32_t>(batch_.decode_contexts.size());
   const SimNs duration = batch_.empty() ? 0 : SecondsToNs(p.step_time.Step(batch_).total_s);
   p.in_flight = true;
   p.step_start_ns = now;
@@ -291,6 +302,11 @@ Status Server::StartStep(size_t pool, EventQueue& queue) {
     used += each->scheduler.pool().pages_owned();
     waiting += static_cast<int32_t>(each->scheduler.waiting().size());
   }
+  if (trace_ != nullptr) {
+    trace_->Counters(static_cast<int>(pool), now, p.scheduler.pool().pages_owned(),
+                     static_cast<int32_t>(p.scheduler.running().size()),
+                     static_cast<int32_t>(p.scheduler.waiting().size()));
+  }
   report_.peak_running = std::max(report_.peak_running, running);
   report_.peak_pages_used = std::max(report_.peak_pages_used, used);
   series_.Add({now, used, running, waiting});
@@ -302,6 +318,9 @@ Status Server::OnStepEnd(size_t pool, EventQueue& queue) {
   const SimNs now = queue.now();
   KVSIM_RETURN_IF_ERROR(CheckStepClock(p.step_start_ns, now));
   p.in_flight = false;
+  if (trace_ != nullptr) {
+    trace_->Step(static_cast<int>(pool), p.step_start_ns, now, p.decode_rows, p.prefill_tokens);
+  }
   std::vector<SimNs> last_token_before;
   for (size_t i = 0; i < p.plan.rows.size(); ++i) {
     last_token_before.push_back(
@@ -355,6 +374,8 @@ Status Server::OnTransferEnd(int64_t id, EventQueue& queue) {
   const Location at = where_[static_cast<size_t>(id)];
   if (at.decode < 0) return Status::Ok();  // it ended while the data was on the way
   transfers_.push_back(queue.now() - transfer_start_[static_cast<size_t>(id)]);
+  if (trace_ != nullptr)
+    trace_->Transfer(id, transfer_start_[static_cast<size_t>(id)], queue.now());
   Pool& decode = *pools_[1];
   const SimRequest& received = decode.scheduler.request(at.decode);
   const bool cancelled = received.cancel_pending ||
@@ -428,6 +449,10 @@ void Server::RecordEnd(size_t pool, int32_t slot, EventQueue& queue) {
     queueing_.push_back(r.first_scheduled_ns - r.spec.arrival_ns);
     report_.prompt_tokens += r.spec.prompt_tokens;
     report_.cached_tokens += r.cached_tokens;
+  }
+  if (trace_ != nullptr) {
+    trace_->Request(r.spec.id, r.spec.arrival_ns, r.first_scheduled_ns, r.first_token_ns, r.end_ns,
+                    RequestPhaseName(r.phase));
   }
   MixHash(static_cast<uint64_t>(r.spec.id) * 16 + static_cast<uint64_t>(r.phase));
   MixHash((static_cast<uint64_t>(r.generated) << 40) ^ static_cast<uint64_t>(r.end_ns));

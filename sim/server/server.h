@@ -24,6 +24,7 @@
 #include "sim/engine/run_loop.h"
 #include "sim/faults/fault_plan.h"
 #include "sim/integrity/integrity_tracker.h"
+#include "sim/report/chrome_trace.h"
 #include "sim/report/run_report.h"
 #include "sim/sched/scheduler.h"
 #include "sim/server/access_auditor.h"
@@ -75,6 +76,9 @@ class Server final : public EventHandler {
   void set_progress(std::function<void(SimNs, int64_t)> progress) {
     progress_ = std::move(progress);
   }
+  // Records steps, requests, transfers and instants into `trace` (null: none); it must outlive the
+  // run and have one track per pool.
+  void set_trace(ChromeTrace* trace) { trace_ = trace; }
 
   Status Handle(const Event& event, EventQueue& queue) override;
   Status CheckCheapInvariants() const override;
@@ -113,6 +117,8 @@ class Server final : public EventHandler {
     StepPlan plan;
     std::vector<bool> proceed;
     std::vector<int32_t> generated_before;
+    int32_t decode_rows = 0;     // of the step in flight
+    int64_t prefill_tokens = 0;  // of the step in flight
   };
 
   // Where a live request is: its slot in the first pool, and in the decode pool once handed over.
@@ -172,6 +178,7 @@ class Server final : public EventHandler {
   PoolSeries series_;
   uint64_t hash_ = 0;
   std::function<void(SimNs, int64_t)> progress_;
+  ChromeTrace* trace_ = nullptr;
 };
 
 }  // namespace kvsim::sim

@@ -4,12 +4,15 @@
 // keeps every output within the reference's bound and gives the timing mode's state hash.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <sstream>
 #include <string>
 
 #include "kernels/backend.h"
 #include "model/catalog.h"
+#include "sim/report/chrome_trace.h"
 #include "sim/report/report_io.h"
 #include "sim/scenario/run_scenario.h"
 
@@ -25,12 +28,14 @@ Scenario Shipped(const std::string& name) {
   return LoadScenario("configs/scenarios/" + name + ".yaml").value();
 }
 
-RunReport Simulate(const Scenario& scenario, uint64_t seed, RunMode mode = RunMode::kTiming) {
+RunReport Simulate(const Scenario& scenario, uint64_t seed, RunMode mode = RunMode::kTiming,
+                   ChromeTrace* trace = nullptr) {
   const PreparedScenario prepared = PrepareScenario(scenario, Configs()).value();
   std::unique_ptr<Backend> backend = CreateCpuBackend();
   RunOptions options;
   options.seed = seed;
   options.mode = mode;
+  options.trace = trace;
   Result<RunReport> report = RunPrepared(scenario, prepared, options, *backend);
   KVSIM_CHECK(report.ok()) << report.status().ToString();
   return std::move(report).value();
@@ -208,6 +213,38 @@ TEST(SimulationTest, DisaggregatedKernelModeConvertsTheFormatOnTheWay) {
   EXPECT_GT(kernel.kernel.outputs_checked, 1000);
   EXPECT_EQ(kernel.kernel.outputs_outside_bound, 0);
   EXPECT_EQ(kernel.state_hash, Simulate(pd, pd.seed).state_hash);
+}
+
+// The trace is JSON in the trace-event format: one complete event per step, a begin and an end
+// for every request span, one event per transfer, an instant per cancellation, named tracks.
+TEST(SimulationTest, TheTraceParsesAndHoldsEveryStepRequestAndTransfer) {
+  const Scenario pd = Shipped("pd-aborts-in-transfer");
+  ChromeTrace trace({"prefill", "decode"});
+  const RunReport r = Simulate(pd, pd.seed, RunMode::kTiming, &trace);
+  std::ostringstream out;
+  trace.Write(out);
+  const nlohmann::json json = nlohmann::json::parse(out.str());
+  int64_t steps = 0, transfers = 0, begins = 0, ends = 0, names = 0, cancels = 0;
+  for (const nlohmann::json& event : json.at("traceEvents")) {
+    const std::string phase = event.at("ph");
+    const std::string name = event.at("name");
+    EXPECT_TRUE(event.contains("pid"));
+    if (phase == "M") ++names;
+    if (phase == "X" && name == "step") ++steps;
+    if (phase == "X" && event.at("pid") == 101) ++transfers;
+    if (phase == "b") ++begins;
+    if (phase == "e") ++ends;
+    if (phase == "i" && name == "cancel") ++cancels;
+    if (phase != "M") {
+      EXPECT_GE(event.at("ts").get<double>(), 0.0);
+    }
+  }
+  EXPECT_EQ(names, 4);
+  EXPECT_EQ(steps, r.steps);
+  EXPECT_EQ(transfers, r.transfers);
+  EXPECT_EQ(begins, ends);
+  EXPECT_GE(begins, r.arrived);
+  EXPECT_GT(cancels, 0);
 }
 
 }  // namespace
