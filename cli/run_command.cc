@@ -34,6 +34,8 @@ class RunCommand : public Command {
                    "the scenario's mode");
     app.add_option("--backend", backend_text_, "Where checks and kernels run: auto, cpu or cuda")
         ->capture_default_str();
+    app.add_option("--max-time-s", max_time_s_,
+                   "Stop at this simulated time, in seconds (a slice of a long scenario)");
     app.add_option("--json", json_, "Write the report as JSON here (kvsim replay reads it)");
     app.add_option("--csv", csv_, "Write one line per request here");
     app.add_option("--trace", trace_,
@@ -61,6 +63,11 @@ class RunCommand : public Command {
       KVSIM_ASSIGN_OR_RETURN(options.mode, sim::ParseRunMode(mode_text_));
     }
     KVSIM_ASSIGN_OR_RETURN(options.backend, ParseBackendChoice(backend_text_));
+    if (!(max_time_s_ >= 0 && max_time_s_ <= 9e9)) {
+      return OutOfRangeError("--max-time-s " + std::to_string(max_time_s_) +
+                             " is out of range; allowed: 0 (the scenario's limits) to 9e9");
+    }
+    options.max_time_s = max_time_s_;
     options.json_path = json_;
     options.csv_path = csv_;
     options.trace_path = trace_;
@@ -77,6 +84,7 @@ class RunCommand : public Command {
   std::string csv_;
   std::string trace_;
   std::string configs_;
+  double max_time_s_ = 0;
 };
 
 class ReplayCommand : public Command {
@@ -108,6 +116,7 @@ class ReplayCommand : public Command {
     options.scenario_arg = input.scenario_argument;
     options.configs_root = ConfigsRoot(configs_);
     options.seed = input.seed;
+    options.max_time_s = input.max_time_s;
     KVSIM_ASSIGN_OR_RETURN(options.mode, sim::ParseRunMode(input.mode));
     KVSIM_ASSIGN_OR_RETURN(options.backend, ParseBackendChoice(input.backend));
     KVSIM_ASSIGN_OR_RETURN(const sim::RunReport report, RunAndReport(scenario, options, out));

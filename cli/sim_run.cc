@@ -122,8 +122,10 @@ Result<sim::Scenario> ResolveScenario(const std::string& name_or_path,
 }
 
 std::string ReproductionLine(const SimRunOptions& o, const std::string& backend_name) {
-  return fmt::format("kvsim run {} --seed {} --mode {} --backend {}", o.scenario_arg,
-                     FormatSeed(o.seed), sim::RunModeName(o.mode), backend_name);
+  std::string line = fmt::format("kvsim run {} --seed {} --mode {} --backend {}", o.scenario_arg,
+                                 FormatSeed(o.seed), sim::RunModeName(o.mode), backend_name);
+  if (o.max_time_s > 0) line += fmt::format(" --max-time-s {}", o.max_time_s);
+  return line;
 }
 
 Status FindingsStatus(const sim::RunReport& r) {
@@ -135,8 +137,9 @@ Status FindingsStatus(const sim::RunReport& r) {
 Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunOptions& options,
                                     std::ostream& out) {
   KVSIM_ASSIGN_OR_RETURN(const model::Catalog catalog, model::Catalog::Open(options.configs_root));
-  KVSIM_ASSIGN_OR_RETURN(const sim::PreparedScenario prepared,
-                         sim::PrepareScenario(scenario, catalog));
+  KVSIM_ASSIGN_OR_RETURN(sim::PreparedScenario prepared, sim::PrepareScenario(scenario, catalog));
+  if (options.max_time_s > 0)
+    prepared.server.limits.max_time_ns = sim::SecondsToNs(options.max_time_s);
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(options.backend));
   ProgressLine progress(options.progress);
   sim::RunOptions run;
@@ -219,7 +222,8 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
       wall_s, wall_s > 0 ? static_cast<double>(r.output_tokens) / wall_s : 0.0,
       wall_s > 0 ? static_cast<double>(r.arrived) / wall_s : 0.0);
   out << "Reproduce: " << reproduce << "\n";
-  const sim::ReportContext context{options.scenario_arg, scenario.path, scenario.text, reproduce};
+  const sim::ReportContext context{options.scenario_arg, scenario.path, scenario.text, reproduce,
+                                   options.max_time_s};
   if (!options.json_path.empty()) {
     std::ofstream file(options.json_path);
     if (!file) return InvalidArgumentError("--json: cannot write " + options.json_path);

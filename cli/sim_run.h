@@ -24,6 +24,9 @@ struct SimRunOptions {
   uint64_t seed = 0;
   sim::RunMode mode = sim::RunMode::kTiming;
   BackendChoice backend = BackendChoice::kAuto;
+  // Stops the run at this simulated time (seconds; 0: the scenario's limits): a slice of a long
+  // scenario, in kernel mode above all.
+  double max_time_s = 0;
   std::string configs_root;
   std::string json_path;  // "" none
   std::string csv_path;   // "" none

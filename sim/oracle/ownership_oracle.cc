@@ -48,6 +48,7 @@ OwnershipOracle::OwnershipOracle(int32_t num_pages, int32_t page_size)
     : num_pages_(num_pages),
       page_size_(page_size),
       epochs_(static_cast<size_t>(num_pages), 0),
+      versions_(static_cast<size_t>(num_pages), 0),
       summary_(static_cast<size_t>(num_pages)),
       slots_(static_cast<size_t>(num_pages) * static_cast<size_t>(page_size)) {}
 
@@ -65,6 +66,7 @@ void OwnershipOracle::OnAllocate(int32_t page) {
   const size_t index = PageIndex(page);
   KVSIM_CHECK_LT(epochs_[index], INT64_MAX) << "page " << page;
   ++epochs_[index];
+  ++versions_[index];
   // The slots keep the previous allocations' data; their older epochs say so.
   summary_[index] = PageSummary();
 }
@@ -83,6 +85,7 @@ AccessVerdict OwnershipOracle::Write(int32_t page, int32_t slot, const Allocatio
                                      uint64_t content) {
   Slot& target = slots_[SlotIndex(page, slot)];
   PageSummary& summary = summary_[static_cast<size_t>(page)];
+  ++versions_[static_cast<size_t>(page)];
   const bool owner = writer == Current(page);
   // The slot leaves the owner's set (its term leaves the digest) and comes back if the owner
   // writes it again, with its new content.

@@ -84,6 +84,9 @@ class OwnershipOracle {
   Allocation Current(int32_t page) const;
   // How many times the page has been allocated.
   int64_t epoch(int32_t page) const;
+  // A count of every change to the page: its allocations and every write into it. A reader that
+  // found the page as it expected may take it as unchanged while its version is the same.
+  uint64_t version(int32_t page) const { return versions_[static_cast<size_t>(page)]; }
 
   // A write of `content` into `slot` of `page` by a writer that holds `writer`. `content` names
   // the K/V value written (a hash of the token prefix, say; 0 where a caller has no notion of
@@ -136,6 +139,7 @@ class OwnershipOracle {
   int32_t num_pages_;
   int32_t page_size_;
   std::vector<int64_t> epochs_;       // [num_pages]
+  std::vector<uint64_t> versions_;    // [num_pages]
   std::vector<PageSummary> summary_;  // [num_pages]
   std::vector<Slot> slots_;           // [num_pages * page_size], page-major
 };

@@ -42,11 +42,9 @@ void WriteReportJson(const RunReport& r, const ReportContext& context, std::ostr
                    {"argument", context.scenario_argument},
                    {"path", context.scenario_path},
                    {"text", context.scenario_text}};
-  j["run"] = {{"seed", FormatSeed(r.seed)},
-              {"mode", r.mode},
-              {"backend", r.backend},
-              {"tracker", r.tracker},
-              {"oracle", r.oracle}};
+  j["run"] = {{"seed", FormatSeed(r.seed)}, {"mode", r.mode},
+              {"backend", r.backend},       {"tracker", r.tracker},
+              {"oracle", r.oracle},         {"max_time_s", context.max_time_s}};
   j["reproduce"] = context.reproduce;
   j["stop"] = StopReasonName(r.stop);
   j["events"] = r.events;
@@ -172,6 +170,10 @@ Result<ReplayInput> ReadReplayInput(const std::string& json_text, const std::str
   KVSIM_ASSIGN_OR_RETURN(input.seed, ParseSeed(seed));
   KVSIM_ASSIGN_OR_RETURN(input.mode, text_at("run", "mode"));
   KVSIM_ASSIGN_OR_RETURN(input.backend, text_at("run", "backend"));
+  const nlohmann::json& run = j.at("run");
+  if (run.contains("max_time_s") && run.at("max_time_s").is_number()) {
+    input.max_time_s = run.at("max_time_s").get<double>();
+  }
   const auto hash = j.find("state_hash");
   if (hash == j.end() || !hash->is_string()) {
     return InvalidArgumentError(path + ": no string 'state_hash' in the report");

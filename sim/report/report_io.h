@@ -17,6 +17,7 @@ struct ReportContext {
   std::string scenario_path;
   std::string scenario_text;
   std::string reproduce;  // the one-line command
+  double max_time_s = 0;  // the run's own time limit, when one replaced the scenario's
 };
 
 // Writes the report as indented JSON followed by a newline.
@@ -33,6 +34,7 @@ struct ReplayInput {
   uint64_t seed = 0;
   std::string mode;
   std::string backend;
+  double max_time_s = 0;
   uint64_t state_hash = 0;
 };
 

@@ -49,9 +49,17 @@ void OracleAuditor::OnGrant(int32_t slot, int32_t logical, int32_t page) {
     truth.pages.resize(static_cast<size_t>(logical) + 1, Allocation{-2 - slot, 0, false});
   }
   truth.pages[static_cast<size_t>(logical)] = oracle_.Current(page);
+  // What the request holds changed: what it verified there no longer stands.
+  if (static_cast<size_t>(logical) < truth.verified.size()) {
+    truth.verified[static_cast<size_t>(logical)] = {-1, 0};
+  }
 }
 
-void OracleAuditor::OnReleaseAll(int32_t slot) { TruthOf(slot).pages.clear(); }
+void OracleAuditor::OnReleaseAll(int32_t slot) {
+  Truth& truth = TruthOf(slot);
+  truth.pages.clear();
+  truth.verified.clear();
+}
 
 void OracleAuditor::Forget(int32_t slot) { TruthOf(slot) = Truth(); }
 
@@ -127,6 +135,10 @@ Status OracleAuditor::Reads(const StepAccess& access, IntegrityCounts& counts,
     Extend(request, row.slot, end);
     const Truth& truth = truths_[static_cast<size_t>(row.slot)];
     const int32_t pages = (end + page_size - 1) / page_size;
+    Truth& verify = truths_[static_cast<size_t>(row.slot)];
+    if (verify.verified.size() < static_cast<size_t>(pages)) {
+      verify.verified.resize(static_cast<size_t>(pages), {-1, 0});
+    }
     bool reported = false;
     for (int32_t logical = 0; logical < pages; ++logical) {
       const int32_t first = logical * page_size;
@@ -134,6 +146,13 @@ Status OracleAuditor::Reads(const StepAccess& access, IntegrityCounts& counts,
       const int32_t page = static_cast<size_t>(logical) < request.block_row.size()
                                ? request.block_row[static_cast<size_t>(logical)]
                                : -1;
+      // A whole page found ok and unchanged since (same page, same version, same holding) is ok.
+      std::pair<int32_t, uint64_t>& seen = verify.verified[static_cast<size_t>(logical)];
+      if (slots == page_size && page >= 0 && page < oracle_.num_pages() && seen.first == page &&
+          seen.second == oracle_.version(page)) {
+        ++counts.reads[static_cast<size_t>(AccessVerdict::kOk)];
+        continue;
+      }
       const uint64_t* expected = &truth.contents[static_cast<size_t>(first)];
       // A whole page's digest is kept; a partial one (the last page, or a recomputation that
       // has not yet reached the end it had before) is summed here.
@@ -147,6 +166,9 @@ Status OracleAuditor::Reads(const StepAccess& access, IntegrityCounts& counts,
               ? AccessVerdict::kWrongPage
               : oracle_.ReadPage(page, slots, Holding(row.slot, logical), expected, digest);
       ++counts.reads[static_cast<size_t>(verdict)];
+      if (verdict == AccessVerdict::kOk && slots == page_size) {
+        seen = {page, oracle_.version(page)};
+      }
       if (verdict != AccessVerdict::kOk && !reported) {
         findings.push_back(MakeFinding(Finding::Kind::kSilentRead, access, request, logical, page,
                                        verdict, first));

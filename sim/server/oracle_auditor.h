@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -38,6 +39,9 @@ class OracleAuditor final : public AccessAuditor {
     std::vector<Allocation> pages;   // by logical page: the allocation legitimately granted
     std::vector<uint64_t> contents;  // by position: the content id the sequence holds there
     std::vector<uint64_t> digests;   // by logical page, over its positions in `contents`
+    // By logical page: the physical page a whole-page read last found ok, and the oracle's
+    // version of it then (page -1: none). While both hold, the page is ok without a look.
+    std::vector<std::pair<int32_t, uint64_t>> verified;
   };
 
   explicit OracleAuditor(OwnershipOracle oracle);

@@ -207,6 +207,7 @@ TEST(SimulationTest, DisaggregatedKernelModeConvertsTheFormatOnTheWay) {
   pd.server.workload.output_tokens = {LengthKind::kUniform, 0, 2, 40};
   pd.server.workload.max_new_tokens = 40;
   pd.server.workload.cancel.probability_ppm = 0;
+  pd.kernel.check_every = 1;
   const RunReport kernel = Simulate(pd, pd.seed, RunMode::kKernel);
   EXPECT_EQ(kernel.findings_total, 0);
   EXPECT_GT(kernel.transfers, 0);
