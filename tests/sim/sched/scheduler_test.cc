@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "base/prng.h"
@@ -231,6 +232,40 @@ TEST(SchedulerTest, AnAbortReleasesOnlyThePagesWhoseGrantStillVerifies) {
   EXPECT_EQ(d.scheduler.request(a).phase, RequestPhase::kAborted);
   EXPECT_EQ(pool.refcount(page), 1);  // the new owner's reference survives
   EXPECT_EQ(pool.pages_owned(), 1);
+}
+
+// The sweep sees each way the books can disagree with the pool: a reference nobody holds, a page
+// an ended request still records, and reservations that do not add up.
+TEST(SchedulerTest, TheSweepCatchesBooksThatDisagreeWithThePool) {
+  {
+    Driver d(SmallConfig(8));
+    const int32_t a = d.scheduler.Enqueue(Request(0, 8, 4));
+    d.Step();
+    ASSERT_TRUE(d.scheduler.CheckSweep().ok());
+    // A share no request records: a page held one time more than its holders.
+    ASSERT_TRUE(d.scheduler.mutable_pool().Share(d.scheduler.request(a).recorded[0].page).ok());
+    EXPECT_NE(d.scheduler.CheckSweep().message().find("references but"), std::string::npos)
+        << d.scheduler.CheckSweep().ToString();
+  }
+  {
+    Driver d(SmallConfig(8));
+    const int32_t a = d.scheduler.Enqueue(Request(0, 8, 4));
+    d.Step();
+    const PageGrant kept = d.scheduler.request(a).recorded[0];
+    ASSERT_TRUE(d.scheduler.Cancel(a, 5, nullptr));
+    // A cancelled request that still records a page: it did not release everything.
+    d.scheduler.mutable_request(a).recorded.push_back(kept);
+    EXPECT_NE(d.scheduler.CheckSweep().message().find("still holds pages"), std::string::npos)
+        << d.scheduler.CheckSweep().ToString();
+  }
+  {
+    Driver d(SmallConfig(16));
+    const int32_t a = d.scheduler.Enqueue(Request(0, 6, 8));
+    d.Step();
+    ++d.scheduler.mutable_request(a).reserved_pages;
+    EXPECT_NE(d.scheduler.CheckSweep().message().find("reservations sum to"), std::string::npos)
+        << d.scheduler.CheckSweep().ToString();
+  }
 }
 
 // Random workloads on tiny pools under both reservations, with and without the prefix cache:
