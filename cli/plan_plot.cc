@@ -2,51 +2,14 @@
 #include "cli/plan_plot.h"
 
 #include <fmt/format.h>
-#include <sys/wait.h>
-
-#include <csignal>
-#include <cstdio>
-#include <filesystem>
 #include <string>
-#include <system_error>
 #include <vector>
 
+#include "cli/gnuplot.h"
 #include "cli/text_table.h"
 
 namespace kvsim::cli {
 namespace {
-
-bool EndsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// gnuplot single-quoted strings cannot hold a quote; labels lose theirs, paths are refused.
-std::string Unquoted(std::string text) {
-  for (char& c : text) {
-    if (c == '\'' || c == '\n') c = ' ';
-  }
-  return text;
-}
-
-// A gnuplot that is missing, or that stops at an error, closes the pipe before it has read the
-// whole script; the write that follows raises SIGPIPE, whose default action kills kvsim without a
-// message. While this lives, SIGPIPE is ignored: the write fails and pclose reports the status.
-class SigpipeIgnored {
- public:
-  SigpipeIgnored() {
-    struct sigaction ignore = {};
-    ignore.sa_handler = SIG_IGN;
-    sigemptyset(&ignore.sa_mask);
-    sigaction(SIGPIPE, &ignore, &previous_);
-  }
-  ~SigpipeIgnored() { sigaction(SIGPIPE, &previous_, nullptr); }
-  SigpipeIgnored(const SigpipeIgnored&) = delete;
-  SigpipeIgnored& operator=(const SigpipeIgnored&) = delete;
-
- private:
-  struct sigaction previous_ = {};
-};
 
 // A field the title names when every plotted configuration shares it, and the legend when they
 // differ. `keys`: the --compare fields that set it, so a label "gpu=b200" already names it.
@@ -134,35 +97,15 @@ std::string PlanPlotTitle(const std::vector<LabeledPlan>& plans) {
   return shared.empty() ? "decode tokens/s" : shared + ": decode tokens/s";
 }
 
-Status CheckPlotPath(const std::string& path) {
-  if (!EndsWith(path, ".svg") && !EndsWith(path, ".png")) {
-    return InvalidArgumentError(fmt::format("plot file '{}' must end in .png or .svg", path));
-  }
-  if (path.find('\'') != std::string::npos || path.find('\n') != std::string::npos) {
-    return InvalidArgumentError(
-        fmt::format("plot file '{}' must not contain a quote or a newline", path));
-  }
-  // Checked here, before any work: gnuplot would only warn and draw onto its standard output.
-  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
-  std::error_code error;
-  if (!folder.empty() && !std::filesystem::is_directory(folder, error)) {
-    return InvalidArgumentError(
-        fmt::format("plot file '{}': folder '{}' does not exist", path, folder.string()));
-  }
-  return Status::Ok();
-}
-
 Result<std::string> PlanPlotScript(const std::vector<LabeledPlan>& plans, const std::string& path,
                                    const std::string& title) {
   KVSIM_RETURN_IF_ERROR(CheckPlotPath(path));
-  const std::string terminal = EndsWith(path, ".svg")
-                                   ? "svg size 900,560 dynamic noenhanced font 'sans,12'"
-                                   : "pngcairo size 900,560 noenhanced font 'sans,11'";
-  std::string script = fmt::format(
-      "set terminal {}\nset output '{}'\nset title '{}'\nset xlabel 'concurrent requests'\n"
-      "set ylabel 'decode tokens/s (all GPUs)'\nset key top left\nset grid\n"
-      "set logscale x 2\nset yrange [0:*]\n",
-      terminal, path, Unquoted(title));
+  std::string script = GnuplotOutput(path, 900, 560) +
+                       fmt::format(
+                           "set title '{}'\nset xlabel 'concurrent requests'\n"
+                           "set ylabel 'decode tokens/s (all GPUs)'\nset key top left\nset grid\n"
+                           "set logscale x 2\nset yrange [0:*]\n",
+                           GnuplotQuoted(title));
   std::string plot;
   bool oom_titled = false;
   const std::vector<const LabeledPlan*> plotted = Plotted(plans);
@@ -179,8 +122,9 @@ Result<std::string> PlanPlotScript(const std::vector<LabeledPlan>& plans, const 
       any_oom = any_oom || !e.fits;
     }
     script += "EOD\n";
-    plot += fmt::format("{}$d{} using 1:2 with linespoints lw 2 pt 7 lc {} title '{}'",
-                        plot.empty() ? "" : ", ", i, i + 1, Unquoted(Legend(plans[i], plotted)));
+    plot +=
+        fmt::format("{}$d{} using 1:2 with linespoints lw 2 pt 7 lc {} title '{}'",
+                    plot.empty() ? "" : ", ", i, i + 1, GnuplotQuoted(Legend(plans[i], plotted)));
     if (any_oom) {
       plot += fmt::format(", $d{} using 1:3 with points pt 2 ps 2.5 lw 2 lc rgb 'red' {}", i,
                           oom_titled ? "notitle" : "title 'out of memory'");
@@ -196,20 +140,7 @@ Result<std::string> PlanPlotScript(const std::vector<LabeledPlan>& plans, const 
 Status WritePlanPlot(const std::vector<LabeledPlan>& plans, const std::string& path,
                      const std::string& title) {
   KVSIM_ASSIGN_OR_RETURN(const std::string script, PlanPlotScript(plans, path, title));
-  const SigpipeIgnored sigpipe_ignored;
-  // gnuplot's standard output is kvsim's; a plot it cannot write to `path` (a folder that is not
-  // writable) would land there, inside a table or the --json document.
-  FILE* pipe = popen("gnuplot >/dev/null", "w");
-  if (pipe == nullptr) return UnavailableError("cannot start gnuplot");
-  const size_t written = std::fwrite(script.data(), 1, script.size(), pipe);
-  const int status = pclose(pipe);
-  if (written != script.size() || status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return UnavailableError(fmt::format(
-        "gnuplot failed to write '{}' (exit status {}); is gnuplot installed (tools/bootstrap.sh "
-        "installs gnuplot-nox) and is the folder writable?",
-        path, WIFEXITED(status) ? WEXITSTATUS(status) : -1));
-  }
-  return Status::Ok();
+  return RunGnuplot(script, path);
 }
 
 }  // namespace kvsim::cli

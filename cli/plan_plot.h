@@ -6,12 +6,10 @@
 #include <vector>
 
 #include "base/status.h"
+#include "cli/gnuplot.h"
 #include "cli/plan_report.h"
 
 namespace kvsim::cli {
-
-// Ok when `path` ends in .png or .svg, gnuplot can quote it, and its folder exists.
-Status CheckPlotPath(const std::string& path);
 
 // The title for `plans` (those whose weights fit): the model, GPUs, tensor parallelism, KV dtype,
 // weights and request length they all share, then ": decode tokens/s".

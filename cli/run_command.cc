@@ -38,6 +38,8 @@ class RunCommand : public Command {
                    "Stop at this simulated time, in seconds (a slice of a long scenario)");
     app.add_option("--json", json_, "Write the report as JSON here (kvsim replay reads it)");
     app.add_option("--csv", csv_, "Write one line per request here");
+    app.add_option("--plot", plot_,
+                   "Draw latency CDFs and pages in use over time here (.svg or .png, gnuplot)");
     app.add_option("--trace", trace_,
                    "Write a Chrome/Perfetto trace of the run here (steps, requests, transfers, "
                    "aborts; open it in ui.perfetto.dev)");
@@ -71,6 +73,7 @@ class RunCommand : public Command {
     options.json_path = json_;
     options.csv_path = csv_;
     options.trace_path = trace_;
+    options.plot_path = plot_;
     KVSIM_ASSIGN_OR_RETURN(const sim::RunReport report, RunAndReport(scenario, options, out));
     return FindingsStatus(report);
   }
@@ -83,6 +86,7 @@ class RunCommand : public Command {
   std::string json_;
   std::string csv_;
   std::string trace_;
+  std::string plot_;
   std::string configs_;
   double max_time_s_ = 0;
 };

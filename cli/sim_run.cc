@@ -10,6 +10,8 @@
 #include <iostream>
 
 #include "base/seed.h"
+#include "cli/gnuplot.h"
+#include "cli/run_plot.h"
 #include "cli/text_table.h"
 #include "kernels/backend_factory.h"
 #include "model/catalog.h"
@@ -136,6 +138,7 @@ Status FindingsStatus(const sim::RunReport& r) {
 
 Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunOptions& options,
                                     std::ostream& out) {
+  if (!options.plot_path.empty()) KVSIM_RETURN_IF_ERROR(CheckPlotPath(options.plot_path));
   KVSIM_ASSIGN_OR_RETURN(const model::Catalog catalog, model::Catalog::Open(options.configs_root));
   KVSIM_ASSIGN_OR_RETURN(sim::PreparedScenario prepared, sim::PrepareScenario(scenario, catalog));
   if (options.max_time_s > 0)
@@ -229,6 +232,11 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
     if (!file) return InvalidArgumentError("--json: cannot write " + options.json_path);
     sim::WriteReportJson(r, context, file);
     if (!file) return InvalidArgumentError("--json: writing " + options.json_path + " failed");
+  }
+  if (!options.plot_path.empty()) {
+    const Status plotted = WriteRunPlot(r, options.plot_path);
+    // A missing gnuplot is said, not a failure of the run (its report is written above).
+    out << (plotted.ok() ? "Plot: " + options.plot_path : "No plot: " + plotted.message()) << "\n";
   }
   if (!options.trace_path.empty()) {
     std::ofstream file(options.trace_path);

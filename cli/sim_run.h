@@ -31,6 +31,7 @@ struct SimRunOptions {
   std::string json_path;  // "" none
   std::string csv_path;   // "" none
   std::string trace_path;  // "" none: a Chrome/Perfetto trace of the run
+  std::string plot_path;   // "" none: latency CDFs and pages in use (.svg or .png)
   bool progress = true;   // a progress line on stderr when it is a terminal
 };
 

@@ -106,6 +106,10 @@ storm_c=$("$kvsim" run page-reuse-storm --seed 8 --backend cpu | grep "state has
   echo "FAIL: different seeds gave the same state hash"; failures=$((failures + 1)); }
 sed 's/"state_hash": "0x[0-9a-f]*"/"state_hash": "0x1"/' "$out/run.json" >"$out/tampered.json"
 expect_exit 1 "the run did not reproduce" replay "$out/tampered.json"
+expect_exit 0 "Plot: $out/storm.svg" run page-reuse-storm --backend cpu --plot "$out/storm.svg"
+[ -s "$out/storm.svg" ] || { echo "FAIL: run --plot wrote no plot"; failures=$((failures + 1)); }
+expect_exit 2 "plot file 'storm.txt' must end in .png or .svg" run page-reuse-storm --plot storm.txt
+expect_exit 0 "simulated 1.9[0-9]+ s \(time limit\)" run page-reuse-storm --max-time-s 2
 expect_exit 2 "no scenario 'nope' in configs/scenarios; available: .*kimi-decode-bf16" run nope
 expect_exit 2 "unknown mode 'fast'; allowed: timing, kernel" run kimi-decode-bf16 --mode fast
 expect_exit 2 "^Run 'kvsim run --help' for usage" run kimi-decode-bf16 --seed zz
