@@ -77,7 +77,7 @@ Result<PreparedScenario> PrepareScenario(const Scenario& scenario, const model::
   // The prompt's KV leaves the prefill pool in its format, each GPU sending its own share to its
   // counterpart over its own link at once: the time is one GPU's bytes over one link.
   TransferLink link;
-  link.bytes_per_s = d.bytes_per_s;
+  link.bytes_per_s = d.gb_per_s * 1e9;
   link.latency_ns = d.latency_ns;
   link.bytes_per_token = static_cast<double>(prepared.pools[0].plan.kv.total());
   prepared.link = link;

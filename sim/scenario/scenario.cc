@@ -360,8 +360,7 @@ Status ParseDisaggregation(const YamlMap& map, Scenario& scenario) {
   KVSIM_RETURN_IF_ERROR(ParseSide(decode, d.decode));
   KVSIM_ASSIGN_OR_RETURN(const YamlMap transfer, map.Map("transfer"));
   KVSIM_RETURN_IF_ERROR(transfer.CheckKnownKeys({"gb_per_s", "latency_us"}));
-  KVSIM_ASSIGN_OR_RETURN(const double gb_per_s, transfer.Double("gb_per_s", 1e-3, 1e5));
-  d.bytes_per_s = gb_per_s * 1e9;
+  KVSIM_ASSIGN_OR_RETURN(d.gb_per_s, transfer.Double("gb_per_s", 1e-3, 1e5));
   KVSIM_ASSIGN_OR_RETURN(const double latency_us, transfer.Double("latency_us", 0, 1e9));
   d.latency_ns = SecondsToNs(latency_us * 1e-6);
   scenario.disaggregation = d;

@@ -37,7 +37,7 @@ struct PoolSide {
 struct Disaggregation {
   PoolSide prefill;
   PoolSide decode;
-  double bytes_per_s = 0;  // one GPU's link: each GPU sends its share of the KV at once
+  double gb_per_s = 0;  // one GPU's link, 10^9 bytes per second: each GPU sends its share at once
   SimNs latency_ns = 0;
 };
 

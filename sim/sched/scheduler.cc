@@ -93,9 +93,22 @@ std::string Scheduler::NeverFits(const SimRequest& r) const {
                                                : std::string(PoolRoleName(config_.role)) + " ") +
            "pool has " + std::to_string(usable) + " usable";
   }
-  if (!config_.chunked_prefill && r.num_tokens() > config_.token_budget) {
-    return "a prompt of " + std::to_string(r.num_tokens()) + " tokens exceeds the token budget (" +
-           std::to_string(config_.token_budget) + ") and chunked prefill is off";
+  // Without chunking a prefill runs whole in one step. Under prompt reservation a preempted
+  // request is recomputed as one prefill of its prompt and its output so far, up to prompt +
+  // max_new_tokens - 1 tokens: a request that could need more than the budget is refused before it
+  // runs, as vLLM requires max_num_batched_tokens >= max_model_len without chunking, rather than
+  // stranded after it has streamed tokens.
+  const int64_t longest_prefill =
+      config_.reservation == Reservation::kPrompt && config_.role != PoolRole::kPrefill
+          ? longest - 1
+          : r.num_tokens();
+  if (!config_.chunked_prefill && longest_prefill > config_.token_budget) {
+    return (longest_prefill == r.num_tokens()
+                ? "a prompt of " + std::to_string(longest_prefill) + " tokens"
+                : "a recomputation after preemption of up to " + std::to_string(longest_prefill) +
+                      " tokens (prompt + max_new_tokens - 1)") +
+           " exceeds the token budget (" + std::to_string(config_.token_budget) +
+           ") and chunked prefill is off";
   }
   return "";
 }

@@ -115,6 +115,28 @@ TEST(SchedulerTest, WithoutChunkingAPromptOverTheBudgetIsRejected) {
   EXPECT_EQ(plan.rows[0].tokens, 16);
 }
 
+// Found by the properties over generated scenarios: without chunking, a preempted request is
+// recomputed in one step, so under prompt reservation one whose prompt and declared output could
+// outgrow the budget is refused before it runs, never stranded after it has streamed tokens.
+TEST(SchedulerTest, WithoutChunkingARecomputationThatCouldOutgrowTheBudgetIsRefusedUpFront) {
+  SchedulerConfig config = SmallConfig(40);
+  config.token_budget = 64;
+  config.chunked_prefill = false;
+  config.reservation = Reservation::kPrompt;
+  Driver d(config);
+  const int32_t refused = d.scheduler.Enqueue(Request(0, 60, 40));
+  const int32_t fits = d.scheduler.Enqueue(Request(1, 20, 40));
+  std::vector<RequestEnd> ended;
+  d.scheduler.ScheduleStep(0, nullptr, ended);
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(d.scheduler.request(refused).phase, RequestPhase::kRejected);
+  EXPECT_EQ(d.scheduler.request(refused).generated, 0);
+  EXPECT_EQ(d.scheduler.request(refused).end_reason,
+            "a recomputation after preemption of up to 99 tokens (prompt + max_new_tokens - 1) "
+            "exceeds the token budget (64) and chunked prefill is off");
+  EXPECT_EQ(d.scheduler.request(fits).phase, RequestPhase::kRunning);
+}
+
 TEST(SchedulerTest, ARequestThatCanNeverFitIsRejectedWithItsReason) {
   Driver d(SmallConfig(4));
   const int32_t slot = d.scheduler.Enqueue(Request(0, 14, 4));  // 18 tokens: 5 pages of 4
