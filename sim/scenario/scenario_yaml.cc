@@ -146,6 +146,14 @@ void WriteCancel(YAML::Emitter& out, const CancelSpec& cancel) {
   out << YAML::EndMap;
 }
 
+// The cancel section, unless every field has its default.
+void WriteCancelIfSet(YAML::Emitter& out, const CancelSpec& cancel) {
+  const bool cancel_default = cancel.probability_ppm == 0 && !cancel.at_page_boundary &&
+                              SameLength(cancel.after_ms, LengthSpec()) && cancel.retry_ppm == 0 &&
+                              cancel.retry_delay_ns == 0;
+  if (!cancel_default) WriteCancel(out, cancel);
+}
+
 // A trace workload: only the fields ParseTraceWorkload reads.
 void WriteTraceWorkload(YAML::Emitter& out, const WorkloadSpec& w) {
   const TraceWorkloadSpec& t = w.trace;
@@ -165,11 +173,7 @@ void WriteTraceWorkload(YAML::Emitter& out, const WorkloadSpec& w) {
   }
   out << YAML::EndMap;
   if (w.max_new_tokens > 0) Field(out, "max_new_tokens", w.max_new_tokens);
-  const CancelSpec& cancel = w.cancel;
-  const bool cancel_default = cancel.probability_ppm == 0 && !cancel.at_page_boundary &&
-                              SameLength(cancel.after_ms, LengthSpec()) && cancel.retry_ppm == 0 &&
-                              cancel.retry_delay_ns == 0;
-  if (!cancel_default) WriteCancel(out, cancel);
+  WriteCancelIfSet(out, w.cancel);
   out << YAML::EndMap;
 }
 
@@ -205,11 +209,7 @@ void WriteWorkload(YAML::Emitter& out, const WorkloadSpec& w) {
     Field(out, "think_ms", WholeMilliseconds(w.sessions->think_ns, "workload.sessions.think"));
     out << YAML::EndMap;
   }
-  const CancelSpec& cancel = w.cancel;
-  const bool cancel_default = cancel.probability_ppm == 0 && !cancel.at_page_boundary &&
-                              SameLength(cancel.after_ms, LengthSpec()) && cancel.retry_ppm == 0 &&
-                              cancel.retry_delay_ns == 0;
-  if (!cancel_default) WriteCancel(out, cancel);
+  WriteCancelIfSet(out, w.cancel);
   out << YAML::EndMap;
 }
 
