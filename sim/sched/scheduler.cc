@@ -119,6 +119,20 @@ void Scheduler::Refused(const Status& status) {
   ++pool_refusals_;
 }
 
+std::string Scheduler::RefusalReason(const RequestSpec& spec) const {
+  SimRequest r;
+  r.spec = spec;
+  return NeverFits(r);
+}
+
+void Scheduler::Reject(int32_t slot, SimNs now, const std::string& reason) {
+  SimRequest& r = requests_[static_cast<size_t>(slot)];
+  KVSIM_CHECK(r.phase == RequestPhase::kWaiting) << "slot " << slot;
+  waiting_.erase(std::find(waiting_.begin(), waiting_.end(), slot));
+  End(slot, RequestPhase::kRejected, now, nullptr);
+  r.end_reason = reason;
+}
+
 void Scheduler::GrantNewPage(int32_t slot, GrantObserver* observer) {
   SimRequest& r = requests_[static_cast<size_t>(slot)];
   Result<PageGrant> grant = pool_.Allocate();

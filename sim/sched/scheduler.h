@@ -146,6 +146,10 @@ class Scheduler {
   void Abort(int32_t slot, SimNs now, const std::string& reason, GrantObserver* observer);
   // Frees a slot once the server has recorded the request's end.
   void Retire(int32_t slot);
+  // Why `spec` could never run in this pool ("" when it could): what admission rejects it for.
+  std::string RefusalReason(const RequestSpec& spec) const;
+  // Rejects the waiting request `slot` at `now` for `reason` (another pool could never hold it).
+  void Reject(int32_t slot, SimNs now, const std::string& reason);
   // Plants bugs at the scheduler's decision points (null: none); must outlive the scheduler.
   void set_faults(FaultInjector* faults) { faults_ = faults; }
 

@@ -121,7 +121,8 @@ Status Server::Handle(const Event& event, EventQueue& queue) {
 Status Server::OnArrival(int64_t id, EventQueue& queue) {
   RequestSpec spec = std::move(pending_[static_cast<size_t>(id)]);
   pending_[static_cast<size_t>(id)] = RequestSpec();
-  where_[static_cast<size_t>(id)].first = pools_[0]->scheduler.Enqueue(spec);
+  const int32_t slot = pools_[0]->scheduler.Enqueue(spec);
+  where_[static_cast<size_t>(id)].first = slot;
   ++report_.arrived;
   MixHash(static_cast<uint64_t>(id));
   MixHash(static_cast<uint64_t>(queue.now()));
@@ -130,6 +131,14 @@ Status Server::OnArrival(int64_t id, EventQueue& queue) {
   }
   if (workload_.arrivals_are_open() && spec.retry_of < 0) {
     if (std::optional<RequestSpec> next = workload_.NextArrival()) Issue(*next, queue);
+  }
+  if (disaggregated()) {
+    // A request the decode pool could never hold is refused before the prefill pool runs it.
+    const std::string reason = pools_[1]->scheduler.RefusalReason(spec);
+    if (!reason.empty()) {
+      pools_[0]->scheduler.Reject(slot, queue.now(), "decode pool: " + reason);
+      RecordEnd(0, slot, queue);
+    }
   }
   RequestSchedule(0, queue);
   return Status::Ok();

@@ -199,6 +199,26 @@ TEST(SimulationTest, DisaggregatedPoolsHandRequestsOverThroughChecks) {
   }
 }
 
+// A request the decode pool could never hold is refused on arrival, before the prefill pool runs
+// it; the others cross and finish.
+TEST(SimulationTest, ARequestTheDecodePoolCouldNeverHoldIsRefusedBeforeItRuns) {
+  Scenario pd = Shipped("pd-aborts-in-transfer");
+  pd.disaggregation->decode.pool_pages = 64;  // 4,096 tokens: prompts beyond 3,584 cannot fit
+  pd.server.workload.requests = 60;
+  pd.server.workload.cancel.probability_ppm = 0;
+  const RunReport r = Simulate(pd, pd.seed);
+  EXPECT_GT(r.rejected, 0);
+  EXPECT_GT(r.finished, 0);
+  EXPECT_EQ(r.finished + r.rejected, r.arrived);
+  EXPECT_EQ(r.findings_total, 0);
+  for (const RequestRecord& q : r.requests) {
+    if (q.phase != RequestPhase::kRejected) continue;
+    EXPECT_EQ(q.generated, 0);
+    EXPECT_EQ(q.first_scheduled_ns, -1);
+    EXPECT_EQ(q.reason.rfind("decode pool: prompt + max_new_tokens = ", 0), 0u) << q.reason;
+  }
+}
+
 TEST(SimulationTest, DisaggregatedKernelModeConvertsTheFormatOnTheWay) {
   Scenario pd = Shipped("pd-aborts-in-transfer");
   pd.server.workload.requests = 24;
