@@ -177,7 +177,8 @@ void CheckGpu(const GpuSpec& gpu) {
   CheckCapacity(CapacityOrShortfall(gpu, d, weights, kv, nullptr), gpu, d);
 }
 
-bool Near(double a, double b) { return std::fabs(a - b) <= 5e-6 * std::fabs(b); }
+// Six significant digits: within half a unit of the sixth, relative to the leading digit.
+bool Near(double a, double b) { return std::fabs(a - b) <= 6e-6 * std::fabs(b); }
 
 void CheckTableFields(const KernelTable& t) {
   KVSIM_CHECK(!t.gpu.empty() && !t.device.empty());
