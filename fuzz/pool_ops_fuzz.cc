@@ -153,7 +153,8 @@ void Insert(World& w, FuzzInput& in) {
   const int32_t held = w.cache.pages_held();
   const Result<int32_t> added = w.cache.Insert(h.ns, tokens, grants, w.pool);
   if (!added.ok()) {
-    // Only a namespace beyond the bound refuses a request's own current pages.
+    // A request's own current pages are refused only beyond the namespace bound, or where an
+    // insert of any grants (AnyInsert) cached one of them under another prefix.
     KVSIM_CHECK(added.status().code() == StatusCode::kFailedPrecondition);
     KVSIM_CHECK(Take(w) == before) << "a refused insert changed the state";
     return;
@@ -525,7 +526,7 @@ void RunSchedulerOps(FuzzInput& in) {
   config.token_budget = in.In(1, 40);
   config.chunked_prefill = in.In(0, 4) != 0;
   config.reservation = in.Bool() ? sim::Reservation::kPrompt : sim::Reservation::kFull;
-  config.watermark_pages = in.In(0, 3);
+  config.watermark_pages = in.In(0, std::min(3, config.pool.num_pages));  // below the pool size
   config.victim = in.Bool() ? sim::PreemptionVictim::kMostPages : sim::PreemptionVictim::kNewest;
   config.prefix_cache = in.Bool();
   config.eviction = in.Bool() ? EvictionPolicy::kLfu : EvictionPolicy::kLru;
