@@ -138,6 +138,12 @@ Result<std::string> YamlMap::Scalar(const std::string& key, const char* expected
   const YAML::Node child = node[key];
   if (!child.IsScalar())
     return Error(key, fmt::format("expected {}, got a list or mapping", expected));
+  // yaml-cpp decodes the escapes \N and \_ to the single bytes 0x85 and 0xA0, not to UTF-8.
+  if (FirstNonUtf8(child.Scalar()) != std::string::npos) {
+    return Error(key,
+                 "an escape gave text that is not UTF-8 (\\N and \\_ are not supported); "
+                 "write the character itself");
+  }
   return child.Scalar();
 }
 

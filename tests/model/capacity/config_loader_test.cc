@@ -157,7 +157,8 @@ usd_per_gpu_hour: 2
 }
 
 // Bytes that are not UTF-8 are refused where they stand, before YAML reads them: yaml-cpp would
-// take them, but could write them back only as U+FFFD (found by //fuzz:scenario_fuzz).
+// take them, but could write them back only as U+FFFD (found by //fuzz:scenario_fuzz), and so are
+// escapes that yaml-cpp decodes to such bytes.
 TEST(ConfigLoaderTest, TextThatIsNotUtf8IsRefusedWhereItStands) {
   EXPECT_EQ(ModelError(Replace(kMinimalModel, "name: tiny", "name: ti\xffny")),
             "m.yaml:1:9: byte 0xff is not UTF-8 text; a config file must be UTF-8");
@@ -173,6 +174,13 @@ TEST(ConfigLoaderTest, TextThatIsNotUtf8IsRefusedWhereItStands) {
         "m.yaml:3:4: byte 0x" + fmt::format("{:02x}", static_cast<unsigned char>(bad[0])) +
             " is not UTF-8 text; a config file must be UTF-8")
         << bad;
+  }
+  // yaml-cpp decodes the escapes \N and \_ to single bytes that are not UTF-8.
+  for (const char* escape : {"\\N", "\\_"}) {
+    EXPECT_EQ(
+        ModelError(Replace(kMinimalModel, "name: tiny", "name: \"a" + std::string(escape) + "\"")),
+        "m.yaml:1:7: field 'name': an escape gave text that is not UTF-8 (\\N and \\_ are not "
+        "supported); write the character itself");
   }
   // Every width of well-formed UTF-8, at the edges of its range, still reads.
   const std::string name = "t\u00e9\u07ff\u0800\ud7ff\ue000\uffff\U00010000\U0010ffff";
