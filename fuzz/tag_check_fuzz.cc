@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "fuzz/fuzz_input.h"
 #include "fuzz/fuzz_target.h"
 #include "kernels/backend.h"
 #include "kernels/tag_check/tag_check.h"
@@ -20,20 +21,6 @@ namespace {
 void Require(bool condition) {
   if (!condition) std::abort();
 }
-
-// Reads the input a byte at a time; zeros once it runs out.
-class Bytes {
- public:
-  Bytes(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-  uint8_t Next() { return position_ < size_ ? data_[position_++] : 0; }
-  // A value in [lo, lo + span).
-  int32_t In(int32_t lo, int32_t span) { return lo + static_cast<int32_t>(Next() % span); }
-
- private:
-  const uint8_t* data_;
-  size_t size_;
-  size_t position_ = 0;
-};
 
 // A CPU buffer holding exactly `values`, no rounding up, so overreads are caught.
 template <typename T>
@@ -49,7 +36,7 @@ kvsim::DeviceBuffer ExactBuffer(const std::vector<T>& values) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  Bytes in(data, size);
+  kvsim::fuzz::FuzzInput in(data, size);
   const int32_t page_size = in.In(1, 8);
   const int32_t num_pages = in.In(0, 12);
   const int32_t batch = in.In(0, 6);

@@ -6,14 +6,19 @@
 namespace kvsim::model {
 namespace {
 
-// A YAML double-quoted scalar: backslash and quote escaped, control characters dropped.
+// A YAML double-quoted scalar: backslash and quote escaped, control characters as \xXX, so that
+// the text reads back as it was (dropping them, the writer once turned a name of control
+// characters into an empty one, which the reader refuses: found by //fuzz:config_fuzz).
 std::string Quote(const std::string& text) {
   std::string out = "\"";
   for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
     if (c == '"' || c == '\\') {
       out += '\\';
       out += c;
-    } else if (static_cast<unsigned char>(c) >= 0x20) {
+    } else if (byte < 0x20 || byte == 0x7F) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
       out += c;
     }
   }

@@ -1,6 +1,7 @@
 // Field-by-field YAML reading with located errors.
 #include "model/yaml_reader.h"
 
+#include <algorithm>
 #include <fstream>
 #include <utility>
 
@@ -16,6 +17,43 @@ std::string Location(const std::string& path, const YAML::Mark& mark) {
   return fmt::format("{}:{}:{}", path, mark.line + 1, mark.column + 1);
 }
 
+// The offset of the first byte of `text` that is not well-formed UTF-8 (RFC 3629: no overlong
+// forms, no surrogates, nothing above U+10FFFF), or npos. YAML is Unicode text: yaml-cpp would
+// read other bytes, but could write them back only as U+FFFD, so a config read and written again
+// (a scenario saved by ScenarioToYaml) would no longer be the same.
+size_t FirstNonUtf8(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto byte = [&](size_t at) { return static_cast<unsigned char>(text[at]); };
+    const unsigned char lead = byte(i);
+    size_t length = 1;
+    unsigned char min = 0x80;  // the bounds of the second byte, narrower after some leads
+    unsigned char max = 0xBF;
+    if (lead < 0x80) {
+      ++i;
+      continue;
+    } else if (lead >= 0xC2 && lead <= 0xDF) {
+      length = 2;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+      length = 3;
+      if (lead == 0xE0) min = 0xA0;  // overlong below U+0800
+      if (lead == 0xED) max = 0x9F;  // surrogates U+D800..U+DFFF
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+      length = 4;
+      if (lead == 0xF0) min = 0x90;  // overlong below U+10000
+      if (lead == 0xF4) max = 0x8F;  // above U+10FFFF
+    } else {
+      return i;
+    }
+    if (i + length > text.size() || byte(i + 1) < min || byte(i + 1) > max) return i;
+    for (size_t k = 2; k < length; ++k) {
+      if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return i;
+    }
+    i += length;
+  }
+  return std::string::npos;
+}
+
 std::string JoinQuoted(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
@@ -29,6 +67,16 @@ YamlMap::YamlMap(std::shared_ptr<const std::string> path, YAML::Node node, std::
 
 Result<YamlMap> YamlMap::LoadString(const std::string& text, const std::string& name) {
   auto path = std::make_shared<const std::string>(name);
+  const size_t bad = FirstNonUtf8(text);
+  if (bad != std::string::npos) {
+    const size_t newline = bad == 0 ? std::string::npos : text.rfind('\n', bad - 1);
+    const size_t column = newline == std::string::npos ? bad + 1 : bad - newline;
+    const auto line =
+        1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(bad), '\n');
+    return InvalidArgumentError(
+        fmt::format("{}:{}:{}: byte 0x{:02x} is not UTF-8 text; a config file must be UTF-8", name,
+                    line, column, static_cast<unsigned char>(text[bad])));
+  }
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -90,6 +138,12 @@ Result<std::string> YamlMap::Scalar(const std::string& key, const char* expected
   const YAML::Node child = node[key];
   if (!child.IsScalar())
     return Error(key, fmt::format("expected {}, got a list or mapping", expected));
+  // yaml-cpp decodes the escapes \N and \_ to the single bytes 0x85 and 0xA0, not to UTF-8.
+  if (FirstNonUtf8(child.Scalar()) != std::string::npos) {
+    return Error(key,
+                 "an escape gave text that is not UTF-8 (\\N and \\_ are not supported); "
+                 "write the character itself");
+  }
   return child.Scalar();
 }
 

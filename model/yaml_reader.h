@@ -15,7 +15,8 @@ namespace kvsim::model {
 
 class YamlMap {
  public:
-  // Parses `path`, whose top level must be a mapping. A syntax error reports its line and column.
+  // Parses `path`, whose top level must be a mapping. A syntax error reports its line and column,
+  // as does a byte that is not UTF-8 (YAML is Unicode text; other bytes could not be written back).
   static Result<YamlMap> LoadFile(const std::string& path);
   // Parses `text` as if it were the file `name` (tests, and configs built in memory).
   static Result<YamlMap> LoadString(const std::string& text, const std::string& name);

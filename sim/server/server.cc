@@ -43,7 +43,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerConfig& config,
   const uint64_t tag_seed = root.next_u64();
   const uint64_t fault_seed = root.next_u64();
   KVSIM_ASSIGN_OR_RETURN(Workload workload, Workload::Create(config.workload, workload_seed));
-  std::unique_ptr<Server> server(new Server(config, link, backend, std::move(workload)));
+  std::unique_ptr<Server> server(new Server(config, link, std::move(workload)));
   if (config.faults.any()) server->faults_.emplace(config.faults, fault_seed);
   for (size_t i = 0; i < pools.size(); ++i) {
     SchedulerConfig scheduler = pools[i].scheduler;
@@ -67,13 +67,8 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerConfig& config,
   return server;
 }
 
-Server::Server(const ServerConfig& config, std::optional<TransferLink> link, Backend& backend,
-               Workload workload)
-    : config_(config),
-      link_(link),
-      backend_(&backend),
-      workload_(std::move(workload)),
-      series_(kPoolSeriesCapacity) {}
+Server::Server(const ServerConfig& config, std::optional<TransferLink> link, Workload workload)
+    : config_(config), link_(link), workload_(std::move(workload)), series_(kPoolSeriesCapacity) {}
 
 void Server::MixHash(uint64_t value) { hash_ = MixIds(hash_, value); }
 

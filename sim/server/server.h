@@ -127,8 +127,7 @@ class Server final : public EventHandler {
     int32_t decode = -1;
   };
 
-  Server(const ServerConfig& config, std::optional<TransferLink> link, Backend& backend,
-         Workload workload);
+  Server(const ServerConfig& config, std::optional<TransferLink> link, Workload workload);
   bool disaggregated() const { return pools_.size() == 2; }
 
   void Issue(const RequestSpec& spec, EventQueue& queue);
@@ -157,7 +156,6 @@ class Server final : public EventHandler {
 
   ServerConfig config_;
   std::optional<TransferLink> link_;
-  Backend* backend_;
   Workload workload_;
   std::vector<std::unique_ptr<Pool>> pools_;
   std::optional<FaultInjector> faults_;

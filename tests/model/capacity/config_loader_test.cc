@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include <fmt/format.h>
+
 #include "model/catalog.h"
 
 namespace kvsim::model {
@@ -152,6 +154,40 @@ usd_per_gpu_hour: 2
   EXPECT_EQ(spec.status().message(),
             "g.yaml:3:24: field 'memory_bandwidth_tb_s': expected a number from 0.01 to 1000, got "
             "'fast'");
+}
+
+// Bytes that are not UTF-8 are refused where they stand, before YAML reads them: yaml-cpp would
+// take them, but could write them back only as U+FFFD (found by //fuzz:scenario_fuzz), and so are
+// escapes that yaml-cpp decodes to such bytes.
+TEST(ConfigLoaderTest, TextThatIsNotUtf8IsRefusedWhereItStands) {
+  EXPECT_EQ(ModelError(Replace(kMinimalModel, "name: tiny", "name: ti\xffny")),
+            "m.yaml:1:9: byte 0xff is not UTF-8 text; a config file must be UTF-8");
+  EXPECT_EQ(ModelError("\xfe\xff"),
+            "m.yaml:1:1: byte 0xfe is not UTF-8 text; a config file must be UTF-8");
+  // Overlong forms, surrogates, code points above U+10FFFF, lone continuation bytes, sequences
+  // cut short (at the end of a line or of the file).
+  for (const char* bad :
+       {"\xc0\xaf", "\xe0\x80\xaf", "\xf0\x80\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+        "\xf5\x80\x80\x80", "\x80", "\xe2\x82", "\xe2\x82\n"}) {
+    EXPECT_EQ(
+        ModelError(Replace(kMinimalModel, "layers: 2\n", "layers: 2\n# x" + std::string(bad))),
+        "m.yaml:3:4: byte 0x" + fmt::format("{:02x}", static_cast<unsigned char>(bad[0])) +
+            " is not UTF-8 text; a config file must be UTF-8")
+        << bad;
+  }
+  // yaml-cpp decodes the escapes \N and \_ to single bytes that are not UTF-8.
+  for (const char* escape : {"\\N", "\\_"}) {
+    EXPECT_EQ(
+        ModelError(Replace(kMinimalModel, "name: tiny", "name: \"a" + std::string(escape) + "\"")),
+        "m.yaml:1:7: field 'name': an escape gave text that is not UTF-8 (\\N and \\_ are not "
+        "supported); write the character itself");
+  }
+  // Every width of well-formed UTF-8, at the edges of its range, still reads.
+  const std::string name = "t\u00e9\u07ff\u0800\ud7ff\ue000\uffff\U00010000\U0010ffff";
+  const Result<ModelSpec> spec = ParseModelSpec(
+      Replace(kMinimalModel, "name: tiny", "name: \"" + name + "\"\n# \u2713"), "m.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->name, name);
 }
 
 TEST(ConfigLoaderTest, UnknownNamesListWhatIsAvailable) {

@@ -110,6 +110,19 @@ TEST(KernelTableTest, WhatTheBenchmarkWritesReadsBack) {
   }
 }
 
+// Control characters in names are written as escapes and read back as they were (the writer used
+// to drop them: found by //fuzz:config_fuzz).
+TEST(KernelTableTest, ControlCharactersInNamesReadBack) {
+  KernelTable written = Fixture();
+  written.device = std::string("tab\there, line\nbreak, nul ") + '\0' + " and del \x7f";
+  written.shapes[0].name = "\x01\x1f";
+  const std::string text = FormatKernelTable(written);
+  const Result<KernelTable> read = ParseKernelTable(text, "written.yaml");
+  ASSERT_TRUE(read.ok()) << read.status().ToString() << "\n" << text;
+  EXPECT_EQ(read->device, written.device);
+  EXPECT_EQ(read->shapes[0].name, written.shapes[0].name);
+}
+
 struct BadCase {
   const char* from;
   const char* to;
