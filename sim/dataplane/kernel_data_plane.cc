@@ -262,7 +262,7 @@ Status KernelDataPlane::Writes(const StepAccess& access, IntegrityCounts& counts
 }
 
 Status KernelDataPlane::Append(const StepAccess& access, std::vector<Finding>& findings) {
-  BuildStepTable(*access.scheduler, *access.rows, *access.proceed, step_);
+  BuildStepTable(*access.scheduler, *access.rows, *access.proceed, KvAccess::kWrite, step_);
   if (step_.rows.empty()) return Status::Ok();
   const bool mla = spec_.attention == AttentionKind::kMla;
   const int heads = mla ? 1 : spec_.kv_heads;
@@ -416,7 +416,7 @@ void KernelDataPlane::CheckOutputs(const StepAccess& access, size_t b, int layer
 }
 
 Status KernelDataPlane::Decode(const StepAccess& access, std::vector<Finding>& findings) {
-  BuildStepTable(*access.scheduler, *access.rows, *access.proceed, step_);
+  BuildStepTable(*access.scheduler, *access.rows, *access.proceed, KvAccess::kRead, step_);
   if (step_.rows.empty()) return Status::Ok();
   const size_t rows = step_.rows.size();
   const int dim = spec_.head_dim;

@@ -90,6 +90,16 @@ class PagePool {
   // Whether `page`'s tag changed since the last TakeTagChanges (the next call will list it).
   bool tag_change_pending(int32_t page) const;
 
+  // The double free, a bookkeeping bug planted on purpose (sim/faults): a holder releases `page`
+  // once more. An owned page loses a reference that was not the holder's; a free page goes on the
+  // free list a second time, so that two allocations grant it, each changing its tag. From the
+  // first double free on, the pool grants a page it finds listed while owned to one more holder,
+  // and its invariants no longer require each page listed once. OutOfRange outside the pool,
+  // FailedPrecondition for the dummy page.
+  Status DoubleFree(int32_t page);
+  // Whether a double free was planted.
+  bool double_freed() const { return double_freed_; }
+
   // The free pages in the order they will be handed out.
   std::vector<int32_t> FreePagesInOrder() const;
 
@@ -113,6 +123,7 @@ class PagePool {
   std::vector<uint64_t> tags_;        // [num_pages]
   std::vector<uint8_t> tag_changed_;  // [num_pages]: 1 while listed in tag_changes_
   std::vector<int32_t> tag_changes_;  // at most num_pages entries
+  bool double_freed_ = false;
 };
 
 }  // namespace kvsim

@@ -58,7 +58,8 @@ const char* FindingKindName(Finding::Kind kind);
 inline constexpr size_t kMaxListedFindings = 64;
 
 struct IntegrityCounts {
-  int64_t caught = 0;        // rows the checks aborted
+  int64_t caught = 0;        // rows the tag checks aborted
+  int64_t sealed = 0;        // rows the written-state seal aborted
   int64_t write_checks = 0;  // batched checks run before writes
   int64_t read_checks = 0;
   int64_t rows_checked = 0;
@@ -92,6 +93,7 @@ struct RunReport {
   std::string backend;  // "cpu", "cuda"
   std::string tracker;  // "noop" or "tag"
   bool oracle = false;
+  bool seal = false;  // the written-state seal ran beside the checks
 
   StopReason stop = StopReason::kDrained;
   int64_t events = 0;
@@ -106,7 +108,7 @@ struct RunReport {
   int64_t unfinished = 0;  // still waiting or running when the run stopped
   int64_t retries = 0;
   int64_t preemptions = 0;
-  int64_t transfers = 0;  // KV transfers from the prefill pool to the decode pool
+  int64_t transfers = 0;              // KV transfers from the prefill pool to the decode pool
   int64_t cancelled_in_transfer = 0;  // of the cancelled, those whose transfer was in flight
   int64_t evicted_pages = 0;
   int64_t cache_insert_refusals = 0;

@@ -95,7 +95,7 @@ Status OracleAuditor::Writes(const StepAccess& access, IntegrityCounts& counts,
                              std::vector<Finding>& findings) {
   const int32_t page_size = oracle_.page_size();
   for (size_t i = 0; i < access.rows->size(); ++i) {
-    if (!(*access.proceed)[i]) continue;
+    if (!(*access.proceed)[i] || (*access.rows)[i].write_skipped) continue;
     const ScheduledRow& row = (*access.rows)[i];
     const SimRequest& request = access.scheduler->request(row.slot);
     const int32_t end = row.first_token + row.tokens;
@@ -174,6 +174,22 @@ Status OracleAuditor::Reads(const StepAccess& access, IntegrityCounts& counts,
                                        verdict, first));
         reported = true;
       }
+    }
+    // A length mask past the row's tokens reads the rest of its last page: slots this sequence
+    // never wrote, so whatever they hold is not its own.
+    const int32_t read_end = std::min(row.ReadEnd(), pages * page_size);
+    if (read_end > end && !reported) {
+      const int32_t logical = pages - 1;
+      const int32_t page = static_cast<size_t>(logical) < request.block_row.size()
+                               ? request.block_row[static_cast<size_t>(logical)]
+                               : -1;
+      // The sequence never wrote there: old data or nothing.
+      const AccessVerdict verdict = page >= 0 && page < oracle_.num_pages()
+                                        ? AccessVerdict::kUnwritten
+                                        : AccessVerdict::kWrongPage;
+      ++counts.reads[static_cast<size_t>(verdict)];
+      findings.push_back(
+          MakeFinding(Finding::Kind::kSilentRead, access, request, logical, page, verdict, end));
     }
   }
   static_assert(kVerdictOk == 0, "verdict counts are indexed by AccessVerdict");
