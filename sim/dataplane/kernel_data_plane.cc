@@ -361,7 +361,27 @@ Status KernelDataPlane::Append(const StepAccess& access, std::vector<Finding>& f
 Status KernelDataPlane::Reads(const StepAccess& access, IntegrityCounts& counts,
                               std::vector<Finding>& findings) {
   KVSIM_RETURN_IF_ERROR(oracle_.Reads(access, counts, findings));
-  return Decode(access, findings);
+  if (faults_ == nullptr || !faults_->On(FaultSite::kBatchCompositionNoise)) {
+    return Decode(access, findings);
+  }
+  std::vector<size_t> going;
+  for (size_t i = 0; i < access.proceed->size(); ++i) {
+    if ((*access.proceed)[i]) going.push_back(i);
+  }
+  if (going.size() < 2 || !faults_->Fires(FaultSite::kBatchCompositionNoise)) {
+    return Decode(access, findings);
+  }
+  // The negative control: the step's decode runs as two launches of half the batch each. The
+  // kernel's split plan follows the batch, so outputs round differently than in one launch, while
+  // every page read is the right one: the checks must stay silent and the outputs within bound.
+  std::vector<bool> first(access.proceed->size(), false);
+  std::vector<bool> second(access.proceed->size(), false);
+  for (size_t k = 0; k < going.size(); ++k) (k < going.size() / 2 ? first : second)[going[k]] = true;
+  StepAccess half = access;
+  half.proceed = &first;
+  KVSIM_RETURN_IF_ERROR(Decode(half, findings));
+  half.proceed = &second;
+  return Decode(half, findings);
 }
 
 void KernelDataPlane::CheckOutputs(const StepAccess& access, size_t b, int layer,

@@ -48,6 +48,7 @@ class KernelDataPlane final : public AccessAuditor {
                std::vector<Finding>& findings) override;
   void Forget(int32_t slot) override;
   void AddTotals(RunReport& report) const override;
+  void set_faults(FaultInjector* faults) override { faults_ = faults; }
 
   const KernelWallClock& wall() const { return wall_; }
 
@@ -110,6 +111,7 @@ class KernelDataPlane final : public AccessAuditor {
   std::vector<std::vector<uint16_t>> outputs_;  // by layer: bf16 [rows, q_heads, v_dim]
   std::vector<int32_t> statuses_;
   std::vector<uint8_t> row_bytes_;
+  FaultInjector* faults_ = nullptr;  // the run's planted bugs, or none
 };
 
 }  // namespace kvsim::sim

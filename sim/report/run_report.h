@@ -54,6 +54,8 @@ struct Finding {
 // "silent write", "silent read", "false alarm".
 const char* FindingKindName(Finding::Kind kind);
 
+inline constexpr int kFindingKinds = 5;
+
 // At most this many findings are listed; all are counted.
 inline constexpr size_t kMaxListedFindings = 64;
 
@@ -135,6 +137,7 @@ struct RunReport {
   IntegrityCounts integrity;
   KernelCounts kernel;
   int64_t findings_total = 0;
+  std::array<int64_t, kFindingKinds> findings_by_kind{};  // by Finding::Kind
   std::vector<Finding> findings;  // the first kMaxListedFindings
 
   uint64_t state_hash = 0;

@@ -52,7 +52,10 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerConfig& config,
     KVSIM_ASSIGN_OR_RETURN(Scheduler created, Scheduler::Create(scheduler));
     auto pool = std::make_unique<Pool>(pools[i].name, std::move(created), pools[i].step_time,
                                        pools[i].auditor);
-    if (server->faults_) pool->scheduler.set_faults(&*server->faults_);
+    if (server->faults_) {
+      pool->scheduler.set_faults(&*server->faults_);
+      if (pool->auditor != nullptr) pool->auditor->set_faults(&*server->faults_);
+    }
     if (config.tag_tracker) {
       TagTrackerOptions options;
       options.check_writes = config.check_writes;
@@ -87,6 +90,7 @@ void Server::MixHash(uint64_t value) { hash_ = MixIds(hash_, value); }
 void Server::AddFinding(Finding finding) {
   MixHash(static_cast<uint64_t>(finding.kind) * 7919u + static_cast<uint64_t>(finding.request));
   ++report_.findings_total;
+  ++report_.findings_by_kind[static_cast<size_t>(finding.kind)];
   if (report_.findings.size() < kMaxListedFindings) report_.findings.push_back(std::move(finding));
 }
 
