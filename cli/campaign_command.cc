@@ -84,11 +84,13 @@ class MergeCommand : public Command {
     PrintCampaignResults(merged, out);
     if (!json_.empty()) KVSIM_RETURN_IF_ERROR(WriteFile(json_, sim::ResultsToJson(merged)));
     if (static_cast<int32_t>(merged.shards.size()) != merged.spec.shard_count) {
-      return FailedPreconditionError(fmt::format("{} of {} shards merged: the campaign is not whole",
-                                                 merged.shards.size(), merged.spec.shard_count));
+      return FailedPreconditionError(
+          fmt::format("{} of {} shards merged: the campaign is not whole", merged.shards.size(),
+                      merged.spec.shard_count));
     }
     if (!merged.surprises.empty()) {
-      return FailedPreconditionError(fmt::format("{} surprise(s): see above", merged.surprises.size()));
+      return FailedPreconditionError(
+          fmt::format("{} surprise(s): see above", merged.surprises.size()));
     }
     return Status::Ok();
   }
@@ -134,7 +136,8 @@ class CampaignCommand : public Command {
                    "(TEST_SHARD_INDEX, TEST_TOTAL_SHARDS), Slurm (SLURM_ARRAY_TASK_ID, "
                    "SLURM_ARRAY_TASK_MIN, SLURM_ARRAY_TASK_COUNT) or a Kubernetes Indexed Job "
                    "(JOB_COMPLETION_INDEX, KVSIM_SHARDS)");
-    app.add_option("--json", json_, "Write the results as JSON here (kvsim campaign merge reads it)");
+    app.add_option("--json", json_,
+                   "Write the results as JSON here (kvsim campaign merge reads it)");
     app.add_option("--out", out_dir_,
                    "Where surprising cases and their shrunk forms are written as scenario YAML "
                    "(default: kvsim-out/campaign)");
@@ -233,12 +236,12 @@ class CampaignCommand : public Command {
   Status RunOneCase(const sim::CampaignSpec& spec, const std::vector<sim::Scenario>& bases,
                     const sim::CampaignOptions& options, std::ostream& out) {
     if (case_ >= spec.cases) {
-      return OutOfRangeError(fmt::format("--case {} is out of range; the campaign has cases 0 to {}",
-                                         case_, spec.cases - 1));
+      return OutOfRangeError(fmt::format(
+          "--case {} is out of range; the campaign has cases 0 to {}", case_, spec.cases - 1));
     }
-    KVSIM_ASSIGN_OR_RETURN(sim::CaseRunner runner,
-                           sim::CaseRunner::Create(spec, bases, options.configs_root,
-                                                   options.backend));
+    KVSIM_ASSIGN_OR_RETURN(
+        sim::CaseRunner runner,
+        sim::CaseRunner::Create(spec, bases, options.configs_root, options.backend));
     KVSIM_ASSIGN_OR_RETURN(const sim::Scenario scenario, runner.Draw(case_));
     out << fmt::format("kvsim campaign: case {} (arm {}), its seed {}; every knob drawn:\n", case_,
                        spec.ArmOf(case_).Name(), FormatSeed(spec.CaseSeed(case_)));

@@ -64,25 +64,25 @@ void PrintCampaignResults(const sim::CampaignResults& r, std::ostream& out) {
       r.shards.size() > 1 ? "s" : "", shards, r.spec.shard_count, bases, modes, Grouped(r.runs),
       r.wall_s);
   TextTable table({"row", "class", "mode", "runs", "bug fired", "caught: tags", "seal",
-                   "silent runs", "silent rate", "silent reads", "writes", "false alarms",
-                   "surprises"});
+                   "silent runs", "silent rate", "silent reads", "writes", "bad outputs",
+                   "false alarms", "surprises"});
   for (const sim::TallyKey& key : OrderedKeys(r)) {
     const sim::Tally& t = r.tallies.at(key);
     const sim::RunMode run_mode = std::get<2>(key);
-    const std::string mode =
-        std::string(sim::TrackerModeName(std::get<1>(key))) +
-        (run_mode == sim::RunMode::kKernel ? " (kernel)" : "");
+    const std::string mode = std::string(sim::TrackerModeName(std::get<1>(key))) +
+                             (run_mode == sim::RunMode::kKernel ? " (kernel)" : "");
     table.AddRow({std::get<0>(key), RowClass(std::get<0>(key)), mode, Grouped(t.runs),
                   Grouped(t.fired_runs), Grouped(t.caught_tag), Grouped(t.caught_seal),
                   Grouped(t.silent_runs), Percent(t.silent_runs, t.fired_runs),
-                  Grouped(t.silent_reads), Grouped(t.silent_writes), Grouped(t.false_alarms),
-                  Grouped(t.surprises)});
+                  Grouped(t.silent_reads), Grouped(t.silent_writes), Grouped(t.bad_outputs),
+                  Grouped(t.false_alarms), Grouped(t.surprises)});
   }
   table.Print(out);
   out << "  bug fired: runs in which a planted bug fired; caught: rows refused by the tag check "
          "and by the seal; silent runs: runs with an access that ran and was wrong (silent rate "
          "of the runs with a bug fired); silent reads and writes: such accesses, as the ownership "
-         "oracle classifies them\n";
+         "oracle classifies them; bad outputs (kernel mode): outputs outside the reference's "
+         "bound and recomputed KV that differs\n";
   std::string reached;
   std::string missed;
   for (int site = 0; site < sim::kFaultSites; ++site) {
@@ -99,9 +99,9 @@ void PrintCampaignResults(const sim::CampaignResults& r, std::ostream& out) {
   if (!missed.empty()) out << "  fault sites never reached: " << missed << "\n";
   std::string aborts;
   for (size_t code = 1; code < r.aborts.size(); ++code) {
-    aborts += fmt::format("{}{} {}", aborts.empty() ? "" : ", ",
-                          TagCheckCodeName(static_cast<TagCheckCode>(code)),
-                          Grouped(r.aborts[code]));
+    aborts +=
+        fmt::format("{}{} {}", aborts.empty() ? "" : ", ",
+                    TagCheckCodeName(static_cast<TagCheckCode>(code)), Grouped(r.aborts[code]));
   }
   out << "  abort reasons reached (rows): " << aborts << "; seal " << Grouped(r.sealed) << "\n";
   if (r.surprises.empty()) {

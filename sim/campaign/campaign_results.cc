@@ -86,14 +86,14 @@ Status MergeResults(const CampaignResults& shard, CampaignResults& into) {
     return Status::Ok();
   }
   if (!shard.spec.SameCampaign(into.spec) || shard.spec.shard_count != into.spec.shard_count) {
-    return FailedPreconditionError(
+    return InvalidArgumentError(
         "the reports are of different campaigns (seed, cases, bases, arms, modes, kernel cases "
         "or shard count differ)");
   }
   for (int32_t index : shard.shards) {
     if (std::find(into.shards.begin(), into.shards.end(), index) != into.shards.end()) {
-      return FailedPreconditionError("shard " + std::to_string(index) + " of " +
-                                     std::to_string(into.spec.shard_count) + " is given twice");
+      return InvalidArgumentError("shard " + std::to_string(index) + " of " +
+                                  std::to_string(into.spec.shard_count) + " is given twice");
     }
     into.shards.push_back(index);
   }
@@ -267,8 +267,8 @@ Result<CampaignResults> ResultsFromJson(const std::string& text, const std::stri
     KVSIM_RETURN_IF_ERROR(ValidateCampaignSpec(r.spec).WithContext(path));
     return r;
   } catch (const nlohmann::json::exception& e) {
-    return InvalidArgumentError(path + ": not a campaign report written by kvsim campaign --json (" +
-                                e.what() + ")");
+    return InvalidArgumentError(
+        path + ": not a campaign report written by kvsim campaign --json (" + e.what() + ")");
   }
 }
 

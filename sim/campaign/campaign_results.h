@@ -74,7 +74,7 @@ struct CampaignResults {
   int64_t total_surprises() const;
 };
 
-// Adds `shard` to `into`: same campaign, shards not yet in `into`. FailedPrecondition otherwise.
+// Adds `shard` to `into`: same campaign, shards not yet in `into`. InvalidArgument otherwise.
 Status MergeResults(const CampaignResults& shard, CampaignResults& into);
 
 // The results as JSON (kvsim campaign --json) and back. Every count, the spec, the shards, the

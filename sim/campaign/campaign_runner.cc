@@ -42,7 +42,8 @@ std::string OutcomeLine(const CaseOutcome& o) {
             {"bad", o.bad_outputs},
             {"fa", o.false_alarms},
             {"drained", o.drained},
-            {"steps", o.steps}};
+            {"steps", o.steps},
+            {"hash", o.state_hash}};
   return "R " + j.dump() + "\n";
 }
 
@@ -67,6 +68,7 @@ std::optional<CaseOutcome> ParseOutcomeLine(const std::string& text) {
     o.false_alarms = j.at("fa").get<int64_t>();
     o.drained = j.at("drained").get<bool>();
     o.steps = j.at("steps").get<int64_t>();
+    o.state_hash = j.at("hash").get<uint64_t>();
     return o;
   } catch (const json::exception&) {
     return std::nullopt;
@@ -211,8 +213,8 @@ SurpriseKind TrialInProcess(CaseRunner& runner, const Scenario& scenario, int64_
 }
 
 std::string ReplayLine(const CampaignOptions& options, int64_t k) {
-  return (options.command.empty() ? std::string("kvsim campaign") : options.command) +
-         " --case " + std::to_string(k);
+  return (options.command.empty() ? std::string("kvsim campaign") : options.command) + " --case " +
+         std::to_string(k);
 }
 
 }  // namespace
@@ -235,8 +237,8 @@ Scenario ShrinkCase(const Scenario& scenario, SurpriseKind kind,
                           WorkloadSpec& w = s.server.workload;
                           if (w.requests <= 1) return false;
                           w.requests = std::max<int64_t>(1, w.requests / 2);
-                          w.clients = static_cast<int32_t>(
-                              std::min<int64_t>(w.clients, w.requests));
+                          w.clients =
+                              static_cast<int32_t>(std::min<int64_t>(w.clients, w.requests));
                           return true;
                         }});
   reductions.push_back({"clients", [](Scenario& s) {
@@ -336,8 +338,8 @@ Result<CampaignResults> RunCampaign(const CampaignSpec& spec, const std::vector<
   CampaignResults results;
   results.spec = spec;
   results.shards = {spec.shard_index};
-  const size_t jobs = std::min<size_t>(static_cast<size_t>(options.jobs),
-                                       std::max<size_t>(cases.size(), 1));
+  const size_t jobs =
+      std::min<size_t>(static_cast<size_t>(options.jobs), std::max<size_t>(cases.size(), 1));
   std::vector<WorkerState> workers(jobs);
   for (size_t w = 0; w < jobs; ++w) {
     KVSIM_RETURN_IF_ERROR(Spawn(spec, bases, options, cases, w, jobs, workers[w]));

@@ -89,8 +89,8 @@ uint64_t CampaignSpec::CaseSeed(int64_t k) const {
 }
 
 bool CampaignSpec::SameCampaign(const CampaignSpec& other) const {
-  return seed == other.seed && cases == other.cases && bases == other.bases &&
-         arms == other.arms && modes == other.modes && kernel_cases == other.kernel_cases;
+  return seed == other.seed && cases == other.cases && bases == other.bases && arms == other.arms &&
+         modes == other.modes && kernel_cases == other.kernel_cases;
 }
 
 Status ValidateCampaignSpec(const CampaignSpec& spec) {
@@ -98,7 +98,8 @@ Status ValidateCampaignSpec(const CampaignSpec& spec) {
     return OutOfRangeError("cases " + std::to_string(spec.cases) +
                            " is out of range; allowed: 1 to 2^40");
   }
-  if (spec.bases.empty()) return InvalidArgumentError("a campaign needs at least one base scenario");
+  if (spec.bases.empty())
+    return InvalidArgumentError("a campaign needs at least one base scenario");
   if (spec.arms.empty()) return InvalidArgumentError("a campaign needs at least one arm");
   if (spec.modes.empty()) return InvalidArgumentError("a campaign needs at least one tracker mode");
   for (size_t i = 0; i < spec.modes.size(); ++i) {
@@ -164,7 +165,8 @@ Status ShardFromEnvironment(int32_t& index, int32_t& count, std::string& source)
   if (Env("TEST_SHARD_INDEX") != nullptr || Env("TEST_TOTAL_SHARDS") != nullptr) {
     source = "Bazel test sharding";
     if (Env("TEST_SHARD_INDEX") == nullptr) {
-      return InvalidArgumentError(source + ": TEST_TOTAL_SHARDS is set but TEST_SHARD_INDEX is not");
+      return InvalidArgumentError(source +
+                                  ": TEST_TOTAL_SHARDS is set but TEST_SHARD_INDEX is not");
     }
     return EnvShard(source, "TEST_SHARD_INDEX", "TEST_TOTAL_SHARDS", 0, index, count);
   }

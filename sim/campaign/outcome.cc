@@ -35,6 +35,7 @@ CaseOutcome OutcomeOf(const RunReport& report) {
   }
   o.drained = report.stop == StopReason::kDrained;
   o.steps = report.steps;
+  o.state_hash = report.state_hash;
   return o;
 }
 

@@ -41,6 +41,7 @@ struct CaseOutcome {
   int64_t false_alarms = 0;
   bool drained = true;  // false: a limit stopped the run
   int64_t steps = 0;
+  uint64_t state_hash = 0;  // the run's, for replays
 
   int64_t fired_corrupting() const;
   bool silent() const { return silent_reads + silent_writes + bad_outputs > 0; }

@@ -13,9 +13,7 @@ int32_t PickInt(Prng& prng, std::initializer_list<int32_t> values) {
 }
 
 // A probability of firing: always, half, a tenth or a fiftieth of the times a site is reached.
-int64_t DrawPpm(Prng& prng) {
-  return PickInt(prng, {1'000'000, 500'000, 100'000, 20'000});
-}
+int64_t DrawPpm(Prng& prng) { return PickInt(prng, {1'000'000, 500'000, 100'000, 20'000}); }
 
 // The fault sites the tags are expected to catch.
 std::vector<FaultSite> TagCaughtSites() {
@@ -30,6 +28,13 @@ std::vector<FaultSite> TagCaughtSites() {
   return sites;
 }
 
+// The sites whose bugs live in the prefix cache (unified pools only).
+bool NeedsPrefixCache(FaultSite site) {
+  return site == FaultSite::kDuplicateNotRewritten || site == FaultSite::kRematchKeepsLength ||
+         site == FaultSite::kAbortFreesTreePages || site == FaultSite::kPublishBeforeWritten ||
+         site == FaultSite::kPrefixHashCollision;
+}
+
 void DrawScheduler(Prng& prng, int32_t pages, SchedulerConfig& s) {
   s.reservation = prng.chance(1, 2) ? Reservation::kPrompt : Reservation::kFull;
   s.max_running = prng.range_inclusive(1, 12);
@@ -40,8 +45,6 @@ void DrawScheduler(Prng& prng, int32_t pages, SchedulerConfig& s) {
   s.victim = prng.chance(1, 2) ? PreemptionVictim::kNewest : PreemptionVictim::kMostPages;
   s.prefix_cache = prng.chance(3, 4);
   s.eviction = prng.chance(1, 2) ? EvictionPolicy::kLru : EvictionPolicy::kLfu;
-  s.pool.reuse_order = prng.chance(3, 4) ? ReuseOrder::kLifo : ReuseOrder::kFifo;
-  s.pool.reserve_dummy_page = prng.chance(1, 4);
 }
 
 }  // namespace
@@ -52,21 +55,23 @@ Result<Scenario> DrawCase(const std::vector<Scenario>& bases, const Arm& arm, ui
   for (size_t i = 0; i < bases.size(); ++i) {
     (bases[i].disaggregation ? disaggregated : unified).push_back(i);
   }
-  const bool needs_transfer = arm.kind == Arm::Kind::kSingle &&
-                              arm.site == FaultSite::kTransferAbortFrees;
+  const bool single = arm.kind == Arm::Kind::kSingle;
+  const bool needs_transfer = single && arm.site == FaultSite::kTransferAbortFrees;
+  const bool needs_unified = single && NeedsPrefixCache(arm.site);
   Prng prng(seed);
   // The base first, from its own draw, so that the other draws do not depend on the list.
   const uint64_t base_draw = prng.next_u64();
-  const std::vector<size_t>& pool =
-      needs_transfer || unified.empty() || (!disaggregated.empty() && base_draw % 4 == 0)
+  const std::vector<size_t>& candidates =
+      needs_transfer || unified.empty() ||
+              (!needs_unified && !disaggregated.empty() && base_draw % 4 == 0)
           ? disaggregated
           : unified;
-  if (pool.empty()) {
-    return FailedPreconditionError(
-        std::string("arm ") + arm.Name() + " needs a " +
-        (needs_transfer ? "disaggregated" : "unified or disaggregated") + " base scenario");
+  if (candidates.empty()) {
+    return FailedPreconditionError(std::string("arm ") + arm.Name() + " needs a " +
+                                   (needs_transfer ? "disaggregated" : "unified or disaggregated") +
+                                   " base scenario");
   }
-  Scenario s = bases[pool[(base_draw >> 8) % pool.size()]];
+  Scenario s = bases[candidates[(base_draw >> 8) % candidates.size()]];
   s.seed = seed;
   s.text.clear();
   s.path = s.name + ".yaml";
@@ -94,7 +99,10 @@ Result<Scenario> DrawCase(const std::vector<Scenario>& bases, const Arm& arm, ui
   if (prng.chance(1, 2)) {
     w.cancel.probability_ppm = PickInt(prng, {100'000, 300'000});
     w.cancel.at_page_boundary = !s.disaggregation && prng.chance(1, 2);
-    w.cancel.after_ms = LengthSpec{LengthKind::kUniform, 1, 1, PickInt(prng, {20, 60, 200})};
+    // A cancellation at a page boundary has no delay.
+    if (!w.cancel.at_page_boundary) {
+      w.cancel.after_ms = LengthSpec{LengthKind::kUniform, 1, 1, PickInt(prng, {20, 60, 200})};
+    }
     w.cancel.retry_ppm = PickInt(prng, {0, 500'000, 1'000'000});
   }
 
@@ -106,12 +114,17 @@ Result<Scenario> DrawCase(const std::vector<Scenario>& bases, const Arm& arm, ui
   s.deployment.deployment.page_size = page_size;
   s.pool_pages = draw_pages();
   DrawScheduler(prng, s.pool_pages, s.server.scheduler);
+  // The pool's reuse order, dummy page and tags are the scenario's, for both sides too.
+  PagePoolConfig& pool = s.server.scheduler.pool;
+  pool.reuse_order = prng.chance(3, 4) ? ReuseOrder::kLifo : ReuseOrder::kFifo;
+  pool.reserve_dummy_page = prng.chance(1, 4);
   if (s.disaggregation) {
     for (PoolSide* side : {&s.disaggregation->prefill, &s.disaggregation->decode}) {
       side->deployment.deployment.page_size = page_size;
       side->pool_pages = draw_pages();
       DrawScheduler(prng, side->pool_pages, side->scheduler);
       side->scheduler.prefix_cache = false;
+      side->scheduler.pool = pool;
     }
     s.disaggregation->gb_per_s = PickInt(prng, {1, 4, 16}) / 8.0;
   }
@@ -144,6 +157,39 @@ Result<Scenario> DrawCase(const std::vector<Scenario>& bases, const Arm& arm, ui
       plan.ppm[static_cast<size_t>(sites[prng.below(sites.size())])] = DrawPpm(prng);
       break;
     }
+  }
+
+  // A single site's arm also draws the conditions its bug needs, so that it is reached in most of
+  // its cases: a prefix cache with prefixes to share, cancellations, prompts that span chunks.
+  if (arm.kind == Arm::Kind::kSingle) {
+    if (NeedsPrefixCache(arm.site)) {
+      s.server.scheduler.prefix_cache = true;
+      w.shared_prefix.groups = std::max(w.shared_prefix.groups, 1);
+      w.shared_prefix.tokens = std::max(w.shared_prefix.tokens, 2 * page_size);
+      w.shared_prefix.share_ppm = std::max<int64_t>(w.shared_prefix.share_ppm, 600'000);
+      w.requests = std::max<int64_t>(w.requests, 16);
+      w.clients = std::max(w.clients, 3);
+    }
+    if (arm.site == FaultSite::kPublishBeforeWritten) {
+      s.server.scheduler.prefill_chunk = page_size;
+      s.server.scheduler.max_running = std::max(s.server.scheduler.max_running, 4);
+    }
+    if (arm.site == FaultSite::kAbortFreesTreePages) {
+      w.cancel.probability_ppm = std::max<int64_t>(w.cancel.probability_ppm, 300'000);
+      if (!w.cancel.at_page_boundary && w.cancel.after_ms.max <= 1) {
+        w.cancel.after_ms = LengthSpec{LengthKind::kUniform, 1, 1, 60};
+      }
+    }
+    if (arm.site == FaultSite::kTransferAbortFrees) {
+      // Slow transfers, and cancellations spread over them.
+      s.disaggregation->gb_per_s = 0.125;
+      w.cancel.probability_ppm = 500'000;
+      w.cancel.at_page_boundary = false;
+      w.cancel.after_ms = LengthSpec{LengthKind::kUniform, 1, 1, 150};
+    }
+    // Pools long enough for the prefixes the conditions added.
+    const int32_t held = w.prompt_tokens.max + w.shared_prefix.tokens + w.output_tokens.max;
+    s.pool_pages = std::max(s.pool_pages, (held + page_size - 1) / page_size + 1);
   }
 
   s.oracle = true;

@@ -113,7 +113,7 @@ void WriteScheduler(YAML::Emitter& out, const SchedulerConfig& s) {
   Field(out, "max_running", s.max_running);
   Field(out, "token_budget", s.token_budget);
   Field(out, "chunked_prefill", s.chunked_prefill);
-  if (s.prefill_chunk > 0) Field(out, "prefill_chunk", s.prefill_chunk);
+  Field(out, "prefill_chunk", s.prefill_chunk);
   Field(out, "watermark_pages", s.watermark_pages);
   Field(out, "preemption", PreemptionVictimName(s.victim));
   Field(out, "prefix_cache", s.prefix_cache);

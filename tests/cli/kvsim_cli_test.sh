@@ -11,7 +11,7 @@ out="${TEST_TMPDIR:-$(mktemp -d)}"
 source tests/cli/cli_expect.sh
 
 expect_exit 0 "Subcommands:" --help
-expect_exit 0 "campaign .*not in this version yet" --help
+expect_exit 0 "campaign +Fault-injection campaign" --help
 expect_exit 0 "^kvsim [0-9]+\.[0-9]+\.[0-9]+" --version
 expect_exit 0 "--seed" demo --help
 expect_exit 2 "^kvsim: .*not expected: --bogus" --bogus
