@@ -180,11 +180,8 @@ class CampaignCommand : public Command {
     }
     KVSIM_RETURN_IF_ERROR(sim::ValidateCampaignSpec(spec));
     const std::string configs_root = ConfigsRoot(configs_);
-    std::vector<sim::Scenario> bases;
-    for (const std::string& base : spec.bases) {
-      KVSIM_ASSIGN_OR_RETURN(sim::Scenario scenario, ResolveScenario(base, configs_root));
-      bases.push_back(std::move(scenario));
-    }
+    KVSIM_ASSIGN_OR_RETURN(const std::vector<sim::Scenario> bases,
+                           ResolveScenarios(spec.bases, configs_root));
     sim::CampaignOptions options;
     options.configs_root = configs_root;
     KVSIM_ASSIGN_OR_RETURN(options.backend, ParseBackendChoice(backend_text_));

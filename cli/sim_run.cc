@@ -125,6 +125,16 @@ Result<sim::Scenario> ResolveScenario(const std::string& name_or_path,
   return scenario;
 }
 
+Result<std::vector<sim::Scenario>> ResolveScenarios(const std::vector<std::string>& names_or_paths,
+                                                    const std::string& configs_root) {
+  std::vector<sim::Scenario> scenarios;
+  for (const std::string& name : names_or_paths) {
+    KVSIM_ASSIGN_OR_RETURN(sim::Scenario scenario, ResolveScenario(name, configs_root));
+    scenarios.push_back(std::move(scenario));
+  }
+  return scenarios;
+}
+
 std::string ReproductionLine(const SimRunOptions& o, const std::string& backend_name) {
   std::string line = fmt::format("kvsim run {} --seed {} --mode {} --backend {}", o.scenario_arg,
                                  FormatSeed(o.seed), sim::RunModeName(o.mode), backend_name);

@@ -363,10 +363,10 @@ Status Server::StartStep(size_t pool, EventQueue& queue) {
   report_.evicted_pages += p.plan.evicted_pages;
   const std::vector<int32_t> transfers = p.plan.transfers;
   for (int32_t slot : transfers) KVSIM_RETURN_IF_ERROR(StartTransfer(slot, queue));
-  // A pool whose pages wait for transfers out of it may rightly admit nobody; one that preempted
-  // its only running request schedules again at once, to readmit it.
+  // A pool whose pages wait for transfers out of it, or into it, may rightly admit nobody; one
+  // that preempted its only running request schedules again at once, to readmit it.
   bool formed = !p.plan.rows.empty() || !transfers.empty() || p.plan.preempted > 0 ||
-                !p.scheduler.transferring().empty();
+                !p.scheduler.transferring().empty() || !p.scheduler.receiving().empty();
   if (!formed && faults_ && faults_->fired_corrupting() > 0 && p.scheduler.running().empty()) {
     // A planted bug lost pages for good: what waits can never be admitted. The server refuses it
     // rather than hang (the run reports the refusals).
@@ -377,8 +377,12 @@ Status Server::StartStep(size_t pool, EventQueue& queue) {
     }
     formed = true;
   }
-  KVSIM_RETURN_IF_ERROR(CheckNotIdle(formed, static_cast<int64_t>(p.scheduler.waiting().size()),
-                                     static_cast<int64_t>(p.scheduler.running().size())));
+  KVSIM_RETURN_IF_ERROR(
+      CheckNotIdle(formed, static_cast<int64_t>(p.scheduler.waiting().size()),
+                   static_cast<int64_t>(p.scheduler.running().size()))
+          .WithContext(p.name + " pool (" + std::to_string(p.scheduler.pool().pages_free()) +
+                       " pages free, " + std::to_string(p.scheduler.reserved_pages()) +
+                       " reserved)"));
   if (p.plan.rows.empty()) {
     if (p.plan.preempted > 0) RequestSchedule(pool, queue);
     return Status::Ok();
