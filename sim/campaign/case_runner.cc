@@ -69,7 +69,13 @@ CaseOutcome CaseRunner::Run(Scenario scenario, int64_t k, TrackerMode mode, RunM
     RunOptions options;
     options.seed = scenario.seed;
     options.mode = run_mode;
+    KernelWallClock wall;
+    options.kernel_wall = kernel_wall_ == nullptr ? nullptr : &wall;
     Result<RunReport> report = RunPrepared(scenario, found->second, options, *backend_);
+    if (kernel_wall_ != nullptr) {
+      kernel_wall_->kernels_s += wall.kernels_s;
+      kernel_wall_->reference_s += wall.reference_s;
+    }
     if (report.ok()) {
       outcome = OutcomeOf(*report);
     } else {

@@ -31,6 +31,9 @@ class CaseRunner {
   CaseOutcome Run(Scenario scenario, int64_t k, TrackerMode mode, RunMode run_mode);
 
   const CampaignSpec& spec() const { return spec_; }
+  // Where kernel-mode runs add up the wall time of their kernels and of the FP64 reference (for
+  // benchmarks); null: not measured.
+  void set_kernel_wall(KernelWallClock* wall) { kernel_wall_ = wall; }
 
  private:
   CaseRunner(const CampaignSpec& spec, std::vector<Scenario> bases, model::Catalog catalog,
@@ -42,6 +45,7 @@ class CaseRunner {
   std::unique_ptr<Backend> backend_;
   // By base scenario name and page size: the pools as planned.
   std::map<std::pair<std::string, int32_t>, PreparedScenario> prepared_;
+  KernelWallClock* kernel_wall_ = nullptr;
 };
 
 // Whether a scenario's tags are narrow enough that a stale grant may pass the check by chance
