@@ -104,6 +104,19 @@ void PrintCampaignResults(const sim::CampaignResults& r, std::ostream& out) {
                     TagCheckCodeName(static_cast<TagCheckCode>(code)), Grouped(r.aborts[code]));
   }
   out << "  abort reasons reached (rows): " << aborts << "; seal " << Grouped(r.sealed) << "\n";
+  // Accesses to a page that is no longer the accessor's which the tag check let through: with
+  // w-bit tags, docs/integrity.md predicts exactly when (after 2^w reallocations, or a multiple,
+  // with generation tags; after two or more with random tags, by chance).
+  int64_t predicted = 0;
+  int64_t unpredicted = 0;
+  for (const auto& [key, tally] : r.tallies) {
+    predicted += tally.escapes_predicted;
+    unpredicted += tally.escapes_unpredicted;
+  }
+  out << fmt::format(
+      "  escapes of the tag check (wrong-page accesses that ran with it on): {} where the escape "
+      "condition predicts them, {} where it does not\n",
+      Grouped(predicted), Grouped(unpredicted));
   if (r.surprises.empty()) {
     out << "  surprises: none\n";
     return;

@@ -25,6 +25,8 @@ void Tally::Add(const CaseOutcome& o, SurpriseKind judged) {
   bad_outputs += o.bad_outputs;
   silent_runs += o.silent() ? 1 : 0;
   false_alarms += o.false_alarms;
+  escapes_predicted += o.escapes_predicted;
+  escapes_unpredicted += o.escapes_unpredicted;
   errors += o.error ? 1 : 0;
   crashes += o.crashed ? 1 : 0;
   undrained += o.drained ? 0 : 1;
@@ -43,6 +45,8 @@ void Tally::Merge(const Tally& t) {
   bad_outputs += t.bad_outputs;
   silent_runs += t.silent_runs;
   false_alarms += t.false_alarms;
+  escapes_predicted += t.escapes_predicted;
+  escapes_unpredicted += t.escapes_unpredicted;
   errors += t.errors;
   crashes += t.crashes;
   undrained += t.undrained;
@@ -55,8 +59,10 @@ bool Tally::operator==(const Tally& t) const {
          caught_tag == t.caught_tag && caught_seal == t.caught_seal &&
          silent_reads == t.silent_reads && silent_writes == t.silent_writes &&
          bad_outputs == t.bad_outputs && silent_runs == t.silent_runs &&
-         false_alarms == t.false_alarms && errors == t.errors && crashes == t.crashes &&
-         undrained == t.undrained && surprises == t.surprises && steps == t.steps;
+         false_alarms == t.false_alarms && escapes_predicted == t.escapes_predicted &&
+         escapes_unpredicted == t.escapes_unpredicted && errors == t.errors &&
+         crashes == t.crashes && undrained == t.undrained && surprises == t.surprises &&
+         steps == t.steps;
 }
 
 bool Surprise::operator<(const Surprise& o) const {
@@ -123,6 +129,8 @@ ordered_json TallyJson(const Tally& t) {
           {"bad_outputs", t.bad_outputs},
           {"silent_runs", t.silent_runs},
           {"false_alarms", t.false_alarms},
+          {"escapes_predicted", t.escapes_predicted},
+          {"escapes_unpredicted", t.escapes_unpredicted},
           {"errors", t.errors},
           {"crashes", t.crashes},
           {"undrained", t.undrained},
@@ -142,6 +150,8 @@ Tally TallyFrom(const ordered_json& j) {
   t.bad_outputs = j.at("bad_outputs").get<int64_t>();
   t.silent_runs = j.at("silent_runs").get<int64_t>();
   t.false_alarms = j.at("false_alarms").get<int64_t>();
+  t.escapes_predicted = j.at("escapes_predicted").get<int64_t>();
+  t.escapes_unpredicted = j.at("escapes_unpredicted").get<int64_t>();
   t.errors = j.at("errors").get<int64_t>();
   t.crashes = j.at("crashes").get<int64_t>();
   t.undrained = j.at("undrained").get<int64_t>();

@@ -28,6 +28,8 @@ struct Tally {
   int64_t bad_outputs = 0;
   int64_t silent_runs = 0;  // runs with at least one silent corruption
   int64_t false_alarms = 0;
+  int64_t escapes_predicted = 0;  // wrong-page accesses through the tags, as predicted
+  int64_t escapes_unpredicted = 0;
   int64_t errors = 0;
   int64_t crashes = 0;
   int64_t undrained = 0;  // runs a limit stopped

@@ -41,6 +41,8 @@ std::string OutcomeLine(const CaseOutcome& o) {
             {"sw", o.silent_writes},
             {"bad", o.bad_outputs},
             {"fa", o.false_alarms},
+            {"ep", o.escapes_predicted},
+            {"eu", o.escapes_unpredicted},
             {"drained", o.drained},
             {"steps", o.steps},
             {"hash", o.state_hash}};
@@ -66,6 +68,8 @@ std::optional<CaseOutcome> ParseOutcomeLine(const std::string& text) {
     o.silent_writes = j.at("sw").get<int64_t>();
     o.bad_outputs = j.at("bad").get<int64_t>();
     o.false_alarms = j.at("fa").get<int64_t>();
+    o.escapes_predicted = j.at("ep").get<int64_t>();
+    o.escapes_unpredicted = j.at("eu").get<int64_t>();
     o.drained = j.at("drained").get<bool>();
     o.steps = j.at("steps").get<int64_t>();
     o.state_hash = j.at("hash").get<uint64_t>();

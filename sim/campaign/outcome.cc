@@ -33,6 +33,8 @@ CaseOutcome OutcomeOf(const RunReport& report) {
     o.detail = std::string(FindingKindName(f.kind)) + " at step " + std::to_string(f.step) +
                ", request " + std::to_string(f.request) + ": " + f.detail;
   }
+  o.escapes_predicted = report.integrity.escapes_predicted;
+  o.escapes_unpredicted = report.integrity.escapes_unpredicted;
   o.drained = report.stop == StopReason::kDrained;
   o.steps = report.steps;
   o.state_hash = report.state_hash;
@@ -61,7 +63,11 @@ SurpriseKind Judge(const CaseOutcome& outcome, bool narrow_tags) {
   if (outcome.false_alarms > 0) return SurpriseKind::kFalseAlarm;
   if (!outcome.silent()) return SurpriseKind::kNone;
   if (outcome.fired_corrupting() == 0) return SurpriseKind::kSilentCorruption;
-  if (outcome.mode == TrackerMode::kOff || narrow_tags) return SurpriseKind::kNone;
+  if (outcome.mode == TrackerMode::kOff) return SurpriseKind::kNone;
+  // Narrow tags let stale accesses through, but only where the escape condition says they can.
+  if (narrow_tags) {
+    return outcome.escapes_unpredicted > 0 ? SurpriseKind::kSilentCorruption : SurpriseKind::kNone;
+  }
   for (int site = 0; site < kFaultSites; ++site) {
     if (outcome.fired[static_cast<size_t>(site)] == 0) continue;
     const FaultClass expected = FaultSiteExpected(static_cast<FaultSite>(site));

@@ -39,6 +39,10 @@ struct CaseOutcome {
   // positions whose stored bits differ from their first write.
   int64_t bad_outputs = 0;
   int64_t false_alarms = 0;
+  // Wrong-page accesses that passed the tag check, as its escape condition predicts them or not
+  // (IntegrityCounts).
+  int64_t escapes_predicted = 0;
+  int64_t escapes_unpredicted = 0;
   bool drained = true;  // false: a limit stopped the run
   int64_t steps = 0;
   uint64_t state_hash = 0;  // the run's, for replays
@@ -57,8 +61,8 @@ const char* SurpriseKindName(SurpriseKind kind);
 // The catalogue's verdict. A silent corruption is expected with no check (mode off) once a bug
 // that corrupts fired; with the tags only when a fired bug is of class S or N; with tags and seal
 // only when one is of class N; and never with no such bug fired. Narrow tags (width below 16 bits)
-// may let a stale access through, as docs/integrity.md predicts, so their silent corruptions are
-// measured, not judged.
+// may let a stale access through, as docs/integrity.md predicts: their silent corruptions are
+// measured, and a surprise only when an escape is one the escape condition does not predict.
 SurpriseKind Judge(const CaseOutcome& outcome, bool narrow_tags);
 
 }  // namespace kvsim::sim

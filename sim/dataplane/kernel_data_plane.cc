@@ -131,8 +131,8 @@ KernelDataPlane::KernelDataPlane(const KernelSpec& spec, int page_size, Backend&
 }
 
 void KernelDataPlane::OnAllocate(int32_t page) { oracle_.OnAllocate(page); }
-void KernelDataPlane::OnGrant(int32_t slot, int32_t logical, int32_t page) {
-  oracle_.OnGrant(slot, logical, page);
+void KernelDataPlane::OnGrant(int32_t slot, int32_t logical, const PageGrant& grant) {
+  oracle_.OnGrant(slot, logical, grant);
 }
 void KernelDataPlane::OnReleaseAll(int32_t slot) { oracle_.OnReleaseAll(slot); }
 
@@ -376,7 +376,8 @@ Status KernelDataPlane::Reads(const StepAccess& access, IntegrityCounts& counts,
   // every page read is the right one: the checks must stay silent and the outputs within bound.
   std::vector<bool> first(access.proceed->size(), false);
   std::vector<bool> second(access.proceed->size(), false);
-  for (size_t k = 0; k < going.size(); ++k) (k < going.size() / 2 ? first : second)[going[k]] = true;
+  for (size_t k = 0; k < going.size(); ++k)
+    (k < going.size() / 2 ? first : second)[going[k]] = true;
   StepAccess half = access;
   half.proceed = &first;
   KVSIM_RETURN_IF_ERROR(Decode(half, findings));

@@ -27,6 +27,7 @@ PagePool::PagePool(const PagePoolConfig& config)
       first_page_(config.reserve_dummy_page ? 1 : 0),
       refcounts_(static_cast<size_t>(config.num_pages), 0),
       tags_(static_cast<size_t>(config.num_pages)),
+      allocations_(static_cast<size_t>(config.num_pages), 0),
       tag_changed_(static_cast<size_t>(config.num_pages), 0) {
   for (uint64_t& tag : tags_) tag = tag_source_.InitialTag();
   // Pages are first handed out in ascending order under either policy.
@@ -59,7 +60,7 @@ Result<PageGrant> PagePool::Allocate() {
     tag_changed_[index] = 1;
     tag_changes_.push_back(page);
   }
-  return PageGrant{page, tags_[index]};
+  return PageGrant{page, tags_[index], ++allocations_[index]};
 }
 
 Status PagePool::CheckOwnedPage(int32_t page, const char* operation) const {

@@ -39,6 +39,10 @@ struct PagePoolConfig {
 struct PageGrant {
   int32_t page = -1;
   uint64_t tag = 0;
+  // How many times the pool had allocated the page when the grant was made: which allocation the
+  // grant names, for an oracle that must tell a wrapped tag from the same allocation. No check
+  // sees it (a real engine has only the tag), so equality compares page and tag.
+  int64_t allocation = 0;
   bool operator==(const PageGrant& other) const { return page == other.page && tag == other.tag; }
   bool operator!=(const PageGrant& other) const { return !(*this == other); }
 };
@@ -79,7 +83,9 @@ class PagePool {
   // The current tag of `page`.
   uint64_t tag(int32_t page) const;
   // The grant a new holder of `page` records now: the page and its current tag.
-  PageGrant CurrentGrant(int32_t page) const { return PageGrant{page, tag(page)}; }
+  PageGrant CurrentGrant(int32_t page) const {
+    return PageGrant{page, tag(page), allocations_[static_cast<size_t>(page)]};
+  }
 
   // uint64 [num_pages]: the current tag of every page, laid out as TagCheck's page_tags.
   const std::vector<uint64_t>& tags() const { return tags_; }
@@ -121,6 +127,7 @@ class PagePool {
   std::deque<int32_t> free_;
   std::vector<int32_t> refcounts_;    // [num_pages]
   std::vector<uint64_t> tags_;        // [num_pages]
+  std::vector<int64_t> allocations_;  // [num_pages]: times each page was allocated
   std::vector<uint8_t> tag_changed_;  // [num_pages]: 1 while listed in tag_changes_
   std::vector<int32_t> tag_changes_;  // at most num_pages entries
   bool double_freed_ = false;

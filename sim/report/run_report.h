@@ -69,6 +69,12 @@ struct IntegrityCounts {
   // Oracle verdicts: per token written and per page read, of the rows that ran.
   std::array<int64_t, kAccessVerdicts> writes{};
   std::array<int64_t, kAccessVerdicts> reads{};
+  // Wrong-page accesses that ran with the tag check on: escapes. Predicted: the page was
+  // reallocated since the accessor's grant as often as docs/integrity.md's escape condition
+  // allows (a positive multiple of 2^w with generation tags, at least twice with random tags, w
+  // below 64). Unpredicted: any other, which the theorem says cannot happen.
+  int64_t escapes_predicted = 0;
+  int64_t escapes_unpredicted = 0;
 };
 
 // What kernel mode's data plane did and how its outputs compared with the FP64 reference.
@@ -138,7 +144,7 @@ struct RunReport {
   KernelCounts kernel;
   int64_t findings_total = 0;
   std::array<int64_t, kFindingKinds> findings_by_kind{};  // by Finding::Kind
-  std::vector<Finding> findings;  // the first kMaxListedFindings
+  std::vector<Finding> findings;                          // the first kMaxListedFindings
 
   uint64_t state_hash = 0;
   std::vector<RequestRecord> requests;  // in the order they ended

@@ -117,8 +117,8 @@ Status ReapplyScenario(const Scenario& scenario, PreparedScenario& prepared) {
     PreparedPool& pool = prepared.pools[i];
     pool.scheduler = sides[i]->scheduler;
     KVSIM_RETURN_IF_ERROR(SizePool(scenario.path + ": " + pool.name + " pool", pool.plan,
-                                   sides[i]->pool_pages,
-                                   sides[i]->deployment.deployment.page_size, pool.scheduler));
+                                   sides[i]->pool_pages, sides[i]->deployment.deployment.page_size,
+                                   pool.scheduler));
   }
   prepared.link = LinkOf(d, prepared.pools[0]);
   return Status::Ok();
@@ -155,6 +155,7 @@ Result<RunReport> RunPrepared(const Scenario& scenario, const PreparedScenario& 
       oracles.push_back(std::make_unique<OracleAuditor>(std::move(oracle)));
       auditor = oracles.back().get();
     }
+    if (auditor != nullptr && config.tag_tracker) auditor->PredictEscapes(pool.scheduler.pool.tags);
     pools.push_back({pool.name, pool.scheduler, pool.step_time, auditor});
   }
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<Server> server,

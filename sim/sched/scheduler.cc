@@ -146,7 +146,7 @@ void Scheduler::GrantNewPage(int32_t slot, GrantObserver* observer) {
   }
   if (observer != nullptr) {
     observer->OnAllocate(grant->page);
-    observer->OnGrant(slot, logical, grant->page);
+    observer->OnGrant(slot, logical, *grant);
   }
 }
 
@@ -399,7 +399,7 @@ int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, GrantObserver* observer,
     if (!shared.ok()) Refused(shared);
     r.recorded.push_back(grant);
     r.block_row.push_back(grant.page);
-    if (observer != nullptr) observer->OnGrant(slot, i, grant.page);
+    if (observer != nullptr) observer->OnGrant(slot, i, grant);
   }
   r.computed = start;
   if (r.preemptions == 0) r.cached_tokens = start;
@@ -496,7 +496,7 @@ void Scheduler::CachePrefill(int32_t slot, int32_t pages, GrantObserver* observe
     if (!shared.ok()) Refused(shared);
     own = cached;
     r.block_row[static_cast<size_t>(i)] = cached.page;
-    if (observer != nullptr) observer->OnGrant(slot, i, cached.page);
+    if (observer != nullptr) observer->OnGrant(slot, i, cached);
   }
   KVSIM_CHECK(cache_.Lock(match.node).ok());
   if (r.locked != kNoNode) {

@@ -112,8 +112,10 @@ class GrantObserver {
   virtual ~GrantObserver() = default;
   // The pool allocated `page`: a new allocation of it begins.
   virtual void OnAllocate(int32_t page) = 0;
-  // Request `slot` now holds `page` at `logical` (allocated, matched or rewritten).
-  virtual void OnGrant(int32_t slot, int32_t logical, int32_t page) = 0;
+  // Request `slot` now holds `grant` at `logical` (allocated, matched or rewritten). A matched
+  // grant names the allocation the prefix cache holds, which a planted bug may have let the pool
+  // reallocate since.
+  virtual void OnGrant(int32_t slot, int32_t logical, const PageGrant& grant) = 0;
   // Request `slot` let go of its whole table (finished, cancelled, preempted, aborted).
   virtual void OnReleaseAll(int32_t slot) = 0;
 };

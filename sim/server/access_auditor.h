@@ -37,6 +37,10 @@ class AccessAuditor : public GrantObserver {
   // The run's planted bugs, for an auditor that executes accesses and has a site of its own (the
   // negative control); it must outlive the auditor's use. Ignored by default.
   virtual void set_faults(FaultInjector* faults) { (void)faults; }
+  // The tag check runs before the accesses, with pools' tags as `tags`: a wrong-page access that
+  // still runs escaped it, and is counted as the escape condition predicts it or not. Ignored by
+  // auditors that do not classify accesses.
+  virtual void PredictEscapes(const TagConfig& tags) { (void)tags; }
 };
 
 }  // namespace kvsim::sim

@@ -35,8 +35,15 @@ TEST(OutcomeTest, SilentCorruptionIsExpectedOnlyWhereNoLayerThatRanCatchesTheBug
   CaseOutcome both = Fired(FaultSite::kDoubleFree, TrackerMode::kTags, 5);
   both.fired[static_cast<size_t>(FaultSite::kCommittedAheadOfWrites)] = 1;
   EXPECT_EQ(Judge(both, false), SurpriseKind::kNone);
-  // Narrow tags may wrap: measured, not judged.
-  EXPECT_EQ(Judge(Fired(FaultSite::kDoubleFree, TrackerMode::kTags, 5), true), SurpriseKind::kNone);
+  // Narrow tags may wrap: their silent corruptions are measured, and judged only by whether each
+  // escape of the check is one the escape condition predicts.
+  CaseOutcome wrapped = Fired(FaultSite::kDoubleFree, TrackerMode::kTags, 5);
+  wrapped.escapes_predicted = 2;
+  EXPECT_EQ(Judge(wrapped, true), SurpriseKind::kNone);
+  wrapped.escapes_unpredicted = 1;
+  EXPECT_EQ(Judge(wrapped, true), SurpriseKind::kSilentCorruption);
+  wrapped.mode = TrackerMode::kOff;
+  EXPECT_EQ(Judge(wrapped, true), SurpriseKind::kNone);
   // Kernel outputs outside their bound count as corruption too.
   CaseOutcome outputs = Fired(FaultSite::kDoubleFree, TrackerMode::kTags, 0);
   outputs.bad_outputs = 3;
