@@ -1,27 +1,10 @@
-// Planned commands and command groups.
+// Command groups.
 #include "cli/command.h"
 
 #include <utility>
 
 namespace kvsim::cli {
 namespace {
-
-class PlannedCommand : public Command {
- public:
-  PlannedCommand(std::string name, std::string summary)
-      : name_(std::move(name)), summary_(std::move(summary)) {}
-
-  std::string name() const override { return name_; }
-  std::string summary() const override { return summary_ + " [not in this version yet]"; }
-  void Configure(CLI::App& app) override { app.allow_extras(); }
-  Status Run(std::ostream&) override {
-    return InvalidArgumentError("'" + name_ + "' is not in this version of kvsim yet");
-  }
-
- private:
-  std::string name_;
-  std::string summary_;
-};
 
 class CommandGroup : public Command {
  public:
@@ -60,10 +43,6 @@ class CommandGroup : public Command {
 };
 
 }  // namespace
-
-std::unique_ptr<Command> MakePlannedCommand(std::string name, std::string summary) {
-  return std::make_unique<PlannedCommand>(std::move(name), std::move(summary));
-}
 
 std::unique_ptr<Command> MakeCommandGroup(std::string name, std::string summary,
                                           std::vector<std::unique_ptr<Command>> children) {

@@ -28,10 +28,6 @@ class Command {
   virtual Status Run(std::ostream& out) = 0;
 };
 
-// A subcommand the project defines but this version does not provide yet: listed in --help with
-// "[not in this version yet]", and running it is a usage error that says so.
-std::unique_ptr<Command> MakePlannedCommand(std::string name, std::string summary);
-
 // A command made of nested subcommands ("accuracy kv", "accuracy weights"); exactly one must be
 // given.
 std::unique_ptr<Command> MakeCommandGroup(std::string name, std::string summary,

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "base/seed.h"
+#include "cli/campaign_demo.h"
 #include "cli/configs_root.h"
 #include "cli/format_report.h"
 #include "cli/integrity_report.h"
@@ -22,9 +23,9 @@ class DemoCommand : public Command {
     return "Run the main jobs on built-in defaults: capacity plans for Kimi K2.6 and GLM 5.2 on "
            "8xH200, the FP8 e4m3 and INT4 code tables, the round-trip error of each format on "
            "seeded samples, what an FP8 KV cache and INT4 weights cost through the kernels, and "
-           "the KV-cache integrity check on one divergence per request, and the simulator's "
-           "page-reuse "
-           "storm in kernel mode with and without planted bugs";
+           "the KV-cache integrity check on one divergence per request, the simulator's "
+           "page-reuse storm in kernel mode with and without planted bugs, and a short "
+           "fault-injection campaign without and with the check";
   }
 
   void Configure(CLI::App& app) override {
@@ -34,6 +35,9 @@ class DemoCommand : public Command {
         ->capture_default_str();
     app.add_option("--configs", configs_, "Folder with models/, gpus/, calibration/");
     app.add_option("--out", output_dir_, "Folder the plot is written to (default kvsim-out/)");
+    app.add_option("--campaign-cases", campaign_cases_,
+                   "Cases of the closing campaign, 1 to 10000000")
+        ->capture_default_str();
   }
 
   Status Run(std::ostream& out) override {
@@ -41,6 +45,10 @@ class DemoCommand : public Command {
     if (samples_ < 1 || samples_ > (1 << 24)) {
       return OutOfRangeError(
           fmt::format("--samples {} is out of range; allowed: 1 to 16777216", samples_));
+    }
+    if (campaign_cases_ < 1 || campaign_cases_ > 10'000'000) {
+      return OutOfRangeError(fmt::format(
+          "--campaign-cases {} is out of range; allowed: 1 to 10000000", campaign_cases_));
     }
     out << "kvsim demo: capacity plans, the numeric formats of an FP8 KV cache and INT4 weights, "
            "and the KV-cache integrity check\n\n";
@@ -60,14 +68,17 @@ class DemoCommand : public Command {
     KVSIM_RETURN_IF_ERROR(PrintIntegrityScenarios(out));
     out << "\n7. The simulator: a whole server through the kernels\n\n";
     KVSIM_RETURN_IF_ERROR(PrintSimulationDemo(out, ConfigsRoot(configs_)));
-    out << fmt::format("\nReproduce: kvsim demo --seed {} --samples {}\n", FormatSeed(seed),
-                       samples_);
+    out << "\n8. A fault-injection campaign: no check against the tag check\n\n";
+    KVSIM_RETURN_IF_ERROR(PrintCampaignDemo(out, ConfigsRoot(configs_), seed, campaign_cases_));
+    out << fmt::format("\nReproduce: kvsim demo --seed {} --samples {} --campaign-cases {}\n",
+                       FormatSeed(seed), samples_, campaign_cases_);
     return Status::Ok();
   }
 
  private:
   std::string seed_text_ = FormatSeed(0x5eed);
   int samples_ = 65536;
+  int64_t campaign_cases_ = 30000;
   std::string configs_;
   std::string output_dir_;
 };

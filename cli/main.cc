@@ -10,6 +10,7 @@
 #include "base/status.h"
 #include "cli/accuracy_kv_command.h"
 #include "cli/accuracy_weights_command.h"
+#include "cli/campaign_command.h"
 #include "cli/command.h"
 #include "cli/demo.h"
 #include "cli/plan.h"
@@ -25,9 +26,7 @@ std::vector<std::unique_ptr<Command>> AllCommands() {
   commands.push_back(MakeDemoCommand());
   commands.push_back(MakePlanCommand());
   commands.push_back(MakeRunCommand());
-  commands.push_back(MakePlannedCommand(
-      "campaign",
-      "Fault-injection campaign: many seeded scenarios with injected bookkeeping bugs"));
+  commands.push_back(MakeCampaignCommand());
   commands.push_back(MakeReplayCommand());
   std::vector<std::unique_ptr<Command>> accuracy;
   accuracy.push_back(MakeAccuracyKvCommand());

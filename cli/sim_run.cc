@@ -45,9 +45,10 @@ void PrintIntegrity(const sim::RunReport& r, std::ostream& out) {
   for (size_t code = 1; code < c.aborts.size(); ++code) aborts += c.aborts[code];
   out << fmt::format(
       "  integrity: tracker {}, {} write checks, {} read checks, {} rows checked, "
-      "{} aborted; oracle {}\n",
+      "{} aborted{}; oracle {}\n",
       r.tracker, Grouped(c.write_checks), Grouped(c.read_checks), Grouped(c.rows_checked),
-      Grouped(aborts), r.oracle ? "on" : "off");
+      Grouped(aborts), r.seal ? fmt::format(", seal on, {} refused", Grouped(c.sealed)) : "",
+      r.oracle ? "on" : "off");
   std::string fired;
   for (int site = 0; site < sim::kFaultSites; ++site) {
     const int64_t count = r.faults_fired[static_cast<size_t>(site)];
@@ -57,9 +58,10 @@ void PrintIntegrity(const sim::RunReport& r, std::ostream& out) {
   }
   if (!fired.empty()) {
     out << fmt::format(
-        "  planted bugs fired: {}; {} caught by the check; {} pool operations "
+        "  planted bugs fired: {}; {} caught by the tag check{}; {} pool operations "
         "refused\n",
-        fired, Grouped(c.caught), Grouped(r.pool_refusals));
+        fired, Grouped(c.caught), r.seal ? fmt::format(", {} by the seal", Grouped(c.sealed)) : "",
+        Grouped(r.pool_refusals));
   }
   out << fmt::format("  findings: {}\n", Grouped(r.findings_total));
   for (const sim::Finding& f : r.findings) {
@@ -121,6 +123,16 @@ Result<sim::Scenario> ResolveScenario(const std::string& name_or_path,
                                 "'; a scenario file's name must match its file name");
   }
   return scenario;
+}
+
+Result<std::vector<sim::Scenario>> ResolveScenarios(const std::vector<std::string>& names_or_paths,
+                                                    const std::string& configs_root) {
+  std::vector<sim::Scenario> scenarios;
+  for (const std::string& name : names_or_paths) {
+    KVSIM_ASSIGN_OR_RETURN(sim::Scenario scenario, ResolveScenario(name, configs_root));
+    scenarios.push_back(std::move(scenario));
+  }
+  return scenarios;
 }
 
 std::string ReproductionLine(const SimRunOptions& o, const std::string& backend_name) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "kernels/backend.h"
@@ -19,6 +20,10 @@ namespace kvsim::cli {
 Result<sim::Scenario> ResolveScenario(const std::string& name_or_path,
                                       const std::string& configs_root);
 
+// Each of `names_or_paths` as ResolveScenario reads it, in order.
+Result<std::vector<sim::Scenario>> ResolveScenarios(const std::vector<std::string>& names_or_paths,
+                                                    const std::string& configs_root);
+
 struct SimRunOptions {
   std::string scenario_arg;  // as the user typed it, for the reproduction line
   uint64_t seed = 0;
@@ -28,11 +33,11 @@ struct SimRunOptions {
   // scenario, in kernel mode above all.
   double max_time_s = 0;
   std::string configs_root;
-  std::string json_path;  // "" none
-  std::string csv_path;   // "" none
+  std::string json_path;   // "" none
+  std::string csv_path;    // "" none
   std::string trace_path;  // "" none: a Chrome/Perfetto trace of the run
   std::string plot_path;   // "" none: latency CDFs and pages in use (.svg or .png)
-  bool progress = true;   // a progress line on stderr when it is a terminal
+  bool progress = true;    // a progress line on stderr when it is a terminal
 };
 
 // Runs `scenario` and prints its summary to `out`. The report is returned even when the run

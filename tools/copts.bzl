@@ -30,8 +30,12 @@ def kvsim_cc_library(name, copts = [], **kwargs):
 def kvsim_cc_binary(name, copts = [], **kwargs):
     native.cc_binary(name = name, copts = KVSIM_WARNINGS + copts, **kwargs)
 
-def kvsim_cc_test(name, copts = [], deps = [], **kwargs):
-    """A GoogleTest target named after its file: `foo_test` builds `foo_test.cc` unless srcs says."""
+def kvsim_cc_test(name, copts = [], deps = [], own_main = False, **kwargs):
+    """A GoogleTest target named after its file: `foo_test` builds `foo_test.cc` unless srcs says.
+
+    `own_main`: the test defines main() itself (and calls RUN_ALL_TESTS), e.g. to take Bazel's
+    shard variables for its own work before GoogleTest would shard its test cases by them.
+    """
     srcs = kwargs.pop("srcs", [name + ".cc"])
 
     # Small (60 s timeout) unless a test says otherwise: the default suite stays fast.
@@ -44,7 +48,7 @@ def kvsim_cc_test(name, copts = [], deps = [], **kwargs):
         # against the project's shared libraries would not pull in.
         linkstatic = True,
         copts = KVSIM_WARNINGS + copts,
-        deps = deps + ["@system//:gtest_main"],
+        deps = deps + ["@system//:gtest" if own_main else "@system//:gtest_main"],
         **kwargs
     )
 

@@ -131,8 +131,8 @@ KernelDataPlane::KernelDataPlane(const KernelSpec& spec, int page_size, Backend&
 }
 
 void KernelDataPlane::OnAllocate(int32_t page) { oracle_.OnAllocate(page); }
-void KernelDataPlane::OnGrant(int32_t slot, int32_t logical, int32_t page) {
-  oracle_.OnGrant(slot, logical, page);
+void KernelDataPlane::OnGrant(int32_t slot, int32_t logical, const PageGrant& grant) {
+  oracle_.OnGrant(slot, logical, grant);
 }
 void KernelDataPlane::OnReleaseAll(int32_t slot) { oracle_.OnReleaseAll(slot); }
 
@@ -262,7 +262,7 @@ Status KernelDataPlane::Writes(const StepAccess& access, IntegrityCounts& counts
 }
 
 Status KernelDataPlane::Append(const StepAccess& access, std::vector<Finding>& findings) {
-  BuildStepTable(*access.scheduler, *access.rows, *access.proceed, step_);
+  BuildStepTable(*access.scheduler, *access.rows, *access.proceed, KvAccess::kWrite, step_);
   if (step_.rows.empty()) return Status::Ok();
   const bool mla = spec_.attention == AttentionKind::kMla;
   const int heads = mla ? 1 : spec_.kv_heads;
@@ -361,7 +361,28 @@ Status KernelDataPlane::Append(const StepAccess& access, std::vector<Finding>& f
 Status KernelDataPlane::Reads(const StepAccess& access, IntegrityCounts& counts,
                               std::vector<Finding>& findings) {
   KVSIM_RETURN_IF_ERROR(oracle_.Reads(access, counts, findings));
-  return Decode(access, findings);
+  if (faults_ == nullptr || !faults_->On(FaultSite::kBatchCompositionNoise)) {
+    return Decode(access, findings);
+  }
+  std::vector<size_t> going;
+  for (size_t i = 0; i < access.proceed->size(); ++i) {
+    if ((*access.proceed)[i]) going.push_back(i);
+  }
+  if (going.size() < 2 || !faults_->Fires(FaultSite::kBatchCompositionNoise)) {
+    return Decode(access, findings);
+  }
+  // The negative control: the step's decode runs as two launches of half the batch each. The
+  // kernel's split plan follows the batch, so outputs round differently than in one launch, while
+  // every page read is the right one: the checks must stay silent and the outputs within bound.
+  std::vector<bool> first(access.proceed->size(), false);
+  std::vector<bool> second(access.proceed->size(), false);
+  for (size_t k = 0; k < going.size(); ++k)
+    (k < going.size() / 2 ? first : second)[going[k]] = true;
+  StepAccess half = access;
+  half.proceed = &first;
+  KVSIM_RETURN_IF_ERROR(Decode(half, findings));
+  half.proceed = &second;
+  return Decode(half, findings);
 }
 
 void KernelDataPlane::CheckOutputs(const StepAccess& access, size_t b, int layer,
@@ -416,7 +437,7 @@ void KernelDataPlane::CheckOutputs(const StepAccess& access, size_t b, int layer
 }
 
 Status KernelDataPlane::Decode(const StepAccess& access, std::vector<Finding>& findings) {
-  BuildStepTable(*access.scheduler, *access.rows, *access.proceed, step_);
+  BuildStepTable(*access.scheduler, *access.rows, *access.proceed, KvAccess::kRead, step_);
   if (step_.rows.empty()) return Status::Ok();
   const size_t rows = step_.rows.size();
   const int dim = spec_.head_dim;

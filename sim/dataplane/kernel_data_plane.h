@@ -40,14 +40,16 @@ class KernelDataPlane final : public AccessAuditor {
                                                          uint64_t seed);
 
   void OnAllocate(int32_t page) override;
-  void OnGrant(int32_t slot, int32_t logical, int32_t page) override;
+  void OnGrant(int32_t slot, int32_t logical, const PageGrant& grant) override;
   void OnReleaseAll(int32_t slot) override;
   Status Writes(const StepAccess& access, IntegrityCounts& counts,
                 std::vector<Finding>& findings) override;
   Status Reads(const StepAccess& access, IntegrityCounts& counts,
                std::vector<Finding>& findings) override;
   void Forget(int32_t slot) override;
+  void PredictEscapes(const TagConfig& tags) override { oracle_.PredictEscapes(tags); }
   void AddTotals(RunReport& report) const override;
+  void set_faults(FaultInjector* faults) override { faults_ = faults; }
 
   const KernelWallClock& wall() const { return wall_; }
 
@@ -110,6 +112,7 @@ class KernelDataPlane final : public AccessAuditor {
   std::vector<std::vector<uint16_t>> outputs_;  // by layer: bf16 [rows, q_heads, v_dim]
   std::vector<int32_t> statuses_;
   std::vector<uint8_t> row_bytes_;
+  FaultInjector* faults_ = nullptr;  // the run's planted bugs, or none
 };
 
 }  // namespace kvsim::sim

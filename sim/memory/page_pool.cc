@@ -27,6 +27,7 @@ PagePool::PagePool(const PagePoolConfig& config)
       first_page_(config.reserve_dummy_page ? 1 : 0),
       refcounts_(static_cast<size_t>(config.num_pages), 0),
       tags_(static_cast<size_t>(config.num_pages)),
+      allocations_(static_cast<size_t>(config.num_pages), 0),
       tag_changed_(static_cast<size_t>(config.num_pages), 0) {
   for (uint64_t& tag : tags_) tag = tag_source_.InitialTag();
   // Pages are first handed out in ascending order under either policy.
@@ -50,14 +51,16 @@ Result<PageGrant> PagePool::Allocate() {
     free_.pop_front();
   }
   const size_t index = static_cast<size_t>(page);
-  KVSIM_CHECK_EQ(refcounts_[index], 0) << "page " << page << " was on the free list while owned";
-  refcounts_[index] = 1;
+  KVSIM_CHECK(refcounts_[index] == 0 || double_freed_)
+      << "page " << page << " was on the free list while owned";
+  // After a planted double free a page can be listed while owned: it gains a second owner.
+  ++refcounts_[index];
   tags_[index] = tag_source_.NextTag(tags_[index]);
   if (tag_changed_[index] == 0) {
     tag_changed_[index] = 1;
     tag_changes_.push_back(page);
   }
-  return PageGrant{page, tags_[index]};
+  return PageGrant{page, tags_[index], ++allocations_[index]};
 }
 
 Status PagePool::CheckOwnedPage(int32_t page, const char* operation) const {
@@ -99,6 +102,23 @@ Status PagePool::Release(int32_t page) {
   return Status::Ok();
 }
 
+Status PagePool::DoubleFree(int32_t page) {
+  if (page < 0 || page >= num_pages()) {
+    return OutOfRangeError("page pool: cannot double-free page " + std::to_string(page));
+  }
+  if (page == dummy_page()) {
+    return FailedPreconditionError("page pool: cannot double-free the dummy page");
+  }
+  double_freed_ = true;
+  int32_t& count = refcounts_[static_cast<size_t>(page)];
+  if (count > 0) {
+    --count;
+    if (count > 0) return Status::Ok();
+  }
+  free_.push_back(page);
+  return Status::Ok();
+}
+
 int32_t PagePool::refcount(int32_t page) const {
   KVSIM_CHECK(page >= 0 && page < num_pages()) << "page " << page;
   return refcounts_[static_cast<size_t>(page)];
@@ -129,6 +149,11 @@ std::vector<int32_t> PagePool::FreePagesInOrder() const {
 }
 
 void PagePool::CheckInvariants() const {
+  if (double_freed_) {
+    // A planted double free lists pages twice and grants them twice: only the tags still hold.
+    for (uint64_t tag : tags_) KVSIM_CHECK_LE(tag, TagMask(config_.tags.width_bits));
+    return;
+  }
   KVSIM_CHECK_LE(free_.size(), static_cast<size_t>(capacity()));
   std::vector<uint8_t> on_free_list(tags_.size(), 0);
   for (int32_t page : free_) {

@@ -39,6 +39,10 @@ struct PagePoolConfig {
 struct PageGrant {
   int32_t page = -1;
   uint64_t tag = 0;
+  // How many times the pool had allocated the page when the grant was made: which allocation the
+  // grant names, for an oracle that must tell a wrapped tag from the same allocation. No check
+  // sees it (a real engine has only the tag), so equality compares page and tag.
+  int64_t allocation = 0;
   bool operator==(const PageGrant& other) const { return page == other.page && tag == other.tag; }
   bool operator!=(const PageGrant& other) const { return !(*this == other); }
 };
@@ -79,7 +83,9 @@ class PagePool {
   // The current tag of `page`.
   uint64_t tag(int32_t page) const;
   // The grant a new holder of `page` records now: the page and its current tag.
-  PageGrant CurrentGrant(int32_t page) const { return PageGrant{page, tag(page)}; }
+  PageGrant CurrentGrant(int32_t page) const {
+    return PageGrant{page, tag(page), allocations_[static_cast<size_t>(page)]};
+  }
 
   // uint64 [num_pages]: the current tag of every page, laid out as TagCheck's page_tags.
   const std::vector<uint64_t>& tags() const { return tags_; }
@@ -89,6 +95,16 @@ class PagePool {
   std::vector<int32_t> TakeTagChanges();
   // Whether `page`'s tag changed since the last TakeTagChanges (the next call will list it).
   bool tag_change_pending(int32_t page) const;
+
+  // The double free, a bookkeeping bug planted on purpose (sim/faults): a holder releases `page`
+  // once more. An owned page loses a reference that was not the holder's; a free page goes on the
+  // free list a second time, so that two allocations grant it, each changing its tag. From the
+  // first double free on, the pool grants a page it finds listed while owned to one more holder,
+  // and its invariants no longer require each page listed once. OutOfRange outside the pool,
+  // FailedPrecondition for the dummy page.
+  Status DoubleFree(int32_t page);
+  // Whether a double free was planted.
+  bool double_freed() const { return double_freed_; }
 
   // The free pages in the order they will be handed out.
   std::vector<int32_t> FreePagesInOrder() const;
@@ -111,8 +127,10 @@ class PagePool {
   std::deque<int32_t> free_;
   std::vector<int32_t> refcounts_;    // [num_pages]
   std::vector<uint64_t> tags_;        // [num_pages]
+  std::vector<int64_t> allocations_;  // [num_pages]: times each page was allocated
   std::vector<uint8_t> tag_changed_;  // [num_pages]: 1 while listed in tag_changes_
   std::vector<int32_t> tag_changes_;  // at most num_pages entries
+  bool double_freed_ = false;
 };
 
 }  // namespace kvsim

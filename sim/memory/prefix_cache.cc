@@ -288,6 +288,11 @@ Result<int32_t> PrefixCache::Evict(int32_t pages_wanted, PagePool& pool) {
   return evicted;
 }
 
+bool PrefixCache::holds(int32_t page) const {
+  KVSIM_CHECK(page >= 0 && static_cast<size_t>(page) < held_.size()) << "page " << page;
+  return held_[static_cast<size_t>(page)] != 0;
+}
+
 std::vector<PageGrant> PrefixCache::HeldGrants() const {
   std::vector<PageGrant> grants;
   for (const Node& node : nodes_) {

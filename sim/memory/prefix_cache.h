@@ -80,6 +80,8 @@ class PrefixCache {
   int32_t pages_held() const { return pages_held_; }
   // Pages in nodes no request has locked: what Evict can release.
   int32_t evictable_pages() const { return pages_held_ - pages_locked_; }
+  // Whether the cache holds a reference to `page` (in [0, num_pages), checked).
+  bool holds(int32_t page) const;
   // Every page the cache holds, with the grant it recorded, in page order.
   std::vector<PageGrant> HeldGrants() const;
 

@@ -42,9 +42,13 @@ void WriteReportJson(const RunReport& r, const ReportContext& context, std::ostr
                    {"argument", context.scenario_argument},
                    {"path", context.scenario_path},
                    {"text", context.scenario_text}};
-  j["run"] = {{"seed", FormatSeed(r.seed)}, {"mode", r.mode},
-              {"backend", r.backend},       {"tracker", r.tracker},
-              {"oracle", r.oracle},         {"max_time_s", context.max_time_s}};
+  j["run"] = {{"seed", FormatSeed(r.seed)},
+              {"mode", r.mode},
+              {"backend", r.backend},
+              {"tracker", r.tracker},
+              {"oracle", r.oracle},
+              {"seal", r.seal},
+              {"max_time_s", context.max_time_s}};
   j["reproduce"] = context.reproduce;
   j["stop"] = StopReasonName(r.stop);
   j["events"] = r.events;
@@ -90,6 +94,7 @@ void WriteReportJson(const RunReport& r, const ReportContext& context, std::ostr
   }
   j["faults"] = {{"fired", fired}, {"pool_refusals", r.pool_refusals}};
   j["integrity"] = {{"caught", r.integrity.caught},
+                    {"sealed", r.integrity.sealed},
                     {"write_checks", r.integrity.write_checks},
                     {"read_checks", r.integrity.read_checks},
                     {"rows_checked", r.integrity.rows_checked},

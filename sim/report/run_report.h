@@ -54,11 +54,14 @@ struct Finding {
 // "silent write", "silent read", "false alarm".
 const char* FindingKindName(Finding::Kind kind);
 
+inline constexpr int kFindingKinds = 5;
+
 // At most this many findings are listed; all are counted.
 inline constexpr size_t kMaxListedFindings = 64;
 
 struct IntegrityCounts {
-  int64_t caught = 0;        // rows the checks aborted
+  int64_t caught = 0;        // rows the tag checks aborted
+  int64_t sealed = 0;        // rows the written-state seal aborted
   int64_t write_checks = 0;  // batched checks run before writes
   int64_t read_checks = 0;
   int64_t rows_checked = 0;
@@ -66,6 +69,12 @@ struct IntegrityCounts {
   // Oracle verdicts: per token written and per page read, of the rows that ran.
   std::array<int64_t, kAccessVerdicts> writes{};
   std::array<int64_t, kAccessVerdicts> reads{};
+  // Wrong-page accesses that ran with the tag check on: escapes. Predicted: the page was
+  // reallocated since the accessor's grant as often as docs/integrity.md's escape condition
+  // allows (a positive multiple of 2^w with generation tags, at least twice with random tags, w
+  // below 64). Unpredicted: any other, which the theorem says cannot happen.
+  int64_t escapes_predicted = 0;
+  int64_t escapes_unpredicted = 0;
 };
 
 // What kernel mode's data plane did and how its outputs compared with the FP64 reference.
@@ -92,6 +101,7 @@ struct RunReport {
   std::string backend;  // "cpu", "cuda"
   std::string tracker;  // "noop" or "tag"
   bool oracle = false;
+  bool seal = false;  // the written-state seal ran beside the checks
 
   StopReason stop = StopReason::kDrained;
   int64_t events = 0;
@@ -106,7 +116,7 @@ struct RunReport {
   int64_t unfinished = 0;  // still waiting or running when the run stopped
   int64_t retries = 0;
   int64_t preemptions = 0;
-  int64_t transfers = 0;  // KV transfers from the prefill pool to the decode pool
+  int64_t transfers = 0;              // KV transfers from the prefill pool to the decode pool
   int64_t cancelled_in_transfer = 0;  // of the cancelled, those whose transfer was in flight
   int64_t evicted_pages = 0;
   int64_t cache_insert_refusals = 0;
@@ -133,7 +143,8 @@ struct RunReport {
   IntegrityCounts integrity;
   KernelCounts kernel;
   int64_t findings_total = 0;
-  std::vector<Finding> findings;  // the first kMaxListedFindings
+  std::array<int64_t, kFindingKinds> findings_by_kind{};  // by Finding::Kind
+  std::vector<Finding> findings;                          // the first kMaxListedFindings
 
   uint64_t state_hash = 0;
   std::vector<RequestRecord> requests;  // in the order they ended

@@ -24,14 +24,10 @@ Status ReadTrace(const Scenario& scenario, const model::Catalog& catalog, Worklo
   return Workload::Create(workload, 0).status().WithContext(scenario.path);
 }
 
-Result<PreparedPool> PreparePool(const Scenario& scenario, const std::string& name,
-                                 const model::PlanSettings& deployment, int32_t pool_pages,
-                                 SchedulerConfig scheduler, const model::Catalog& catalog,
-                                 const model::StepTimeParams& params) {
-  const std::string where = scenario.path + ": " + name + " pool";
-  Result<model::PlanResult> planned = model::Plan(deployment, catalog, params, {1}, nullptr);
-  if (!planned.ok()) return planned.status().WithContext(where + " deployment");
-  model::PlanResult plan = std::move(planned).value();
+// Sizes `scheduler`'s pool (the scenario's pages, or the plan's KV capacity per pool) and checks
+// it.
+Status SizePool(const std::string& where, const model::PlanResult& plan, int32_t pool_pages,
+                int32_t page_size, SchedulerConfig& scheduler) {
   const int64_t pages = pool_pages > 0 ? pool_pages : plan.capacity.pages_per_pool;
   const int64_t with_dummy = pages + (scheduler.pool.reserve_dummy_page ? 1 : 0);
   if (with_dummy < 1 || with_dummy > kMaxPoolPages) {
@@ -40,11 +36,33 @@ Result<PreparedPool> PreparePool(const Scenario& scenario, const std::string& na
                            " (set its pages, or a larger page_size)");
   }
   scheduler.pool.num_pages = static_cast<int32_t>(with_dummy);
-  scheduler.page_size = deployment.deployment.page_size;
-  KVSIM_RETURN_IF_ERROR(ValidateSchedulerConfig(scheduler).WithContext(where));
+  scheduler.page_size = page_size;
+  return ValidateSchedulerConfig(scheduler).WithContext(where);
+}
+
+Result<PreparedPool> PreparePool(const Scenario& scenario, const std::string& name,
+                                 const model::PlanSettings& deployment, int32_t pool_pages,
+                                 SchedulerConfig scheduler, const model::Catalog& catalog,
+                                 const model::StepTimeParams& params) {
+  const std::string where = scenario.path + ": " + name + " pool";
+  Result<model::PlanResult> planned = model::Plan(deployment, catalog, params, {1}, nullptr);
+  if (!planned.ok()) return planned.status().WithContext(where + " deployment");
+  model::PlanResult plan = std::move(planned).value();
+  KVSIM_RETURN_IF_ERROR(
+      SizePool(where, plan, pool_pages, deployment.deployment.page_size, scheduler));
   model::BatchStepTime step_time(plan.model, plan.gpu, plan.settings.deployment, plan.weights,
                                  plan.kv, params);
   return PreparedPool{name, std::move(plan), scheduler, std::move(step_time)};
+}
+
+TransferLink LinkOf(const Disaggregation& d, const PreparedPool& prefill) {
+  // The prompt's KV leaves the prefill pool in its format, each GPU sending its own share to its
+  // counterpart over its own link at once: the time is one GPU's bytes over one link.
+  TransferLink link;
+  link.bytes_per_s = d.gb_per_s * 1e9;
+  link.latency_ns = d.latency_ns;
+  link.bytes_per_token = static_cast<double>(prefill.plan.kv.total());
+  return link;
 }
 
 }  // namespace
@@ -74,14 +92,36 @@ Result<PreparedScenario> PrepareScenario(const Scenario& scenario, const model::
                                        side->scheduler, catalog, calibration.params));
     prepared.pools.push_back(std::move(pool));
   }
-  // The prompt's KV leaves the prefill pool in its format, each GPU sending its own share to its
-  // counterpart over its own link at once: the time is one GPU's bytes over one link.
-  TransferLink link;
-  link.bytes_per_s = d.gb_per_s * 1e9;
-  link.latency_ns = d.latency_ns;
-  link.bytes_per_token = static_cast<double>(prepared.pools[0].plan.kv.total());
-  prepared.link = link;
+  prepared.link = LinkOf(d, prepared.pools[0]);
   return prepared;
+}
+
+Status ReapplyScenario(const Scenario& scenario, PreparedScenario& prepared) {
+  if (scenario.server.workload.loop == LoopKind::kTrace) {
+    return FailedPreconditionError(scenario.path + ": a trace workload is prepared, not reapplied");
+  }
+  const size_t pools = scenario.disaggregation ? 2 : 1;
+  if (prepared.pools.size() != pools) {
+    return FailedPreconditionError(scenario.path + ": prepared for another number of pools");
+  }
+  prepared.server = scenario.server;
+  if (!scenario.disaggregation) {
+    PreparedPool& pool = prepared.pools[0];
+    pool.scheduler = scenario.server.scheduler;
+    return SizePool(scenario.path + ": pool", pool.plan, scenario.pool_pages,
+                    scenario.deployment.deployment.page_size, pool.scheduler);
+  }
+  const Disaggregation& d = *scenario.disaggregation;
+  const PoolSide* sides[] = {&d.prefill, &d.decode};
+  for (size_t i = 0; i < 2; ++i) {
+    PreparedPool& pool = prepared.pools[i];
+    pool.scheduler = sides[i]->scheduler;
+    KVSIM_RETURN_IF_ERROR(SizePool(scenario.path + ": " + pool.name + " pool", pool.plan,
+                                   sides[i]->pool_pages, sides[i]->deployment.deployment.page_size,
+                                   pool.scheduler));
+  }
+  prepared.link = LinkOf(d, prepared.pools[0]);
+  return Status::Ok();
 }
 
 Result<RunReport> RunPrepared(const Scenario& scenario, const PreparedScenario& prepared,
@@ -115,6 +155,7 @@ Result<RunReport> RunPrepared(const Scenario& scenario, const PreparedScenario& 
       oracles.push_back(std::make_unique<OracleAuditor>(std::move(oracle)));
       auditor = oracles.back().get();
     }
+    if (auditor != nullptr && config.tag_tracker) auditor->PredictEscapes(pool.scheduler.pool.tags);
     pools.push_back({pool.name, pool.scheduler, pool.step_time, auditor});
   }
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<Server> server,

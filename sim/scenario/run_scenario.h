@@ -50,6 +50,14 @@ struct RunOptions {
   ChromeTrace* trace = nullptr;
 };
 
+// Applies to `prepared` what of `scenario` its preparation does not depend on: the server's
+// scheduler policies and pool pages, workload, integrity layers, faults and limits, and the link's
+// bandwidth. `prepared` must come from a scenario with the same deployments (page size included)
+// and calibration, which is what a campaign keeps from run to run; then the run is the one
+// PrepareScenario(scenario) would give. FailedPrecondition for a trace workload or another number
+// of pools; the pools' checks as PrepareScenario's.
+Status ReapplyScenario(const Scenario& scenario, PreparedScenario& prepared);
+
 // Runs a prepared scenario on `backend` (which runs the integrity check, and in kernel mode the
 // data plane).
 Result<RunReport> RunPrepared(const Scenario& scenario, const PreparedScenario& prepared,

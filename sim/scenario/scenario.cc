@@ -207,9 +207,9 @@ Status ParseWorkload(const YamlMap& map, WorkloadSpec& w) {
 }
 
 Status ParseScheduler(const YamlMap& map, SchedulerConfig& s) {
-  KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"reservation", "max_running", "token_budget",
-                                            "chunked_prefill", "watermark_pages", "preemption",
-                                            "prefix_cache", "eviction", "max_model_tokens"}));
+  KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys(
+      {"reservation", "max_running", "token_budget", "chunked_prefill", "prefill_chunk",
+       "watermark_pages", "preemption", "prefix_cache", "eviction", "max_model_tokens"}));
   if (map.Has("reservation")) {
     KVSIM_ASSIGN_OR_RETURN(const std::string text, map.Enum("reservation", {"full", "prompt"}));
     s.reservation = *ParseReservation(text);
@@ -221,6 +221,9 @@ Status ParseScheduler(const YamlMap& map, SchedulerConfig& s) {
                          map.IntOr("token_budget", s.token_budget, 1, 1 << 24));
   s.token_budget = static_cast<int32_t>(budget);
   KVSIM_ASSIGN_OR_RETURN(s.chunked_prefill, map.BoolOr("chunked_prefill", s.chunked_prefill));
+  KVSIM_ASSIGN_OR_RETURN(const int64_t chunk,
+                         map.IntOr("prefill_chunk", s.prefill_chunk, 0, 1 << 24));
+  s.prefill_chunk = static_cast<int32_t>(chunk);
   KVSIM_ASSIGN_OR_RETURN(const int64_t watermark,
                          map.IntOr("watermark_pages", s.watermark_pages, 0, kMaxPoolPages));
   s.watermark_pages = static_cast<int32_t>(watermark);
@@ -255,13 +258,14 @@ Status ParsePool(const YamlMap& map, Scenario& scenario) {
 
 Status ParseIntegrity(const YamlMap& map, Scenario& scenario) {
   KVSIM_RETURN_IF_ERROR(
-      map.CheckKnownKeys({"tracker", "check_writes", "tag_bits", "tag_policy", "oracle"}));
+      map.CheckKnownKeys({"tracker", "check_writes", "seal", "tag_bits", "tag_policy", "oracle"}));
   ServerConfig& server = scenario.server;
   if (map.Has("tracker")) {
     KVSIM_ASSIGN_OR_RETURN(const std::string tracker, map.Enum("tracker", {"noop", "tag"}));
     server.tag_tracker = tracker == "tag";
   }
   KVSIM_ASSIGN_OR_RETURN(server.check_writes, map.BoolOr("check_writes", true));
+  KVSIM_ASSIGN_OR_RETURN(server.seal, map.BoolOr("seal", false));
   TagConfig& tags = server.scheduler.pool.tags;
   if (map.Has("tag_bits")) {
     KVSIM_ASSIGN_OR_RETURN(const std::string bits,

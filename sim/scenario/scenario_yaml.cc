@@ -113,6 +113,7 @@ void WriteScheduler(YAML::Emitter& out, const SchedulerConfig& s) {
   Field(out, "max_running", s.max_running);
   Field(out, "token_budget", s.token_budget);
   Field(out, "chunked_prefill", s.chunked_prefill);
+  Field(out, "prefill_chunk", s.prefill_chunk);
   Field(out, "watermark_pages", s.watermark_pages);
   Field(out, "preemption", PreemptionVictimName(s.victim));
   Field(out, "prefix_cache", s.prefix_cache);
@@ -218,6 +219,7 @@ void WriteIntegrity(YAML::Emitter& out, const Scenario& scenario) {
   out << YAML::Key << "integrity" << YAML::Value << YAML::BeginMap;
   Field(out, "tracker", scenario.server.tag_tracker ? "tag" : "noop");
   Field(out, "check_writes", scenario.server.check_writes);
+  Field(out, "seal", scenario.server.seal);
   Field(out, "tag_bits", tags.width_bits);
   Field(out, "tag_policy", TagPolicyName(tags.policy));
   Field(out, "oracle", scenario.oracle);

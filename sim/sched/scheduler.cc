@@ -146,7 +146,7 @@ void Scheduler::GrantNewPage(int32_t slot, GrantObserver* observer) {
   }
   if (observer != nullptr) {
     observer->OnAllocate(grant->page);
-    observer->OnGrant(slot, logical, grant->page);
+    observer->OnGrant(slot, logical, *grant);
   }
 }
 
@@ -199,7 +199,7 @@ bool Scheduler::EnsurePages(int32_t slot, int32_t end_tokens, size_t protect,
   return true;
 }
 
-void Scheduler::ReleaseAll(int32_t slot, GrantObserver* observer) {
+void Scheduler::LetGo(int32_t slot) {
   SimRequest& r = requests_[static_cast<size_t>(slot)];
   for (const PageGrant& grant : r.recorded) {
     const Status released = pool_.Release(grant.page);
@@ -210,10 +210,15 @@ void Scheduler::ReleaseAll(int32_t slot, GrantObserver* observer) {
     if (!unlocked.ok()) Refused(unlocked);
     r.locked = kNoNode;
   }
-  r.recorded.clear();
-  r.block_row.clear();
   reserved_total_ -= r.reserved_pages;
   r.reserved_pages = 0;
+}
+
+void Scheduler::ReleaseAll(int32_t slot, GrantObserver* observer) {
+  SimRequest& r = requests_[static_cast<size_t>(slot)];
+  LetGo(slot);
+  r.recorded.clear();
+  r.block_row.clear();
   if (observer != nullptr) observer->OnReleaseAll(slot);
 }
 
@@ -239,7 +244,30 @@ void Scheduler::Preempt(int32_t slot, GrantObserver* observer) {
 
 void Scheduler::End(int32_t slot, RequestPhase phase, SimNs now, GrantObserver* observer) {
   SimRequest& r = requests_[static_cast<size_t>(slot)];
+  if (HoldsPages(r.phase) && faults_ != nullptr) {
+    if (phase == RequestPhase::kCancelled && config_.prefix_cache && !r.recorded.empty() &&
+        faults_->Fires(FaultSite::kAbortFreesTreePages)) {
+      // The planted bug: the cancelled request releases the tree's references to the pages it
+      // shares with the cache, besides its own.
+      for (const PageGrant& grant : r.recorded) {
+        if (grant.page < 0 || grant.page >= pool_.num_pages() || !cache_.holds(grant.page))
+          continue;
+        const Status released = pool_.Release(grant.page);
+        if (!released.ok()) Refused(released);
+      }
+    }
+  }
+  // The planted bug of a double free: the last page is released once more after the release.
+  const int32_t free_twice = HoldsPages(r.phase) && faults_ != nullptr &&
+                                     phase == RequestPhase::kFinished && !r.recorded.empty() &&
+                                     faults_->Fires(FaultSite::kDoubleFree)
+                                 ? r.recorded.back().page
+                                 : -1;
   if (HoldsPages(r.phase)) ReleaseAll(slot, observer);
+  if (free_twice >= 0) {
+    const Status twice = pool_.DoubleFree(free_twice);
+    if (!twice.ok()) Refused(twice);
+  }
   if (r.phase == RequestPhase::kRunning) RemoveFromRunning(slot);
   const auto drop = [slot](auto& list) {
     const auto at = std::find(list.begin(), list.end(), slot);
@@ -330,13 +358,22 @@ int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, GrantObserver* observer,
     // At least the last token is computed, so the match covers at most the tokens before it.
     tokens_.clear();
     AppendTokens(SequenceSegments(r.spec), r.num_tokens() - 1, tokens_);
-    match = cache_.Match(r.spec.namespace_key, tokens_);
+    uint64_t key = r.spec.namespace_key;
+    if (faults_ != nullptr && !last_cached_tokens_.empty() &&
+        faults_->Fires(FaultSite::kPrefixHashCollision)) {
+      // The planted bug: the request's prefix hashes to another prefix's pages.
+      const size_t length = std::min(tokens_.size(), last_cached_tokens_.size());
+      tokens_.assign(last_cached_tokens_.begin(),
+                     last_cached_tokens_.begin() + static_cast<std::ptrdiff_t>(length));
+      key = last_cached_namespace_;
+    }
+    match = cache_.Match(key, tokens_);
     KVSIM_CHECK(cache_.Lock(match.node).ok());
   }
   const int32_t matched = static_cast<int32_t>(match.pages.size());
   const int32_t start = matched * config_.page_size;
   const int32_t want = r.num_tokens() - start;
-  const int32_t tokens = std::min(want, budget);
+  const int32_t tokens = std::min(want, ChunkOf(budget));
   const int32_t pages_now = PagesFor(start + tokens) - matched;
   const int64_t held = config_.role == PoolRole::kPrefill
                            ? r.spec.prompt_tokens
@@ -352,13 +389,17 @@ int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, GrantObserver* observer,
   running_.push_back(slot);
   r.phase = RequestPhase::kRunning;
   r.locked = match.node;
+  // The planted bug of a re-match that does not move the protected length: the matched pages are
+  // recorded and mapped, but no reference is taken to them.
+  const bool unprotected =
+      matched > 0 && faults_ != nullptr && faults_->Fires(FaultSite::kRematchKeepsLength);
   for (int32_t i = 0; i < matched; ++i) {
     const PageGrant& grant = match.pages[static_cast<size_t>(i)];
-    const Status shared = pool_.Share(grant.page);
+    const Status shared = unprotected ? Status::Ok() : pool_.Share(grant.page);
     if (!shared.ok()) Refused(shared);
     r.recorded.push_back(grant);
     r.block_row.push_back(grant.page);
-    if (observer != nullptr) observer->OnGrant(slot, i, grant.page);
+    if (observer != nullptr) observer->OnGrant(slot, i, grant);
   }
   r.computed = start;
   if (r.preemptions == 0) r.cached_tokens = start;
@@ -374,11 +415,27 @@ int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, GrantObserver* observer,
     // The planted bug: the kernels' row says page 0 where the server granted real pages.
     std::fill(r.block_row.begin(), r.block_row.end(), 0);
   }
+  const int32_t whole = r.spec.prompt_tokens / config_.page_size;
+  const int32_t more = whole - static_cast<int32_t>(r.recorded.size());
+  if (config_.prefix_cache && whole > matched && faults_ != nullptr &&
+      faults_->On(FaultSite::kPublishBeforeWritten) && pool_.pages_free() >= more &&
+      faults_->Fires(FaultSite::kPublishBeforeWritten)) {
+    // The planted bug: the whole prompt's pages are granted and published now, before the chunks
+    // that write them run; a request matching them reads slots nobody has written yet.
+    if (!EnsurePages(slot, whole * config_.page_size, running_.size(), observer, plan)) return 0;
+    CachePrefill(slot, whole, observer);
+  }
   r.in_step = true;
   if (r.first_scheduled_ns < 0) r.first_scheduled_ns = now;
   plan.rows.push_back({slot, start, tokens});
   ++plan.admitted;
   return tokens;
+}
+
+int32_t Scheduler::ChunkOf(int32_t budget) const {
+  return config_.chunked_prefill && config_.prefill_chunk > 0
+             ? std::min(budget, config_.prefill_chunk)
+             : budget;
 }
 
 StepPlan Scheduler::ScheduleStep(SimNs now, GrantObserver* observer,
@@ -391,7 +448,7 @@ StepPlan Scheduler::ScheduleStep(SimNs now, GrantObserver* observer,
     const int32_t want = r.num_tokens() - r.computed;
     KVSIM_CHECK_GE(want, 1) << "a running request with nothing to compute";
     if (!config_.chunked_prefill && want > budget) continue;
-    const int32_t tokens = std::min(want, budget);
+    const int32_t tokens = std::min(want, ChunkOf(budget));
     if (!EnsurePages(slot, r.computed + tokens, i, observer, plan)) break;
     r.in_step = true;
     if (r.first_scheduled_ns < 0) r.first_scheduled_ns = now;
@@ -409,9 +466,8 @@ StepPlan Scheduler::ScheduleStep(SimNs now, GrantObserver* observer,
   return plan;
 }
 
-void Scheduler::CachePrefill(int32_t slot, GrantObserver* observer) {
+void Scheduler::CachePrefill(int32_t slot, int32_t pages, GrantObserver* observer) {
   SimRequest& r = requests_[static_cast<size_t>(slot)];
-  const int32_t pages = r.computed / config_.page_size;
   if (pages == 0) return;
   tokens_.clear();
   AppendTokens(SequenceSegments(r.spec), pages * config_.page_size, tokens_);
@@ -419,6 +475,10 @@ void Scheduler::CachePrefill(int32_t slot, GrantObserver* observer) {
   if (!cache_.Insert(r.spec.namespace_key, tokens_, grants, pool_).ok()) {
     ++cache_insert_refusals_;
     return;
+  }
+  if (faults_ != nullptr && faults_->On(FaultSite::kPrefixHashCollision)) {
+    last_cached_tokens_ = tokens_;
+    last_cached_namespace_ = r.spec.namespace_key;
   }
   // Pages another request cached first replace this request's copies of the same tokens.
   const PrefixMatch match = cache_.Match(r.spec.namespace_key, tokens_);
@@ -436,7 +496,7 @@ void Scheduler::CachePrefill(int32_t slot, GrantObserver* observer) {
     if (!shared.ok()) Refused(shared);
     own = cached;
     r.block_row[static_cast<size_t>(i)] = cached.page;
-    if (observer != nullptr) observer->OnGrant(slot, i, cached.page);
+    if (observer != nullptr) observer->OnGrant(slot, i, cached);
   }
   KVSIM_CHECK(cache_.Lock(match.node).ok());
   if (r.locked != kNoNode) {
@@ -459,12 +519,21 @@ void Scheduler::CompleteStep(const StepPlan& plan, const std::vector<bool>& ran,
     r.computed += row.tokens;
     if (r.computed == r.num_tokens()) {
       if (row.first_token < r.prefill_end && config_.prefix_cache) {
-        CachePrefill(row.slot, observer);
+        CachePrefill(row.slot, r.computed / config_.page_size, observer);
       }
       ++r.generated;
       if (r.first_token_ns < 0) r.first_token_ns = now;
       r.last_token_ns = now;
       if (r.generated == r.spec.output_tokens) {
+        // Asynchronous scheduling dispatched the next step before this one's tokens were known:
+        // its write of the next position (inside the last page) is on its way.
+        if (faults_ != nullptr && r.computed % config_.page_size != 0 &&
+            faults_->Fires(FaultSite::kAsyncFreeBeforeWrite)) {
+          const int32_t position = r.computed;
+          Zombify(row.slot, RequestPhase::kFinished, now);
+          ended.push_back({row.slot, RequestPhase::kFinished, position});
+          continue;
+        }
         End(row.slot, RequestPhase::kFinished, now, observer);
         ended.push_back({row.slot, RequestPhase::kFinished});
         continue;
@@ -509,6 +578,20 @@ bool Scheduler::Cancel(int32_t slot, SimNs now, GrantObserver* observer) {
   }
   End(slot, RequestPhase::kCancelled, now, observer);
   return true;
+}
+
+void Scheduler::Zombify(int32_t slot, RequestPhase phase, SimNs now) {
+  SimRequest& r = requests_[static_cast<size_t>(slot)];
+  KVSIM_CHECK(HoldsPages(r.phase) && !r.in_step) << "slot " << slot;
+  LetGo(slot);
+  // Its tables are kept; End finds no pages to release and only leaves the queues.
+  const std::vector<PageGrant> recorded = std::move(r.recorded);
+  const std::vector<int32_t> block_row = std::move(r.block_row);
+  r.recorded.clear();
+  End(slot, phase, now, nullptr);
+  r.recorded = recorded;
+  r.block_row = block_row;
+  r.zombie = true;
 }
 
 void Scheduler::CancelNow(int32_t slot, SimNs now, GrantObserver* observer) {

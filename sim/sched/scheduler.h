@@ -62,6 +62,9 @@ struct SimRequest {
   int32_t reserved_pages = 0;       // full reservation: pages counted but not yet allocated
   bool in_step = false;             // scheduled in the step in flight
   bool cancel_pending = false;      // cancelled while in the step in flight
+  // Ended, its pages let go of, but its tables kept because a write dispatched earlier still
+  // lands through them: the planted bugs of a free before the last write (sim/faults).
+  bool zombie = false;
   // Metrics.
   int32_t cached_tokens = 0;  // prefix-cache hit at the first admission
   int32_t preemptions = 0;
@@ -80,6 +83,14 @@ struct ScheduledRow {
   int32_t slot = -1;
   int32_t first_token = 0;
   int32_t tokens = 0;
+  // Planted bugs acting on the row's kernels (sim/faults); neither is set otherwise. The row's
+  // writes do not happen although the scheduler commits them; its read's length mask ends at
+  // `read_end` instead of first_token + tokens.
+  bool write_skipped = false;
+  int32_t read_end = -1;
+
+  // One past the last position the row's read covers.
+  int32_t ReadEnd() const { return read_end >= 0 ? read_end : first_token + tokens; }
 };
 
 // What one step runs, and what forming it did.
@@ -101,8 +112,10 @@ class GrantObserver {
   virtual ~GrantObserver() = default;
   // The pool allocated `page`: a new allocation of it begins.
   virtual void OnAllocate(int32_t page) = 0;
-  // Request `slot` now holds `page` at `logical` (allocated, matched or rewritten).
-  virtual void OnGrant(int32_t slot, int32_t logical, int32_t page) = 0;
+  // Request `slot` now holds `grant` at `logical` (allocated, matched or rewritten). A matched
+  // grant names the allocation the prefix cache holds, which a planted bug may have let the pool
+  // reallocate since.
+  virtual void OnGrant(int32_t slot, int32_t logical, const PageGrant& grant) = 0;
   // Request `slot` let go of its whole table (finished, cancelled, preempted, aborted).
   virtual void OnReleaseAll(int32_t slot) = 0;
 };
@@ -111,6 +124,9 @@ class GrantObserver {
 struct RequestEnd {
   int32_t slot = -1;
   RequestPhase phase = RequestPhase::kFinished;
+  // A planted bug freed the request's pages before the write the next step already dispatched
+  // for it: that write, of token `ghost_position`, still lands (the request is a zombie).
+  int32_t ghost_position = -1;
 };
 
 class Scheduler {
@@ -141,6 +157,11 @@ class Scheduler {
   // Ends request `slot` (running between steps, or in a transfer) as cancelled at `now`, releasing
   // everything it holds: a cancellation that waited for a transfer to end.
   void CancelNow(int32_t slot, SimNs now, GrantObserver* observer);
+  // The planted bug of a free before the last write: ends `slot` (running between steps, or in a
+  // transfer) with `phase` at `now`, releasing its pages but keeping its tables (a zombie) for the
+  // write still to land through them. The observer is not told: what the request held is what
+  // that write believes it holds.
+  void Zombify(int32_t slot, RequestPhase phase, SimNs now);
   // Request `slot` (running, or in a transfer) failed an integrity check at `now`: it leaves and
   // releases only the pages whose grant still verifies (the others are no longer its own).
   void Abort(int32_t slot, SimNs now, const std::string& reason, GrantObserver* observer);
@@ -203,9 +224,14 @@ class Scheduler {
   // (0 when it stopped admitting).
   int32_t AdmitHead(int32_t budget, SimNs now, GrantObserver* observer, StepPlan& plan,
                     std::vector<RequestEnd>& ended);
-  // Caches the whole pages of `slot`'s computed sequence and swaps its duplicates for the
+  // The most tokens one request computes in a step with `budget` tokens left.
+  int32_t ChunkOf(int32_t budget) const;
+  // Caches the first `pages` whole pages of `slot`'s sequence and swaps its duplicates for the
   // cache's pages.
-  void CachePrefill(int32_t slot, GrantObserver* observer);
+  void CachePrefill(int32_t slot, int32_t pages, GrantObserver* observer);
+  // Releases every page `slot` records (telling `observer`, when not null) and its lock, without
+  // touching its tables.
+  void LetGo(int32_t slot);
   void End(int32_t slot, RequestPhase phase, SimNs now, GrantObserver* observer);
   // Pages admission counts as available: free and evictable, less reservations and the watermark.
   int64_t AvailablePages() const;
@@ -232,6 +258,9 @@ class Scheduler {
   int64_t pool_refusals_ = 0;
   FaultInjector* faults_ = nullptr;
   std::vector<int32_t> tokens_;  // scratch: token ids for the prefix cache
+  // The last prefix cached and its namespace: what a planted hash collision matches instead.
+  std::vector<int32_t> last_cached_tokens_;
+  uint64_t last_cached_namespace_ = 0;
 };
 
 }  // namespace kvsim::sim

@@ -64,6 +64,10 @@ Status ValidateSchedulerConfig(const SchedulerConfig& c) {
     return OutOfRangeError("token_budget " + std::to_string(c.token_budget) +
                            " is out of range; allowed: 1 to 16777216");
   }
+  if (c.prefill_chunk < 0 || c.prefill_chunk > (1 << 24)) {
+    return OutOfRangeError("prefill_chunk " + std::to_string(c.prefill_chunk) +
+                           " is out of range; allowed: 0 (the budget) to 16777216");
+  }
   if (c.watermark_pages < 0 || c.watermark_pages >= c.pool.num_pages) {
     return OutOfRangeError("watermark_pages " + std::to_string(c.watermark_pages) +
                            " is out of range; allowed: 0 to the pool's pages - 1 (" +

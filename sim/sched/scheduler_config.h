@@ -56,6 +56,9 @@ struct SchedulerConfig {
   // Prompts split into chunks of the remaining budget; off, a prompt runs whole in one step and
   // one longer than the budget is rejected.
   bool chunked_prefill = true;
+  // With chunked prefill, the most prompt tokens one request computes in a step, so that several
+  // prompts share a step (vLLM's long_prefill_token_threshold); 0: the whole remaining budget.
+  int32_t prefill_chunk = 0;
   Reservation reservation = Reservation::kFull;
   // Pages admission leaves free for running requests to grow into (vLLM's watermark).
   int32_t watermark_pages = 0;

@@ -34,6 +34,13 @@ class AccessAuditor : public GrantObserver {
   virtual void Forget(int32_t slot) = 0;
   // Adds the auditor's own totals to the report at the end of the run.
   virtual void AddTotals(RunReport& report) const { (void)report; }
+  // The run's planted bugs, for an auditor that executes accesses and has a site of its own (the
+  // negative control); it must outlive the auditor's use. Ignored by default.
+  virtual void set_faults(FaultInjector* faults) { (void)faults; }
+  // The tag check runs before the accesses, with pools' tags as `tags`: a wrong-page access that
+  // still runs escaped it, and is counted as the escape condition predicts it or not. Ignored by
+  // auditors that do not classify accesses.
+  virtual void PredictEscapes(const TagConfig& tags) { (void)tags; }
 };
 
 }  // namespace kvsim::sim

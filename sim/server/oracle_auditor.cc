@@ -43,12 +43,16 @@ OracleAuditor::Truth& OracleAuditor::TruthOf(int32_t slot) {
 
 void OracleAuditor::OnAllocate(int32_t page) { oracle_.OnAllocate(page); }
 
-void OracleAuditor::OnGrant(int32_t slot, int32_t logical, int32_t page) {
+void OracleAuditor::OnGrant(int32_t slot, int32_t logical, const PageGrant& grant) {
   Truth& truth = TruthOf(slot);
   if (truth.pages.size() <= static_cast<size_t>(logical)) {
     truth.pages.resize(static_cast<size_t>(logical) + 1, Allocation{-2 - slot, 0, false});
   }
-  truth.pages[static_cast<size_t>(logical)] = oracle_.Current(page);
+  // The allocation the grant names, which is the page's current one unless a planted bug let the
+  // pool reallocate a page the prefix cache still lists. The oracle counts every allocation the
+  // pool makes, so the two counts agree.
+  KVSIM_CHECK_LE(grant.allocation, oracle_.epoch(grant.page)) << "page " << grant.page;
+  truth.pages[static_cast<size_t>(logical)] = Allocation{grant.page, grant.allocation, false};
   // What the request holds changed: what it verified there no longer stands.
   if (static_cast<size_t>(logical) < truth.verified.size()) {
     truth.verified[static_cast<size_t>(logical)] = {-1, 0};
@@ -91,11 +95,30 @@ Allocation OracleAuditor::Holding(int32_t slot, int32_t logical) const {
   return Allocation{-2 - slot, 0, false};
 }
 
+void OracleAuditor::CountEscape(int32_t page, const Allocation& holding,
+                                IntegrityCounts& counts) const {
+  if (!escape_rule_) return;
+  // Reallocations of the page since the accessor's grant; none known when the accessor holds
+  // another page (the check compares pages too, so no tag lets that through).
+  const int64_t reallocations =
+      page >= 0 && page < oracle_.num_pages() && holding.page == page && !holding.forged
+          ? oracle_.epoch(page) - holding.epoch
+          : 0;
+  const int32_t w = escape_rule_->width_bits;
+  bool predicted = false;
+  if (reallocations > 0 && w < 64) {
+    predicted = escape_rule_->policy == TagPolicy::kGeneration
+                    ? reallocations % (int64_t{1} << w) == 0
+                    : reallocations >= 2;
+  }
+  ++(predicted ? counts.escapes_predicted : counts.escapes_unpredicted);
+}
+
 Status OracleAuditor::Writes(const StepAccess& access, IntegrityCounts& counts,
                              std::vector<Finding>& findings) {
   const int32_t page_size = oracle_.page_size();
   for (size_t i = 0; i < access.rows->size(); ++i) {
-    if (!(*access.proceed)[i]) continue;
+    if (!(*access.proceed)[i] || (*access.rows)[i].write_skipped) continue;
     const ScheduledRow& row = (*access.rows)[i];
     const SimRequest& request = access.scheduler->request(row.slot);
     const int32_t end = row.first_token + row.tokens;
@@ -114,6 +137,9 @@ Status OracleAuditor::Writes(const StepAccess& access, IntegrityCounts& counts,
               : oracle_.Write(page, position % page_size, Holding(row.slot, logical),
                               truth.contents[static_cast<size_t>(position)]);
       ++counts.writes[static_cast<size_t>(verdict)];
+      if (verdict == AccessVerdict::kWrongPage) {
+        CountEscape(page, Holding(row.slot, logical), counts);
+      }
       if (verdict != AccessVerdict::kOk && !reported) {
         findings.push_back(MakeFinding(Finding::Kind::kSilentWrite, access, request, logical, page,
                                        verdict, position));
@@ -166,6 +192,9 @@ Status OracleAuditor::Reads(const StepAccess& access, IntegrityCounts& counts,
               ? AccessVerdict::kWrongPage
               : oracle_.ReadPage(page, slots, Holding(row.slot, logical), expected, digest);
       ++counts.reads[static_cast<size_t>(verdict)];
+      if (verdict == AccessVerdict::kWrongPage) {
+        CountEscape(page, Holding(row.slot, logical), counts);
+      }
       if (verdict == AccessVerdict::kOk && slots == page_size) {
         seen = {page, oracle_.version(page)};
       }
@@ -174,6 +203,22 @@ Status OracleAuditor::Reads(const StepAccess& access, IntegrityCounts& counts,
                                        verdict, first));
         reported = true;
       }
+    }
+    // A length mask past the row's tokens reads the rest of its last page: slots this sequence
+    // never wrote, so whatever they hold is not its own.
+    const int32_t read_end = std::min(row.ReadEnd(), pages * page_size);
+    if (read_end > end && !reported) {
+      const int32_t logical = pages - 1;
+      const int32_t page = static_cast<size_t>(logical) < request.block_row.size()
+                               ? request.block_row[static_cast<size_t>(logical)]
+                               : -1;
+      // The sequence never wrote there: old data or nothing.
+      const AccessVerdict verdict = page >= 0 && page < oracle_.num_pages()
+                                        ? AccessVerdict::kUnwritten
+                                        : AccessVerdict::kWrongPage;
+      ++counts.reads[static_cast<size_t>(verdict)];
+      findings.push_back(
+          MakeFinding(Finding::Kind::kSilentRead, access, request, logical, page, verdict, end));
     }
   }
   static_assert(kVerdictOk == 0, "verdict counts are indexed by AccessVerdict");

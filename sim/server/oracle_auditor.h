@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -21,13 +22,14 @@ class OracleAuditor final : public AccessAuditor {
   static Result<OracleAuditor> Create(int32_t num_pages, int32_t page_size);
 
   void OnAllocate(int32_t page) override;
-  void OnGrant(int32_t slot, int32_t logical, int32_t page) override;
+  void OnGrant(int32_t slot, int32_t logical, const PageGrant& grant) override;
   void OnReleaseAll(int32_t slot) override;
   Status Writes(const StepAccess& access, IntegrityCounts& counts,
                 std::vector<Finding>& findings) override;
   Status Reads(const StepAccess& access, IntegrityCounts& counts,
                std::vector<Finding>& findings) override;
   void Forget(int32_t slot) override;
+  void PredictEscapes(const TagConfig& tags) override { escape_rule_ = tags; }
 
   const OwnershipOracle& oracle() const { return oracle_; }
   // The content ids of positions [0, end) (at least) of the request in `slot`.
@@ -51,9 +53,12 @@ class OracleAuditor final : public AccessAuditor {
   // The allocation the request in `slot` holds at `logical`, or the marker of a writer through no
   // granted page.
   Allocation Holding(int32_t slot, int32_t logical) const;
+  // Counts a wrong-page access to `page` by `holding` as an escape of the tag check, when it ran.
+  void CountEscape(int32_t page, const Allocation& holding, IntegrityCounts& counts) const;
 
   OwnershipOracle oracle_;
-  std::vector<Truth> truths_;  // by scheduler slot
+  std::vector<Truth> truths_;             // by scheduler slot
+  std::optional<TagConfig> escape_rule_;  // set when the tag check runs before the accesses
 };
 
 }  // namespace kvsim::sim

@@ -2,6 +2,7 @@
 #include "sim/server/server.h"
 
 #include <algorithm>
+#include <deque>
 #include <utility>
 
 #include "base/check.h"
@@ -51,7 +52,10 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerConfig& config,
     KVSIM_ASSIGN_OR_RETURN(Scheduler created, Scheduler::Create(scheduler));
     auto pool = std::make_unique<Pool>(pools[i].name, std::move(created), pools[i].step_time,
                                        pools[i].auditor);
-    if (server->faults_) pool->scheduler.set_faults(&*server->faults_);
+    if (server->faults_) {
+      pool->scheduler.set_faults(&*server->faults_);
+      if (pool->auditor != nullptr) pool->auditor->set_faults(&*server->faults_);
+    }
     if (config.tag_tracker) {
       TagTrackerOptions options;
       options.check_writes = config.check_writes;
@@ -61,6 +65,12 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerConfig& config,
       pool->checks.emplace(backend, *pool->tracker);
     } else {
       pool->tracker = std::make_unique<NoopTracker>();
+    }
+    if (config.seal) {
+      KVSIM_ASSIGN_OR_RETURN(
+          WrittenSeal seal,
+          WrittenSeal::Create(pool->scheduler.pool().num_pages(), scheduler.page_size));
+      pool->seal.emplace(std::move(seal));
     }
     server->pools_.push_back(std::move(pool));
   }
@@ -75,6 +85,7 @@ void Server::MixHash(uint64_t value) { hash_ = MixIds(hash_, value); }
 void Server::AddFinding(Finding finding) {
   MixHash(static_cast<uint64_t>(finding.kind) * 7919u + static_cast<uint64_t>(finding.request));
   ++report_.findings_total;
+  ++report_.findings_by_kind[static_cast<size_t>(finding.kind)];
   if (report_.findings.size() < kMaxListedFindings) report_.findings.push_back(std::move(finding));
 }
 
@@ -84,6 +95,7 @@ void Server::Issue(const RequestSpec& spec, EventQueue& queue) {
   pending_.push_back(spec);
   where_.emplace_back();
   transfer_start_.push_back(-1);
+  zombie_transfer_.push_back(-1);
   queue.Push(spec.arrival_ns, kArrival, kArrival, spec.id);
 }
 
@@ -157,9 +169,19 @@ Status Server::OnCancel(int64_t id, EventQueue& queue) {
   if (trace_ != nullptr && (at.first >= 0 || at.decode >= 0)) {
     trace_->Instant(at.decode >= 0 ? 1 : 0, queue.now(), "cancel", "request " + std::to_string(id));
   }
-  if (at.decode >= 0) {
+  Scheduler* decode = disaggregated() ? &pools_[1]->scheduler : nullptr;
+  if (at.decode >= 0 && faults_ && decode->request(at.decode).phase == RequestPhase::kReceiving &&
+      faults_->Fires(FaultSite::kTransferAbortFrees)) {
+    // The planted bug: the decode pool's pages are freed at once, while the transfer in flight
+    // still lands in them.
+    ++report_.cancelled_in_transfer;
+    decode->Zombify(at.decode, RequestPhase::kCancelled, queue.now());
+    zombie_transfer_[static_cast<size_t>(id)] = at.decode;
+    DropFirstHalf(id);
+    RecordEnd(1, at.decode, queue);
+  } else if (at.decode >= 0) {
     // Handed over: the decode pool's half decides; a transfer in flight ends it later.
-    if (pools_[1]->scheduler.Cancel(at.decode, queue.now(), pools_[1]->auditor)) {
+    if (decode->Cancel(at.decode, queue.now(), pools_[1]->auditor)) {
       DropFirstHalf(id);
       RecordEnd(1, at.decode, queue);
     }
@@ -204,32 +226,111 @@ Status Server::CheckAccess(size_t pool, KvAccess access, const std::vector<Sched
   ++(access == KvAccess::kWrite ? counts.write_checks : counts.read_checks);
   counts.rows_checked += checked;
   for (const StepAbort& a : aborts) {
-    const int32_t slot = rows[a.row].slot;
     proceed[a.row] = false;
     ++counts.aborts[static_cast<size_t>(a.abort.reason)];
     ++counts.caught;
     MixHash(static_cast<uint64_t>(a.abort.reason) * 1000003u +
             static_cast<uint64_t>(a.abort.logical_page + 1));
-    if (!faults_ || faults_->fired_total() == 0) {
-      // With no bug planted, an abort is a false alarm.
-      Finding finding;
-      finding.kind = Finding::Kind::kFalseAlarm;
-      finding.step = report_.steps;
-      finding.time_ns = queue_->now();
-      finding.request = p.scheduler.request(slot).spec.id;
-      finding.logical_page = a.abort.logical_page;
-      finding.page = a.abort.block_table_page;
-      finding.detail = p.name + " pool: " + a.message;
-      AddFinding(std::move(finding));
-    }
-    if (trace_ != nullptr) {
-      trace_->Instant(
-          static_cast<int>(pool), queue_->now(), "abort",
-          "request " + std::to_string(p.scheduler.request(slot).spec.id) + ": " + a.message);
-    }
-    AbortRequest(pool, slot, a.message, *queue_);
+    Refuse(pool, rows[a.row].slot, a.abort.logical_page, a.abort.block_table_page, a.message);
   }
   return Status::Ok();
+}
+
+void Server::Refuse(size_t pool, int32_t slot, int32_t logical_page, int32_t page,
+                    const std::string& message) {
+  Pool& p = *pools_[pool];
+  const SimRequest& r = p.scheduler.request(slot);
+  if (!faults_ || faults_->fired_corrupting() == 0) {
+    // With no bug planted that corrupts, a refusal is a false alarm.
+    Finding finding;
+    finding.kind = Finding::Kind::kFalseAlarm;
+    finding.step = report_.steps;
+    finding.time_ns = queue_->now();
+    finding.request = r.spec.id;
+    finding.logical_page = logical_page;
+    finding.page = page;
+    finding.detail = p.name + " pool: " + message;
+    AddFinding(std::move(finding));
+  }
+  if (trace_ != nullptr) {
+    trace_->Instant(static_cast<int>(pool), queue_->now(), "abort",
+                    "request " + std::to_string(r.spec.id) + ": " + message);
+  }
+  // A zombie has ended already: its write is dropped, and that is all.
+  if (!r.zombie) AbortRequest(pool, slot, message, *queue_);
+}
+
+void Server::SealWrites(size_t pool, const std::vector<ScheduledRow>& rows,
+                        const std::vector<bool>& proceed) {
+  Pool& p = *pools_[pool];
+  if (!p.seal) return;
+  const int32_t page_size = p.scheduler.config().page_size;
+  const PagePool& pages = p.scheduler.pool();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!proceed[i] || rows[i].write_skipped) continue;
+    const ScheduledRow& row = rows[i];
+    const std::vector<int32_t>& block_row = p.scheduler.request(row.slot).block_row;
+    for (int32_t position = row.first_token; position < row.first_token + row.tokens; ++position) {
+      const size_t logical = static_cast<size_t>(position / page_size);
+      if (logical >= block_row.size()) break;
+      const int32_t page = block_row[logical];
+      if (page < 0 || page >= pages.num_pages()) continue;
+      p.seal->OnWrite(page, position % page_size, pages.tag(page));
+    }
+  }
+}
+
+void Server::SealReads(size_t pool, const std::vector<ScheduledRow>& rows,
+                       std::vector<bool>& proceed) {
+  Pool& p = *pools_[pool];
+  if (!p.seal) return;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!proceed[i]) continue;
+    const SimRequest& r = p.scheduler.request(rows[i].slot);
+    const SealBreach breach = p.seal->CheckRead(r.block_row, rows[i].ReadEnd(), p.scheduler.pool());
+    if (!breach.breached()) continue;
+    proceed[i] = false;
+    ++report_.integrity.sealed;
+    MixHash(0x5ea1u + static_cast<uint64_t>(breach.logical_page));
+    Refuse(pool, rows[i].slot, breach.logical_page, breach.page,
+           "the seal refused a read: " + breach.Describe());
+  }
+}
+
+void Server::PlantRowBugs(size_t pool) {
+  if (!faults_) return;
+  const bool past = faults_->On(FaultSite::kReadPastLength);
+  const bool skip = faults_->On(FaultSite::kCommittedAheadOfWrites);
+  if (!past && !skip) return;
+  Pool& p = *pools_[pool];
+  const int32_t page_size = p.scheduler.config().page_size;
+  for (ScheduledRow& row : p.plan.rows) {
+    if (row.tokens != 1) continue;  // decode rows
+    const int32_t end = row.first_token + 1;
+    if (past && end % page_size != 0 && faults_->Fires(FaultSite::kReadPastLength)) {
+      row.read_end = (end / page_size + 1) * page_size;
+    }
+    if (skip && faults_->Fires(FaultSite::kCommittedAheadOfWrites)) row.write_skipped = true;
+  }
+}
+
+Status Server::LandGhostWrites(size_t pool) {
+  Pool& p = *pools_[pool];
+  if (p.ghost_writes.empty()) return Status::Ok();
+  const std::vector<ScheduledRow> rows = std::move(p.ghost_writes);
+  p.ghost_writes.clear();
+  std::vector<bool> proceed(rows.size(), true);
+  KVSIM_RETURN_IF_ERROR(CheckAccess(pool, KvAccess::kWrite, rows, proceed));
+  KVSIM_RETURN_IF_ERROR(Audit(pool, KvAccess::kWrite, rows, proceed));
+  SealWrites(pool, rows, proceed);
+  for (const ScheduledRow& row : rows) BuryZombie(pool, row.slot);
+  return Status::Ok();
+}
+
+void Server::BuryZombie(size_t pool, int32_t slot) {
+  Pool& p = *pools_[pool];
+  if (p.auditor != nullptr) p.auditor->Forget(slot);
+  p.scheduler.Retire(slot);
 }
 
 Status Server::Audit(size_t pool, KvAccess access, const std::vector<ScheduledRow>& rows,
@@ -251,16 +352,32 @@ Status Server::StartStep(size_t pool, EventQueue& queue) {
   std::vector<RequestEnd> ended;
   p.plan = p.scheduler.ScheduleStep(now, p.auditor, ended);
   for (const RequestEnd& end : ended) RecordEnd(pool, end.slot, queue);
+  // Writes dispatched before the step just formed land while it runs: after its grants.
+  KVSIM_RETURN_IF_ERROR(LandGhostWrites(pool));
   report_.preemptions += p.plan.preempted;
   report_.evicted_pages += p.plan.evicted_pages;
   const std::vector<int32_t> transfers = p.plan.transfers;
   for (int32_t slot : transfers) KVSIM_RETURN_IF_ERROR(StartTransfer(slot, queue));
-  // A pool whose pages wait for transfers out of it may rightly admit nobody; one that preempted
-  // its only running request schedules again at once, to readmit it.
-  const bool formed = !p.plan.rows.empty() || !transfers.empty() || p.plan.preempted > 0 ||
-                      !p.scheduler.transferring().empty();
-  KVSIM_RETURN_IF_ERROR(CheckNotIdle(formed, static_cast<int64_t>(p.scheduler.waiting().size()),
-                                     static_cast<int64_t>(p.scheduler.running().size())));
+  // A pool whose pages wait for transfers out of it, or into it, may rightly admit nobody; one
+  // that preempted its only running request schedules again at once, to readmit it.
+  bool formed = !p.plan.rows.empty() || !transfers.empty() || p.plan.preempted > 0 ||
+                !p.scheduler.transferring().empty() || !p.scheduler.receiving().empty();
+  if (!formed && faults_ && faults_->fired_corrupting() > 0 && p.scheduler.running().empty()) {
+    // A planted bug lost pages for good: what waits can never be admitted. The server refuses it
+    // rather than hang (the run reports the refusals).
+    const std::deque<int32_t> stuck = p.scheduler.waiting();
+    for (int32_t slot : stuck) {
+      p.scheduler.Reject(slot, now, "the pool lost pages to a planted bug");
+      RecordEnd(pool, slot, queue);
+    }
+    formed = true;
+  }
+  KVSIM_RETURN_IF_ERROR(
+      CheckNotIdle(formed, static_cast<int64_t>(p.scheduler.waiting().size()),
+                   static_cast<int64_t>(p.scheduler.running().size()))
+          .WithContext(p.name + " pool (" + std::to_string(p.scheduler.pool().pages_free()) +
+                       " pages free, " + std::to_string(p.scheduler.reserved_pages()) +
+                       " reserved)"));
   if (p.plan.rows.empty()) {
     if (p.plan.preempted > 0) RequestSchedule(pool, queue);
     return Status::Ok();
@@ -268,6 +385,7 @@ Status Server::StartStep(size_t pool, EventQueue& queue) {
   ++report_.steps;
   if (progress_ && report_.steps % 1024 == 0) progress_(now, report_.steps);
   MixHash(static_cast<uint64_t>(now) * 4 + pool);
+  PlantRowBugs(pool);
   p.proceed.assign(p.plan.rows.size(), true);
   p.generated_before.clear();
   for (const ScheduledRow& row : p.plan.rows) {
@@ -279,7 +397,9 @@ Status Server::StartStep(size_t pool, EventQueue& queue) {
   }
   KVSIM_RETURN_IF_ERROR(CheckAccess(pool, KvAccess::kWrite, p.plan.rows, p.proceed));
   KVSIM_RETURN_IF_ERROR(Audit(pool, KvAccess::kWrite, p.plan.rows, p.proceed));
+  SealWrites(pool, p.plan.rows, p.proceed);
   KVSIM_RETURN_IF_ERROR(CheckAccess(pool, KvAccess::kRead, p.plan.rows, p.proceed));
+  SealReads(pool, p.plan.rows, p.proceed);
   KVSIM_RETURN_IF_ERROR(Audit(pool, KvAccess::kRead, p.plan.rows, p.proceed));
   batch_.clear();
   p.prefill_tokens = 0;
@@ -340,6 +460,7 @@ Status Server::OnStepEnd(size_t pool, EventQueue& queue) {
     if (last_token_before[i] >= 0) itl_.Add(now - last_token_before[i]);
   }
   for (const RequestEnd& end : ended) {
+    if (end.ghost_position >= 0) p.ghost_writes.push_back({end.slot, end.ghost_position, 1});
     if (end.phase != RequestPhase::kTransferring) {
       RecordEnd(pool, end.slot, queue);
       continue;
@@ -362,6 +483,7 @@ Status Server::StartTransfer(int32_t decode_slot, EventQueue& queue) {
   std::vector<ScheduledRow> rows = {{at.first, 0, received.spec.prompt_tokens}};
   std::vector<bool> proceed = {true};
   KVSIM_RETURN_IF_ERROR(CheckAccess(0, KvAccess::kRead, rows, proceed));
+  if (proceed[0]) SealReads(0, rows, proceed);
   if (!proceed[0]) return Status::Ok();
   KVSIM_RETURN_IF_ERROR(Audit(0, KvAccess::kRead, rows, proceed));
   const double seconds = static_cast<double>(received.spec.prompt_tokens) * link_->bytes_per_token /
@@ -376,6 +498,20 @@ Status Server::StartTransfer(int32_t decode_slot, EventQueue& queue) {
 
 Status Server::OnTransferEnd(int64_t id, EventQueue& queue) {
   const Location at = where_[static_cast<size_t>(id)];
+  const int32_t zombie = zombie_transfer_[static_cast<size_t>(id)];
+  if (zombie >= 0) {
+    // A planted bug freed the pages this data lands in: the write goes ahead, checked first.
+    zombie_transfer_[static_cast<size_t>(id)] = -1;
+    const int32_t tokens = pools_[1]->scheduler.request(zombie).spec.prompt_tokens;
+    std::vector<ScheduledRow> rows = {{zombie, 0, tokens}};
+    std::vector<bool> proceed = {true};
+    KVSIM_RETURN_IF_ERROR(CheckAccess(1, KvAccess::kWrite, rows, proceed));
+    KVSIM_RETURN_IF_ERROR(Audit(1, KvAccess::kWrite, rows, proceed));
+    SealWrites(1, rows, proceed);
+    BuryZombie(1, zombie);
+    RequestSchedule(1, queue);
+    return Status::Ok();
+  }
   if (at.decode < 0) return Status::Ok();  // it ended while the data was on the way
   transfers_.push_back(queue.now() - transfer_start_[static_cast<size_t>(id)]);
   if (trace_ != nullptr)
@@ -396,6 +532,7 @@ Status Server::OnTransferEnd(int64_t id, EventQueue& queue) {
     KVSIM_RETURN_IF_ERROR(CheckAccess(1, KvAccess::kWrite, rows, proceed));
     if (proceed[0]) {
       KVSIM_RETURN_IF_ERROR(Audit(1, KvAccess::kWrite, rows, proceed));
+      SealWrites(1, rows, proceed);
       DropFirstHalf(id);
       decode.scheduler.CompleteTransfer(at.decode);
     }
@@ -463,7 +600,9 @@ void Server::RecordEnd(size_t pool, int32_t slot, EventQueue& queue) {
   report_.requests.push_back(std::move(record));
   Location& at = where_[static_cast<size_t>(r.spec.id)];
   (pool == 0 ? at.first : at.decode) = -1;
-  if (p.auditor != nullptr) p.auditor->Forget(slot);
+  // A zombie's slot waits for the write still to land through its tables.
+  const bool zombie = r.zombie;
+  if (p.auditor != nullptr && !zombie) p.auditor->Forget(slot);
   std::optional<RequestSpec> retry;
   if (r.phase == RequestPhase::kCancelled) retry = workload_.RetryOf(r.spec, queue.now());
   if (retry) {
@@ -474,7 +613,7 @@ void Server::RecordEnd(size_t pool, int32_t slot, EventQueue& queue) {
       Issue(*next, queue);
     }
   }
-  p.scheduler.Retire(slot);
+  if (!zombie) p.scheduler.Retire(slot);
 }
 
 Status Server::CheckCheapInvariants() const {
@@ -487,8 +626,11 @@ Status Server::CheckCheapInvariants() const {
     // A request in transfer is counted once, by its prefill half.
     counts.running += static_cast<int64_t>(s.transferring().size());
     const PagePool& pool = s.pool();
-    KVSIM_RETURN_IF_ERROR(
-        CheckPagesConserved(pool.pages_free(), pool.pages_owned(), pool.capacity()));
+    // A planted double free lists pages twice: the count no longer balances, by design.
+    if (!pool.double_freed()) {
+      KVSIM_RETURN_IF_ERROR(
+          CheckPagesConserved(pool.pages_free(), pool.pages_owned(), pool.capacity()));
+    }
     if (static_cast<int64_t>(s.running().size() + s.receiving().size()) > s.config().max_running) {
       return InternalError(pools_[i]->name +
                            " pool: " + std::to_string(s.running().size() + s.receiving().size()) +
@@ -521,6 +663,7 @@ Result<RunReport> Server::Run() {
   report_.seed = config_.seed;
   report_.tracker = pools_[0]->tracker->name();
   report_.oracle = pools_[0]->auditor != nullptr;
+  report_.seal = config_.seal;
   report_.stop = outcome->reason;
   report_.events = outcome->events;
   report_.end_ns = outcome->end_ns;

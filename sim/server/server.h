@@ -24,6 +24,7 @@
 #include "sim/engine/run_loop.h"
 #include "sim/faults/fault_plan.h"
 #include "sim/integrity/integrity_tracker.h"
+#include "sim/integrity/written_seal.h"
 #include "sim/report/chrome_trace.h"
 #include "sim/report/run_report.h"
 #include "sim/sched/scheduler.h"
@@ -39,6 +40,9 @@ struct ServerConfig {
   WorkloadSpec workload;
   bool tag_tracker = false;  // the batched tag check (else NoopTracker)
   bool check_writes = true;  // with the tag tracker: check appends and transfers' writes too
+  // The written-state seal (sim/integrity/written_seal.h): reads also fail past the slots their
+  // pages' current allocations wrote.
+  bool seal = false;
   RunLimits limits;
   uint64_t seed = 0;
   // Bugs planted at the scheduler's decision points; none by default.
@@ -111,6 +115,10 @@ class Server final : public EventHandler {
     AccessAuditor* auditor = nullptr;
     std::unique_ptr<IntegrityTracker> tracker;
     std::optional<StepChecks> checks;
+    std::optional<WrittenSeal> seal;
+    // Writes a planted bug left in flight for requests that already ended (zombies): each lands
+    // at the pool's next step, through the ended request's tables.
+    std::vector<ScheduledRow> ghost_writes;
     bool schedule_pending = false;
     bool in_flight = false;
     SimNs step_start_ns = 0;
@@ -145,6 +153,21 @@ class Server final : public EventHandler {
   // Runs the auditor of `pool` on an access and folds its findings into the report.
   Status Audit(size_t pool, KvAccess access, const std::vector<ScheduledRow>& rows,
                const std::vector<bool>& proceed);
+  // The seal: records the writes of the proceeding rows, and checks their reads (aborting the
+  // rows that read past what was written).
+  void SealWrites(size_t pool, const std::vector<ScheduledRow>& rows,
+                  const std::vector<bool>& proceed);
+  void SealReads(size_t pool, const std::vector<ScheduledRow>& rows, std::vector<bool>& proceed);
+  // A check in `pool` refused the row of `slot`: counted, a false alarm when no bug that corrupts
+  // was planted, and the request aborted (unless it already ended: a zombie's write is dropped).
+  void Refuse(size_t pool, int32_t slot, int32_t logical_page, int32_t page,
+              const std::string& message);
+  // Planted bugs (sim/faults) acting on the rows of the step just formed in `pool`.
+  void PlantRowBugs(size_t pool);
+  // Lands the writes of zombies in `pool` (after their checks), then frees their slots.
+  Status LandGhostWrites(size_t pool);
+  // Frees the slot of a zombie whose last write has landed.
+  void BuryZombie(size_t pool, int32_t slot);
   // A request aborted by a check in `pool`; ends it, and its other half in the other pool.
   void AbortRequest(size_t pool, int32_t slot, const std::string& reason, EventQueue& queue);
   // Ends the prefill pool's half of a request whose decode half ended (or never started).
@@ -164,6 +187,9 @@ class Server final : public EventHandler {
   std::vector<RequestSpec> pending_;   // issued, not yet arrived, by id (cleared on arrival)
   std::vector<Location> where_;        // by id; both -1 once ended
   std::vector<SimNs> transfer_start_;  // by id: when its transfer started
+  // By id: the decode slot of a request whose pages a planted bug freed while its transfer was in
+  // flight (-1: none); the transfer still lands there.
+  std::vector<int32_t> zombie_transfer_;
   model::StepBatch batch_;
 
   RunReport report_;

@@ -18,11 +18,11 @@ Status StepChecks::Stage(const std::vector<int32_t>& values, DeviceBuffer& buffe
 }
 
 void BuildStepTable(const Scheduler& scheduler, const std::vector<ScheduledRow>& rows,
-                    const std::vector<bool>& proceed, StepTable& out) {
+                    const std::vector<bool>& proceed, KvAccess access, StepTable& out) {
   out.rows.clear();
   out.stride = 1;
   for (size_t i = 0; i < rows.size(); ++i) {
-    if (!proceed[i]) continue;
+    if (!proceed[i] || (access == KvAccess::kWrite && rows[i].write_skipped)) continue;
     out.rows.push_back(i);
     const SimRequest& r = scheduler.request(rows[i].slot);
     out.stride = std::max(out.stride, static_cast<int32_t>(r.block_row.size()));
@@ -35,7 +35,8 @@ void BuildStepTable(const Scheduler& scheduler, const std::vector<ScheduledRow>&
     const SimRequest& r = scheduler.request(row.slot);
     std::copy(r.block_row.begin(), r.block_row.end(),
               out.table.begin() + static_cast<std::ptrdiff_t>(b * static_cast<size_t>(out.stride)));
-    out.seq_lens.push_back(row.first_token + row.tokens);
+    out.seq_lens.push_back(access == KvAccess::kWrite ? row.first_token + row.tokens
+                                                      : row.ReadEnd());
     out.first_tokens.push_back(row.first_token);
   }
 }
@@ -44,7 +45,7 @@ Result<std::vector<StepAbort>> StepChecks::Check(KvAccess access, Scheduler& sch
                                                  const std::vector<ScheduledRow>& rows,
                                                  const std::vector<bool>& proceed) {
   std::vector<StepAbort> aborts;
-  BuildStepTable(scheduler, rows, proceed, step_);
+  BuildStepTable(scheduler, rows, proceed, access, step_);
   if (step_.rows.empty()) return aborts;
   KvAccessBatch batch;
   for (size_t index : step_.rows) {

@@ -19,13 +19,14 @@ struct StepTable {
   std::vector<size_t> rows;           // the step's row index of each packed row
   int32_t stride = 1;                 // block-table entries per packed row
   std::vector<int32_t> table;         // int32 [rows, stride]; short rows padded with page 0
-  std::vector<int32_t> seq_lens;      // first_token + tokens
+  std::vector<int32_t> seq_lens;      // first_token + tokens (a read: ReadEnd())
   std::vector<int32_t> first_tokens;  // first_token
 };
 
-// Packs the rows of `rows` whose `proceed` entry is true.
+// Packs the rows of `rows` whose `proceed` entry is true for `access`: a write leaves out the rows
+// whose writes are skipped.
 void BuildStepTable(const Scheduler& scheduler, const std::vector<ScheduledRow>& rows,
-                    const std::vector<bool>& proceed, StepTable& out);
+                    const std::vector<bool>& proceed, KvAccess access, StepTable& out);
 
 // One aborted row of the step, with the message the request ends with.
 struct StepAbort {

@@ -11,7 +11,7 @@ out="${TEST_TMPDIR:-$(mktemp -d)}"
 source tests/cli/cli_expect.sh
 
 expect_exit 0 "Subcommands:" --help
-expect_exit 0 "campaign .*not in this version yet" --help
+expect_exit 0 "campaign +Fault-injection campaign" --help
 expect_exit 0 "^kvsim [0-9]+\.[0-9]+\.[0-9]+" --version
 expect_exit 0 "--seed" demo --help
 expect_exit 2 "^kvsim: .*not expected: --bogus" --bogus
@@ -34,13 +34,18 @@ expect_exit 2 "^kvsim run: .*not expected: --scenario" run --scenario x
 expect_exit 2 "^kvsim demo: seed 'zz' has an invalid character 'z'" demo --seed zz
 expect_exit 2 "--samples 0 is out of range; allowed: 1 to 16777216" demo --samples 0
 expect_exit 2 "samples" demo --samples many
-expect_exit 0 "Reproduce: kvsim demo --seed 0x2a --samples 1000" demo --seed 42 --samples 1000 \
-  --out "$out"
-expect_exit 0 "B aborted: stale tag at logical page 1; A, C proceed" demo --samples 100 --out "$out"
+# The demo's closing campaign is cut to a few hundred cases where the demo runs only to be checked.
+expect_exit 2 "--campaign-cases 0 is out of range" demo --campaign-cases 0
+expect_exit 0 "Reproduce: kvsim demo --seed 0x2a --samples 1000 --campaign-cases 30000" \
+  demo --seed 42 --samples 1000 --out "$out"
+expect_exit 0 "R +4 +[0-9,]+ +[0-9,]+ +[0-9.]+% +[0-9,]+ +0\.0% +0$" demo --samples 16 \
+  --campaign-cases 600 --out "$out"
+expect_exit 0 "B aborted: stale tag at logical page 1; A, C proceed" demo --samples 100 \
+  --campaign-cases 100 --out "$out"
 expect_exit 0 "page-reuse-storm-bugs +tags +[0-9]+ +[1-9][0-9]* +0 +0 +0 +0$" demo --samples 16 \
-  --out "$out"
+  --campaign-cases 100 --out "$out"
 expect_exit 0 "Plot of decode tokens/s against concurrency: .*plan-demo.svg" demo --samples 16 \
-  --out "$out"
+  --campaign-cases 100 --out "$out"
 [ -s "$out/plan-demo.svg" ] || { echo "FAIL: the demo wrote no plot"; failures=$((failures + 1)); }
 
 # accuracy kv: the FP8 KV cache study through the kernels.
@@ -57,9 +62,9 @@ if [ "$kv_first" != "$kv_second" ]; then
   echo "FAIL: the same seed gave different accuracy kv output"; failures=$((failures + 1))
 fi
 
-first=$("$kvsim" demo --seed 0x2a --samples 4096 --out "$out")
-second=$("$kvsim" demo --seed 42 --samples 4096 --out "$out")
-other=$("$kvsim" demo --seed 43 --samples 4096 --out "$out")
+first=$("$kvsim" demo --seed 0x2a --samples 4096 --campaign-cases 300 --out "$out")
+second=$("$kvsim" demo --seed 42 --samples 4096 --campaign-cases 300 --out "$out")
+other=$("$kvsim" demo --seed 43 --samples 4096 --campaign-cases 300 --out "$out")
 if [ "$first" != "$second" ]; then
   echo "FAIL: the same seed gave different demo output"; failures=$((failures + 1))
 fi

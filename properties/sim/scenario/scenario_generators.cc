@@ -226,10 +226,20 @@ rc::Gen<Scenario> GenScenarioWithPlantedBugs() {
     const auto probability = [] {
       return *rc::gen::element(kPartsPerMillion, kPartsPerMillion / 2, kPartsPerMillion / 8);
     };
-    for (int64_t& ppm : plan.ppm) ppm = Chance() ? probability() : 0;
-    if (!plan.any()) {
-      plan.ppm[static_cast<size_t>(*rc::gen::inRange(0, kFaultSites))] = probability();
+    // Only the sites the catalogue expects the tag check to catch (R, W, RW): the S and N
+    // classes escape it by design, and the campaigns measure them.
+    std::vector<int> caught;
+    for (int site = 0; site < kFaultSites; ++site) {
+      const FaultClass expected = FaultSiteExpected(static_cast<FaultSite>(site));
+      if (expected == FaultClass::kRead || expected == FaultClass::kWrite ||
+          expected == FaultClass::kReadWrite) {
+        caught.push_back(site);
+      }
     }
+    for (int site : caught) {
+      plan.ppm[static_cast<size_t>(site)] = Chance() ? probability() : 0;
+    }
+    if (!plan.any()) plan.ppm[static_cast<size_t>(*rc::gen::elementOf(caught))] = probability();
     return s;
   });
 }

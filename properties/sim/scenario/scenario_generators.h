@@ -31,13 +31,13 @@ enum class ModeDraw {
 // supports; sweeps every 1, 16 or 1000 events; and the run's seed (Scenario::seed).
 rc::Gen<Scenario> GenScenario(ModeDraw modes);
 
-// GenScenario's timing-mode scenarios with bugs planted (faults: duplicate_not_rewritten and
-// no_hit_table_zeroed, each always firing or half or an eighth of the times it is reached, at
-// least one on), the prefix cache on three times in four with prefixes most requests share (so
-// that duplicates arise), the tag tracker checking writes and reads, and the oracle on. Tags are
-// wide enough that no stale grant can match by chance within such a run (generation tags of 16 bits
-// or more, random tags of 32 or more): narrower tags are outside the check's guarantee
-// (docs/integrity.md).
+// GenScenario's timing-mode scenarios with bugs planted (every fault site the catalogue expects
+// the tag check to catch, classes R, W and RW, each always firing or half or an eighth of the
+// times it is reached, at least one on), the prefix cache on three times in four with prefixes most
+// requests share (so that duplicates arise), the tag tracker checking writes and reads, and the
+// oracle on. Tags are wide enough that no stale grant can match by chance within such a run
+// (generation tags of 16 bits or more, random tags of 32 or more): narrower tags are outside the
+// check's guarantee (docs/integrity.md).
 rc::Gen<Scenario> GenScenarioWithPlantedBugs();
 
 // Prints a scenario in counterexamples as the YAML that reproduces it, and the command that runs

@@ -11,10 +11,44 @@ TEST(FaultPlanTest, NamesRoundTripAndUnknownNamesListTheSites) {
   for (int i = 0; i < kFaultSites; ++i) {
     const FaultSite site = static_cast<FaultSite>(i);
     EXPECT_EQ(ParseFaultSite(FaultSiteName(site)).value(), site);
-    EXPECT_NE(std::string(FaultSiteBug(site)).find("PR"), std::string::npos);
+    // Every site but one names the report of the real bug it plants, by project and number.
+    if (site != FaultSite::kCommittedAheadOfWrites) {
+      EXPECT_NE(std::string(FaultSiteBug(site)).find_first_of("0123456789"), std::string::npos)
+          << FaultSiteName(site);
+    }
   }
   EXPECT_EQ(ParseFaultSite("typo").status().message(),
-            "unknown fault site 'typo'; allowed: duplicate_not_rewritten, no_hit_table_zeroed");
+            "unknown fault site 'typo'; allowed: duplicate_not_rewritten, rematch_keeps_length, "
+            "abort_frees_tree_pages, transfer_abort_frees, async_free_before_write, "
+            "publish_before_written, no_hit_table_zeroed, read_past_length, "
+            "committed_ahead_of_writes, prefix_hash_collision, double_free, "
+            "batch_composition_noise");
+}
+
+TEST(FaultPlanTest, TheCatalogueClassesEverySite) {
+  // Written before any run (docs/faults.md): which layer is expected to catch each bug.
+  EXPECT_EQ(FaultSiteExpected(FaultSite::kDuplicateNotRewritten), FaultClass::kRead);
+  EXPECT_EQ(FaultSiteExpected(FaultSite::kTransferAbortFrees), FaultClass::kWrite);
+  EXPECT_EQ(FaultSiteExpected(FaultSite::kAsyncFreeBeforeWrite), FaultClass::kWrite);
+  EXPECT_EQ(FaultSiteExpected(FaultSite::kPublishBeforeWritten), FaultClass::kWrittenState);
+  EXPECT_EQ(FaultSiteExpected(FaultSite::kReadPastLength), FaultClass::kWrittenState);
+  EXPECT_EQ(FaultSiteExpected(FaultSite::kCommittedAheadOfWrites), FaultClass::kWrittenState);
+  EXPECT_EQ(FaultSiteExpected(FaultSite::kPrefixHashCollision), FaultClass::kNone);
+  EXPECT_EQ(FaultSiteExpected(FaultSite::kDoubleFree), FaultClass::kReadWrite);
+  EXPECT_EQ(FaultSiteExpected(FaultSite::kBatchCompositionNoise), FaultClass::kControl);
+  EXPECT_STREQ(FaultClassName(FaultClass::kWrittenState), "S");
+}
+
+TEST(FaultPlanTest, TheControlDoesNotCountAsCorrupting) {
+  FaultPlan plan;
+  plan.ppm[static_cast<size_t>(FaultSite::kBatchCompositionNoise)] = 1'000'000;
+  plan.ppm[static_cast<size_t>(FaultSite::kDoubleFree)] = 1'000'000;
+  FaultInjector faults(plan, 3);
+  EXPECT_TRUE(faults.Fires(FaultSite::kBatchCompositionNoise));
+  EXPECT_EQ(faults.fired_total(), 1);
+  EXPECT_EQ(faults.fired_corrupting(), 0);
+  EXPECT_TRUE(faults.Fires(FaultSite::kDoubleFree));
+  EXPECT_EQ(faults.fired_corrupting(), 1);
 }
 
 TEST(FaultPlanTest, SitesFireAtTheirProbabilityAndOffSitesNever) {

@@ -41,6 +41,30 @@ TEST(PagePoolTest, LifoHandsOutTheMostRecentlyFreedPageFirst) {
   pool.CheckInvariants();
 }
 
+// A grant names the allocation it was made under, so that an oracle can tell a wrapped tag from
+// the allocation itself; the checks see only page and tag.
+TEST(PagePoolTest, GrantsCountThePagesAllocations) {
+  PagePoolConfig config;
+  config.num_pages = 3;
+  config.tags.width_bits = 2;
+  PagePool pool = PagePool::Create(config).value();
+  const PageGrant first = pool.Allocate().value();
+  EXPECT_EQ(first.allocation, 1);
+  EXPECT_EQ(pool.CurrentGrant(first.page).allocation, 1);
+  for (int64_t n = 2; n <= 9; ++n) {
+    ASSERT_TRUE(pool.Release(first.page).ok());
+    const PageGrant again = pool.Allocate().value();  // LIFO: the same page
+    ASSERT_EQ(again.page, first.page);
+    EXPECT_EQ(again.allocation, n);
+    // Generation tags of 2 bits repeat every 4 allocations; the count does not.
+    if (n == 5 || n == 9) {
+      EXPECT_EQ(again, first);
+    }
+  }
+  const int32_t other = first.page == 0 ? 1 : 0;
+  EXPECT_EQ(pool.CurrentGrant(other).allocation, 0);
+}
+
 TEST(PagePoolTest, FifoHandsOutThePageFreedLongestAgoFirst) {
   PagePool pool = MakePool(5, ReuseOrder::kFifo);
   for (int32_t expected = 0; expected < 4; ++expected) EXPECT_EQ(AllocatePage(pool), expected);

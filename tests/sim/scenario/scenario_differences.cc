@@ -81,6 +81,7 @@ void CompareScheduler(Differences d, const SchedulerConfig& a, const SchedulerCo
   d.Field("max_running", a.max_running, b.max_running);
   d.Field("token_budget", a.token_budget, b.token_budget);
   d.Field("chunked_prefill", a.chunked_prefill, b.chunked_prefill);
+  d.Field("prefill_chunk", a.prefill_chunk, b.prefill_chunk);
   d.Field("reservation", a.reservation, b.reservation);
   d.Field("watermark_pages", a.watermark_pages, b.watermark_pages);
   d.Field("victim", a.victim, b.victim);
@@ -133,6 +134,7 @@ void CompareServer(Differences d, const ServerConfig& a, const ServerConfig& b) 
   CompareWorkload(d.In("workload"), a.workload, b.workload);
   d.Field("tag_tracker", a.tag_tracker, b.tag_tracker);
   d.Field("check_writes", a.check_writes, b.check_writes);
+  d.Field("seal", a.seal, b.seal);
   Differences limits = d.In("limits");
   limits.Field("max_events", a.limits.max_events, b.limits.max_events);
   limits.Field("max_time_ns", a.limits.max_time_ns, b.limits.max_time_ns);

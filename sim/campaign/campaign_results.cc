@@ -1,0 +1,285 @@
+// Campaign counts, their merge and their JSON.
+#include "sim/campaign/campaign_results.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+#include "base/seed.h"
+#include "kernels/tag_check/tag_check.h"
+
+namespace kvsim::sim {
+
+using nlohmann::ordered_json;
+
+void Tally::Add(const CaseOutcome& o, SurpriseKind judged) {
+  ++runs;
+  int64_t fires = 0;
+  for (int64_t f : o.fired) fires += f;
+  fired += fires;
+  fired_runs += fires > 0 ? 1 : 0;
+  caught_tag += o.caught_tag;
+  caught_seal += o.caught_seal;
+  silent_reads += o.silent_reads;
+  silent_writes += o.silent_writes;
+  bad_outputs += o.bad_outputs;
+  silent_runs += o.silent() ? 1 : 0;
+  false_alarms += o.false_alarms;
+  escapes_predicted += o.escapes_predicted;
+  escapes_unpredicted += o.escapes_unpredicted;
+  errors += o.error ? 1 : 0;
+  crashes += o.crashed ? 1 : 0;
+  undrained += o.drained ? 0 : 1;
+  surprises += judged == SurpriseKind::kNone ? 0 : 1;
+  steps += o.steps;
+}
+
+void Tally::Merge(const Tally& t) {
+  runs += t.runs;
+  fired_runs += t.fired_runs;
+  fired += t.fired;
+  caught_tag += t.caught_tag;
+  caught_seal += t.caught_seal;
+  silent_reads += t.silent_reads;
+  silent_writes += t.silent_writes;
+  bad_outputs += t.bad_outputs;
+  silent_runs += t.silent_runs;
+  false_alarms += t.false_alarms;
+  escapes_predicted += t.escapes_predicted;
+  escapes_unpredicted += t.escapes_unpredicted;
+  errors += t.errors;
+  crashes += t.crashes;
+  undrained += t.undrained;
+  surprises += t.surprises;
+  steps += t.steps;
+}
+
+bool Tally::operator==(const Tally& t) const {
+  return runs == t.runs && fired_runs == t.fired_runs && fired == t.fired &&
+         caught_tag == t.caught_tag && caught_seal == t.caught_seal &&
+         silent_reads == t.silent_reads && silent_writes == t.silent_writes &&
+         bad_outputs == t.bad_outputs && silent_runs == t.silent_runs &&
+         false_alarms == t.false_alarms && escapes_predicted == t.escapes_predicted &&
+         escapes_unpredicted == t.escapes_unpredicted && errors == t.errors &&
+         crashes == t.crashes && undrained == t.undrained && surprises == t.surprises &&
+         steps == t.steps;
+}
+
+bool Surprise::operator<(const Surprise& o) const {
+  return std::make_tuple(case_index, run_mode, mode) <
+         std::make_tuple(o.case_index, o.run_mode, o.mode);
+}
+
+void CampaignResults::Add(const CaseOutcome& o, SurpriseKind judged) {
+  tallies[{o.row, o.mode, o.run_mode}].Add(o, judged);
+  for (int site = 0; site < kFaultSites; ++site) {
+    site_runs[static_cast<size_t>(site)] += o.fired[static_cast<size_t>(site)] > 0 ? 1 : 0;
+  }
+  for (size_t code = 0; code < aborts.size(); ++code) aborts[code] += o.aborts[code];
+  sealed += o.caught_seal;
+  ++runs;
+}
+
+int64_t CampaignResults::total_surprises() const {
+  int64_t total = 0;
+  for (const auto& [key, tally] : tallies) total += tally.surprises;
+  return total;
+}
+
+Status MergeResults(const CampaignResults& shard, CampaignResults& into) {
+  if (into.shards.empty()) {
+    into = shard;
+    return Status::Ok();
+  }
+  if (!shard.spec.SameCampaign(into.spec) || shard.spec.shard_count != into.spec.shard_count) {
+    return InvalidArgumentError(
+        "the reports are of different campaigns (seed, cases, bases, arms, modes, kernel cases "
+        "or shard count differ)");
+  }
+  for (int32_t index : shard.shards) {
+    if (std::find(into.shards.begin(), into.shards.end(), index) != into.shards.end()) {
+      return InvalidArgumentError("shard " + std::to_string(index) + " of " +
+                                  std::to_string(into.spec.shard_count) + " is given twice");
+    }
+    into.shards.push_back(index);
+  }
+  std::sort(into.shards.begin(), into.shards.end());
+  for (const auto& [key, tally] : shard.tallies) into.tallies[key].Merge(tally);
+  for (size_t i = 0; i < into.site_runs.size(); ++i) into.site_runs[i] += shard.site_runs[i];
+  for (size_t i = 0; i < into.aborts.size(); ++i) into.aborts[i] += shard.aborts[i];
+  into.sealed += shard.sealed;
+  into.surprises.insert(into.surprises.end(), shard.surprises.begin(), shard.surprises.end());
+  std::sort(into.surprises.begin(), into.surprises.end());
+  into.cases += shard.cases;
+  into.runs += shard.runs;
+  into.wall_s += shard.wall_s;
+  return Status::Ok();
+}
+
+namespace {
+
+ordered_json TallyJson(const Tally& t) {
+  return {{"runs", t.runs},
+          {"fired_runs", t.fired_runs},
+          {"fired", t.fired},
+          {"caught_tag", t.caught_tag},
+          {"caught_seal", t.caught_seal},
+          {"silent_reads", t.silent_reads},
+          {"silent_writes", t.silent_writes},
+          {"bad_outputs", t.bad_outputs},
+          {"silent_runs", t.silent_runs},
+          {"false_alarms", t.false_alarms},
+          {"escapes_predicted", t.escapes_predicted},
+          {"escapes_unpredicted", t.escapes_unpredicted},
+          {"errors", t.errors},
+          {"crashes", t.crashes},
+          {"undrained", t.undrained},
+          {"surprises", t.surprises},
+          {"steps", t.steps}};
+}
+
+Tally TallyFrom(const ordered_json& j) {
+  Tally t;
+  t.runs = j.at("runs").get<int64_t>();
+  t.fired_runs = j.at("fired_runs").get<int64_t>();
+  t.fired = j.at("fired").get<int64_t>();
+  t.caught_tag = j.at("caught_tag").get<int64_t>();
+  t.caught_seal = j.at("caught_seal").get<int64_t>();
+  t.silent_reads = j.at("silent_reads").get<int64_t>();
+  t.silent_writes = j.at("silent_writes").get<int64_t>();
+  t.bad_outputs = j.at("bad_outputs").get<int64_t>();
+  t.silent_runs = j.at("silent_runs").get<int64_t>();
+  t.false_alarms = j.at("false_alarms").get<int64_t>();
+  t.escapes_predicted = j.at("escapes_predicted").get<int64_t>();
+  t.escapes_unpredicted = j.at("escapes_unpredicted").get<int64_t>();
+  t.errors = j.at("errors").get<int64_t>();
+  t.crashes = j.at("crashes").get<int64_t>();
+  t.undrained = j.at("undrained").get<int64_t>();
+  t.surprises = j.at("surprises").get<int64_t>();
+  t.steps = j.at("steps").get<int64_t>();
+  return t;
+}
+
+Result<RunMode> RunModeFrom(const std::string& text) { return ParseRunMode(text); }
+
+}  // namespace
+
+std::string ResultsToJson(const CampaignResults& r) {
+  ordered_json j;
+  std::vector<std::string> modes;
+  for (TrackerMode mode : r.spec.modes) modes.push_back(TrackerModeName(mode));
+  j["campaign"] = {{"seed", FormatSeed(r.spec.seed)},
+                   {"cases", r.spec.cases},
+                   {"bases", r.spec.bases},
+                   {"arms", ArmsText(r.spec.arms)},
+                   {"modes", modes},
+                   {"kernel_cases", r.spec.kernel_cases},
+                   {"shard_count", r.spec.shard_count}};
+  j["shards"] = r.shards;
+  j["cases_run"] = r.cases;
+  j["runs"] = r.runs;
+  ordered_json rows = ordered_json::array();
+  for (const auto& [key, tally] : r.tallies) {
+    ordered_json row = {{"row", std::get<0>(key)},
+                        {"mode", TrackerModeName(std::get<1>(key))},
+                        {"run_mode", RunModeName(std::get<2>(key))}};
+    row.update(TallyJson(tally));
+    rows.push_back(row);
+  }
+  j["tallies"] = rows;
+  ordered_json sites;
+  for (int site = 0; site < kFaultSites; ++site) {
+    sites[FaultSiteName(static_cast<FaultSite>(site))] = r.site_runs[static_cast<size_t>(site)];
+  }
+  j["coverage"] = {{"site_runs", sites}};
+  ordered_json aborts;
+  for (size_t code = 1; code < r.aborts.size(); ++code) {
+    aborts[TagCheckCodeName(static_cast<TagCheckCode>(code))] = r.aborts[code];
+  }
+  aborts["seal"] = r.sealed;
+  j["coverage"]["aborts"] = aborts;
+  ordered_json surprises = ordered_json::array();
+  for (const Surprise& s : r.surprises) {
+    surprises.push_back({{"case", s.case_index},
+                         {"row", s.row},
+                         {"mode", TrackerModeName(s.mode)},
+                         {"run_mode", RunModeName(s.run_mode)},
+                         {"kind", SurpriseKindName(s.kind)},
+                         {"detail", s.detail},
+                         {"replay", s.replay},
+                         {"scenario", s.scenario_path},
+                         {"shrunk", s.shrunk_path},
+                         {"shrunk_summary", s.shrunk_summary}});
+  }
+  j["surprises"] = surprises;
+  j["wall_s"] = r.wall_s;
+  return j.dump(2) + "\n";
+}
+
+Result<CampaignResults> ResultsFromJson(const std::string& text, const std::string& path) {
+  const ordered_json j = ordered_json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return InvalidArgumentError(path + ": not a JSON campaign report");
+  }
+  try {
+    CampaignResults r;
+    const ordered_json& c = j.at("campaign");
+    KVSIM_ASSIGN_OR_RETURN(r.spec.seed, ParseSeed(c.at("seed").get<std::string>()));
+    r.spec.cases = c.at("cases").get<int64_t>();
+    r.spec.bases = c.at("bases").get<std::vector<std::string>>();
+    KVSIM_ASSIGN_OR_RETURN(r.spec.arms, ParseArms(c.at("arms").get<std::string>()));
+    for (const auto& mode : c.at("modes")) {
+      KVSIM_ASSIGN_OR_RETURN(const TrackerMode parsed, ParseTrackerMode(mode.get<std::string>()));
+      r.spec.modes.push_back(parsed);
+    }
+    r.spec.kernel_cases = c.at("kernel_cases").get<int64_t>();
+    r.spec.shard_count = c.at("shard_count").get<int32_t>();
+    r.shards = j.at("shards").get<std::vector<int32_t>>();
+    r.cases = j.at("cases_run").get<int64_t>();
+    r.runs = j.at("runs").get<int64_t>();
+    for (const auto& row : j.at("tallies")) {
+      KVSIM_ASSIGN_OR_RETURN(const TrackerMode mode,
+                             ParseTrackerMode(row.at("mode").get<std::string>()));
+      KVSIM_ASSIGN_OR_RETURN(const RunMode run_mode,
+                             RunModeFrom(row.at("run_mode").get<std::string>()));
+      r.tallies[{row.at("row").get<std::string>(), mode, run_mode}] = TallyFrom(row);
+    }
+    const ordered_json& coverage = j.at("coverage");
+    for (int site = 0; site < kFaultSites; ++site) {
+      r.site_runs[static_cast<size_t>(site)] =
+          coverage.at("site_runs").at(FaultSiteName(static_cast<FaultSite>(site))).get<int64_t>();
+    }
+    for (size_t code = 1; code < r.aborts.size(); ++code) {
+      r.aborts[code] = coverage.at("aborts")
+                           .at(TagCheckCodeName(static_cast<TagCheckCode>(code)))
+                           .get<int64_t>();
+    }
+    r.sealed = coverage.at("aborts").at("seal").get<int64_t>();
+    for (const auto& s : j.at("surprises")) {
+      Surprise surprise;
+      surprise.case_index = s.at("case").get<int64_t>();
+      surprise.row = s.at("row").get<std::string>();
+      KVSIM_ASSIGN_OR_RETURN(surprise.mode, ParseTrackerMode(s.at("mode").get<std::string>()));
+      KVSIM_ASSIGN_OR_RETURN(surprise.run_mode, RunModeFrom(s.at("run_mode").get<std::string>()));
+      const std::string kind = s.at("kind").get<std::string>();
+      for (SurpriseKind k : {SurpriseKind::kSilentCorruption, SurpriseKind::kFalseAlarm,
+                             SurpriseKind::kError, SurpriseKind::kCrash}) {
+        if (kind == SurpriseKindName(k)) surprise.kind = k;
+      }
+      surprise.detail = s.at("detail").get<std::string>();
+      surprise.replay = s.at("replay").get<std::string>();
+      surprise.scenario_path = s.at("scenario").get<std::string>();
+      surprise.shrunk_path = s.at("shrunk").get<std::string>();
+      surprise.shrunk_summary = s.at("shrunk_summary").get<std::string>();
+      r.surprises.push_back(std::move(surprise));
+    }
+    r.wall_s = j.at("wall_s").get<double>();
+    KVSIM_RETURN_IF_ERROR(ValidateCampaignSpec(r.spec).WithContext(path));
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidArgumentError(
+        path + ": not a campaign report written by kvsim campaign --json (" + e.what() + ")");
+  }
+}
+
+}  // namespace kvsim::sim

@@ -1,0 +1,87 @@
+// CampaignResults: a campaign's (or one shard's) counts, by result row, tracker mode and run mode;
+// which fault sites and abort reasons it reached; and its surprises. Every count is a sum over
+// runs, so shards merge by adding, and a merged campaign equals the same campaign run whole.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "base/status.h"
+#include "sim/campaign/campaign_spec.h"
+#include "sim/campaign/outcome.h"
+
+namespace kvsim::sim {
+
+// One row, mode and run mode's counts.
+struct Tally {
+  int64_t runs = 0;
+  int64_t fired_runs = 0;  // runs in which a planted bug fired (the control's included)
+  int64_t fired = 0;       // planted bugs fired, all runs
+  int64_t caught_tag = 0;
+  int64_t caught_seal = 0;
+  int64_t silent_reads = 0;
+  int64_t silent_writes = 0;
+  int64_t bad_outputs = 0;
+  int64_t silent_runs = 0;  // runs with at least one silent corruption
+  int64_t false_alarms = 0;
+  int64_t escapes_predicted = 0;  // wrong-page accesses through the tags, as predicted
+  int64_t escapes_unpredicted = 0;
+  int64_t errors = 0;
+  int64_t crashes = 0;
+  int64_t undrained = 0;  // runs a limit stopped
+  int64_t surprises = 0;
+  int64_t steps = 0;
+
+  void Add(const CaseOutcome& outcome, SurpriseKind judged);
+  void Merge(const Tally& other);
+  bool operator==(const Tally& other) const;
+};
+
+// (row, tracker mode, run mode).
+using TallyKey = std::tuple<std::string, TrackerMode, RunMode>;
+
+// A run the catalogue did not expect, with what reproduces it.
+struct Surprise {
+  int64_t case_index = 0;
+  std::string row;
+  TrackerMode mode = TrackerMode::kTags;
+  RunMode run_mode = RunMode::kTiming;
+  SurpriseKind kind = SurpriseKind::kNone;
+  std::string detail;
+  std::string replay;          // the one-line command that runs the case again
+  std::string scenario_path;   // the case's scenario, written out ("" when not written)
+  std::string shrunk_path;     // the shrunk scenario ("" when not shrunk)
+  std::string shrunk_summary;  // what the shrink removed
+
+  bool operator<(const Surprise& other) const;
+};
+
+struct CampaignResults {
+  CampaignSpec spec;
+  std::vector<int32_t> shards;  // the shard indices these results hold, ascending
+  std::map<TallyKey, Tally> tallies;
+  std::array<int64_t, kFaultSites> site_runs{};  // runs in which each site fired
+  std::array<int64_t, kAbortCodes> aborts{};     // rows the tag check refused, by code
+  int64_t sealed = 0;                            // rows the seal refused
+  std::vector<Surprise> surprises;               // sorted
+  int64_t cases = 0;                             // cases run
+  int64_t runs = 0;
+  double wall_s = 0;  // summed over shards
+
+  void Add(const CaseOutcome& outcome, SurpriseKind judged);
+  int64_t total_surprises() const;
+};
+
+// Adds `shard` to `into`: same campaign, shards not yet in `into`. InvalidArgument otherwise.
+Status MergeResults(const CampaignResults& shard, CampaignResults& into);
+
+// The results as JSON (kvsim campaign --json) and back. Every count, the spec, the shards, the
+// surprises; the wall time under "wall_s" (the one field two runs of a campaign need not share).
+std::string ResultsToJson(const CampaignResults& results);
+Result<CampaignResults> ResultsFromJson(const std::string& text, const std::string& path);
+
+}  // namespace kvsim::sim

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# kvsim campaign's contract: a small campaign runs with no surprise; a case replays on its own,
+# printing its drawn knobs; shards merge into the campaign run whole; bad usage exits 2.
+set -uo pipefail
+kvsim="$1"
+failures=0
+out="${TEST_TMPDIR:-$(mktemp -d)}"
+source tests/cli/cli_expect.sh
+
+small=(campaign --cases 45 --seed 9 --jobs 2 --out "$out/surprises")
+expect_exit 0 "45 cases \(45 run here: shard 0 of 1\).*135 runs" "${small[@]}" --json "$out/whole.json"
+expect_exit 0 "double_free +RW +tags" "${small[@]}"
+expect_exit 0 "surprises: none" "${small[@]}"
+expect_exit 0 "coverage: fault sites that fired" "${small[@]}"
+# One case on its own: every knob it drew, then one line per tracker mode.
+expect_exit 0 "case 4 \(arm transfer_abort_frees\)" campaign --cases 45 --seed 9 --case 4
+expect_exit 0 "\| +transfer_abort_frees: 1|\| +transfer_abort_frees: 0\.[0-9]+" \
+  campaign --cases 45 --seed 9 --case 4
+expect_exit 0 "seal \(timing mode\): fired .* as the catalogue expects" \
+  campaign --cases 45 --seed 9 --case 4
+# Shards, merged, are the campaign run whole.
+"$kvsim" "${small[@]}" --shard 0/2 --json "$out/shard0.json" >/dev/null
+TEST_SHARD_INDEX=1 TEST_TOTAL_SHARDS=2 "$kvsim" "${small[@]}" --shard env \
+  --json "$out/shard1.json" >"$out/shard1.txt"
+grep -q "shard 1/2 from the Bazel test sharding environment" "$out/shard1.txt" || {
+  echo "FAIL: --shard env did not take Bazel's shard"; failures=$((failures + 1))
+}
+expect_exit 1 "1 of 2 shards merged: the campaign is not whole" campaign merge "$out/shard0.json"
+expect_exit 0 "45 cases \(45 run here: shards 0,1 of 2\)" \
+  campaign merge "$out/shard0.json" "$out/shard1.json" --json "$out/merged.json"
+strip() { grep -v -e '"wall_s"' -e '"shard_count"' -e '^    [01],\?$' -e '"shards"' "$1"; }
+diff <(strip "$out/whole.json") <(strip "$out/merged.json") >/dev/null || {
+  echo "FAIL: merged shards differ from the campaign run whole"; failures=$((failures + 1))
+}
+expect_exit 2 "shard 0 of 2 is given twice" campaign merge "$out/shard0.json" "$out/shard0.json"
+# Bad usage.
+expect_exit 2 "unknown arm 'dubble_free'" campaign --arms clean,dubble_free
+expect_exit 2 "unknown tracker mode 'on'; allowed: off, tags, seal" campaign --modes on
+expect_exit 2 "shard '2/2' is not i/n" campaign --shard 2/2
+expect_exit 2 "no shard in the environment" campaign --shard env
+expect_exit 2 "cases 0 is out of range" campaign --cases 0
+expect_exit 2 "--case 50 is out of range" campaign --cases 45 --case 50
+expect_exit 2 "no scenario 'nope'" campaign --bases nope
+expect_exit 2 "not a JSON campaign report" campaign merge configs/scenarios/campaign-pd.yaml
+expect_exit 0 "TEST_SHARD_INDEX" campaign --help
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "all campaign CLI checks passed"
