@@ -51,19 +51,20 @@ void PrintClassSummary(const sim::CampaignResults& r, std::ostream& out) {
     classes[{ResultClass(std::get<0>(key)), std::get<1>(key)}].Merge(tally);
   }
   TextTable table({"class", "mode", "runs", "bug fired", "no bug fired", "caught: tags", "seal",
-                   "silent runs", "silent rate", "false alarms", "surprises"});
+                   "silent runs", "silent rate", "false alarms", "stopped", "surprises"});
   for (const auto& [key, t] : classes) {
     table.AddRow({key.first.second, sim::TrackerModeName(key.second), Grouped(t.runs),
                   Grouped(t.fired_runs), Grouped(t.runs - t.fired_runs), Grouped(t.caught_tag),
                   Grouped(t.caught_seal), Grouped(t.silent_runs),
                   Percent(t.silent_runs, t.fired_runs), Grouped(t.false_alarms),
-                  Grouped(t.surprises)});
+                  Grouped(t.undrained), Grouped(t.surprises)});
   }
   out << "  by class (timing and kernel runs together):\n";
   table.Print(out, 2);
   out << "  no bug fired: the runs in which no planted bug fired, the fault-free runs (the "
          "control's bug, which fires in kernel mode only and changes no ownership, counts as "
-         "fired)\n";
+         "fired); stopped: runs a limit ended before every request settled (a planted bug that "
+         "loses pages can leave a pool too small for what waits)\n";
 }
 
 }  // namespace

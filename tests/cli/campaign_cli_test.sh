@@ -13,7 +13,7 @@ expect_exit 0 "double_free +RW +tags" "${small[@]}"
 expect_exit 0 "surprises: none" "${small[@]}"
 expect_exit 0 "coverage: fault sites that fired" "${small[@]}"
 # By class: with the tags, no R run corrupts silently, and nothing is a false alarm.
-expect_exit 0 "^  R +tags +[0-9,]+ +[0-9,]+ +[0-9,]+ +[0-9,]+ +[0-9,]+ +0 +(0\.0%|-) +0 +0$" \
+expect_exit 0 "^  R +tags +[0-9,]+ +[0-9,]+ +[0-9,]+ +[0-9,]+ +[0-9,]+ +0 +(0\.0%|-) +0 +[0-9,]+ +0$" \
   "${small[@]}"
 # One case on its own: every knob it drew, then one line per tracker mode.
 expect_exit 0 "case 4 \(arm transfer_abort_frees\)" campaign --cases 45 --seed 9 --case 4
