@@ -199,8 +199,12 @@ class CampaignCommand : public Command {
     int64_t last_tenth = -1;
     options.progress = [&](int64_t done, int64_t total, int64_t surprises) {
       if (terminal) {
-        std::cerr << fmt::format("\r  {} of {} cases, {} surprises   ", Grouped(done),
-                                 Grouped(total), Grouped(surprises))
+        constexpr int64_t kWidth = 30;
+        const int64_t filled = total == 0 ? kWidth : done * kWidth / total;
+        std::cerr << fmt::format("\r  [{}{}] {} of {} cases, {} surprises   ",
+                                 std::string(static_cast<size_t>(filled), '#'),
+                                 std::string(static_cast<size_t>(kWidth - filled), ' '),
+                                 Grouped(done), Grouped(total), Grouped(surprises))
                   << (done == total ? "\n" : "") << std::flush;
         return;
       }

@@ -8,42 +8,13 @@
 #include <thread>
 
 #include "base/seed.h"
+#include "cli/campaign_report.h"
 #include "cli/sim_run.h"
 #include "cli/text_table.h"
 #include "sim/campaign/campaign_runner.h"
 
 namespace kvsim::cli {
-namespace {
-
-// The catalogue's class of a result row, and the order classes are shown in.
-std::pair<int, std::string> ClassOf(const std::string& row) {
-  if (row == "clean") return {0, "none planted"};
-  if (row == "swarm") return {7, "swarm (mixed)"};
-  if (row.rfind("narrow_tags", 0) == 0) return {8, "14 narrow tags"};
-  const Result<sim::FaultSite> site = sim::ParseFaultSite(row);
-  if (!site.ok()) return {9, row};
-  switch (sim::FaultSiteExpected(*site)) {
-    case sim::FaultClass::kRead:
-      return {1, "R"};
-    case sim::FaultClass::kWrite:
-      return {2, "W"};
-    case sim::FaultClass::kReadWrite:
-      return {3, "RW"};
-    case sim::FaultClass::kWrittenState:
-      return {4, "S"};
-    case sim::FaultClass::kNone:
-      return {5, "N"};
-    case sim::FaultClass::kControl:
-      return {6, "control"};
-  }
-  return {9, row};
-}
-
-std::string Rate(int64_t part, int64_t whole) {
-  return whole == 0 ? "-" : fmt::format("{:.1f}%", 100.0 * part / whole);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Status PrintCampaignDemo(std::ostream& out, const std::string& configs_root, uint64_t seed,
                          int64_t cases) {
@@ -74,7 +45,7 @@ Status PrintCampaignDemo(std::ostream& out, const std::string& configs_root, uin
   std::map<std::pair<int, std::string>, Sums> classes;
   std::map<std::pair<int, std::string>, std::vector<std::string>> rows_seen;
   for (const auto& [key, tally] : r.tallies) {
-    const std::pair<int, std::string> c = ClassOf(std::get<0>(key));
+    const std::pair<int, std::string> c = ResultClass(std::get<0>(key));
     Sums& sums = classes[c];
     (std::get<1>(key) == sim::TrackerMode::kOff ? sums.off : sums.tags).Merge(tally);
     std::vector<std::string>& rows = rows_seen[c];
@@ -87,8 +58,8 @@ Status PrintCampaignDemo(std::ostream& out, const std::string& configs_root, uin
   for (auto& [c, sums] : classes) {
     table.AddRow({c.second, Grouped(static_cast<int64_t>(rows_seen[c].size())),
                   Grouped(sums.off.runs), Grouped(sums.off.fired_runs),
-                  Rate(sums.off.silent_runs, sums.off.fired_runs), Grouped(sums.tags.caught_tag),
-                  Rate(sums.tags.silent_runs, sums.tags.fired_runs),
+                  Percent(sums.off.silent_runs, sums.off.fired_runs), Grouped(sums.tags.caught_tag),
+                  Percent(sums.tags.silent_runs, sums.tags.fired_runs),
                   Grouped(sums.tags.false_alarms)});
   }
   table.Print(out, 3);

@@ -4,11 +4,20 @@
 #pragma once
 
 #include <ostream>
+#include <string>
+#include <utility>
 
 #include "sim/campaign/campaign_results.h"
 
 namespace kvsim::cli {
 
 void PrintCampaignResults(const sim::CampaignResults& results, std::ostream& out);
+
+// The catalogue's class of a result row ("none planted", "R", "W", "RW", "S", "N", "control",
+// "swarm (mixed)", "14 narrow tags"), with the rank classes are shown in.
+std::pair<int, std::string> ResultClass(const std::string& row);
+
+// "12.3%" of a part in a whole, or "-" when the whole is 0.
+std::string Percent(int64_t part, int64_t whole);
 
 }  // namespace kvsim::cli
