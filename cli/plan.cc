@@ -43,6 +43,10 @@ const std::vector<FieldHelp>& FieldHelps() {
        "MLA down-projections and DSA indexer: replicated (default) or sharded"},
       {"mtp", "Load the multi-token-prediction layers: on or off (default off)"},
       {"context", "Tokens each request holds, prompt plus output (default 21000)"},
+      {"output",
+       "Of those, the tokens each request generates: decode attends the prompt plus half of "
+       "them, prefill the prompt, and the blended cost weighs prompt and output (default: not "
+       "given, every request at its full length)"},
       {"usd-per-gpu-hour", "Price per GPU-hour for cost figures (default: the GPU YAML's)"},
   };
   return help;
@@ -113,10 +117,12 @@ class PlanCommand : public Command {
     KVSIM_ASSIGN_OR_RETURN(const model::Calibration calibration,
                            LoadCalibration(catalog, calibration_));
     if (calibration_report_) {
+      KVSIM_ASSIGN_OR_RETURN(const std::vector<model::LeaveOneOutRow> leave_one_out,
+                             model::LeaveOneOut(calibration.spec, catalog));
       if (json_) {
-        PrintCalibrationJson(out, calibration);
+        PrintCalibrationJson(out, calibration, leave_one_out);
       } else {
-        PrintCalibrationReport(out, calibration);
+        PrintCalibrationReport(out, calibration, leave_one_out);
       }
       return Status::Ok();
     }

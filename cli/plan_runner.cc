@@ -87,7 +87,8 @@ Result<std::vector<LabeledPlan>> RunPlans(const model::Catalog& catalog,
                                           std::vector<model::Trace>* traces) {
   std::vector<LabeledPlan> plans;
   if (traces != nullptr) traces->assign(configurations.size(), model::Trace());
-  bool any_fit = false;
+  bool any_planned = false;
+  bool all_invalid = true;
   for (size_t i = 0; i < configurations.size(); ++i) {
     const LabeledSettings& config = configurations[i];
     auto result = model::PlanOrShortfall(config.settings, catalog, params, concurrencies,
@@ -95,22 +96,21 @@ Result<std::vector<LabeledPlan>> RunPlans(const model::Catalog& catalog,
     if (!result.ok()) {
       return config.label.empty() ? result.status() : result.status().WithContext(config.label);
     }
-    any_fit = any_fit || result->capacity.weights_fit;
+    any_planned = any_planned || result->planned();
+    all_invalid = all_invalid && result->status == model::PlanStatus::kInvalid;
     plans.push_back(LabeledPlan{config.label, std::move(result).value()});
   }
-  if (any_fit) return plans;
-  if (plans.size() == 1) {
-    const model::PlanResult& only = plans.front().result;
-    return model::WeightsDoNotFitError(only.gpu, only.settings.deployment, only.capacity);
-  }
+  if (any_planned) return plans;
+  if (plans.size() == 1) return model::NotPlannedError(plans.front().result);
   std::string lines;
   for (const LabeledPlan& plan : plans) {
-    lines += fmt::format("\n  {}: {}", plan.label, WeightsDoNotFitText(plan.result.capacity));
+    lines += fmt::format("\n  {}: {}", plan.label, plan.result.shortfall);
   }
-  return FailedPreconditionError(fmt::format(
-      "the weights fit in none of the {} configurations:{}\nuse more GPUs, a larger tp, a "
-      "smaller weight variant or a larger memory fraction",
-      plans.size(), lines));
+  const std::string message = fmt::format(
+      "none of the {} configurations can be planned:{}\nuse more GPUs, a larger tp, a smaller "
+      "weight variant, a larger memory fraction or a shorter context",
+      plans.size(), lines);
+  return all_invalid ? InvalidArgumentError(message) : FailedPreconditionError(message);
 }
 
 }  // namespace kvsim::cli

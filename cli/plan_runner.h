@@ -36,9 +36,9 @@ Result<model::Calibration> LoadCalibration(const model::Catalog& catalog,
                                            const std::string& name_or_path);
 
 // Plans every configuration. With `traces` not null, fills one trace per configuration.
-// An error names the configuration it came from. A configuration whose weights do not fit is
-// a plan with capacity.weights_fit false; when no configuration fits, FailedPrecondition with
-// each one's numbers.
+// An error names the configuration it came from. A configuration that cannot be planned is a
+// result whose status says why (model::PlanStatus); when none can be, an error with each one's
+// reason: InvalidArgument when every deployment is invalid, FailedPrecondition otherwise.
 Result<std::vector<LabeledPlan>> RunPlans(const model::Catalog& catalog,
                                           const model::StepTimeParams& params,
                                           const std::vector<LabeledSettings>& configurations,

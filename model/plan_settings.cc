@@ -77,6 +77,7 @@ const std::vector<std::string>& PlanFieldNames() {
                                                   "latent-projections",
                                                   "mtp",
                                                   "context",
+                                                  "output",
                                                   "usd-per-gpu-hour"};
   return kNames;
 }
@@ -121,6 +122,8 @@ Status SetPlanField(PlanSettings& s, const std::string& raw_field, const std::st
     KVSIM_ASSIGN_OR_RETURN(d.load_mtp, ParseOnOff(field, value));
   } else if (field == "context") {
     KVSIM_ASSIGN_OR_RETURN(d.context_tokens, ParseInt(field, value, 1, int64_t{1} << 24));
+  } else if (field == "output") {
+    KVSIM_ASSIGN_OR_RETURN(d.output_tokens, ParseInt(field, value, 1, (int64_t{1} << 24) - 1));
   } else if (field == "usd-per-gpu-hour") {
     KVSIM_ASSIGN_OR_RETURN(d.usd_per_gpu_hour, ParseNumber(field, value, 0, 1000));
   } else {

@@ -19,8 +19,9 @@ expect_exit 0 "requests that fit at once +32 +65" plan --compare kv-dtype=bf16,f
 expect_exit 0 "first request that does not fit +#33 +#66" plan --compare kv-dtype=bf16,fp8_e4m3
 expect_exit 0 "tokens in all pools +685,120 +1,370,240" plan --compare kv-dtype=bf16,fp8_e4m3
 expect_exit 0 "bytes per token per GPU +70,272 +35,136" plan --compare kv-dtype=bf16,fp8_e4m3
-expect_exit 0 "^  64 +out of memory +- +- +1962 " plan --compare kv-dtype=bf16,fp8_e4m3
-expect_exit 0 "largest prediction error: 10.5%" plan --calibration-report
+expect_exit 0 "^  64 +out of memory +- +- +10,688 +1411 " plan --compare kv-dtype=bf16,fp8_e4m3
+expect_exit 0 "largest leave-one-out error: 9.2%" plan --calibration-report
+expect_exit 0 "attended_context +5637 +bounds 1 to 21000" plan --calibration-report
 expect_exit 0 "bf16 +64 +predicted +out of memory +out of memory +agrees" plan --calibration-report
 expect_exit 0 "checkpoint \(all GPUs, GiB\) +703.65 +419.93" plan --model glm-5.2 \
   --compare weights=fp8,int4
@@ -41,7 +42,7 @@ expect_exit 0 ",kv_bytes_per_token_per_gpu,kv_keys,kv_values,kv_latent,kv_rope,k
   plan --csv --concurrency 1
 expect_exit 0 ",47700,0,0,39936,4992,0,2688,84,[0-9]+," plan --csv --concurrency 1 --model glm-5.2 \
   --kv-dtype fp8_e4m3
-expect_exit 0 '^"",kimi-k2.6,h200-sxm,8,8,1,bf16,int4,21000,.*,64,false,,,$' plan --csv
+expect_exit 0 '^"",kimi-k2.6,h200-sxm,8,8,1,bf16,int4,21000,,.*,64,false,10688,,,,$' plan --csv
 rows=$("$kvsim" plan --csv --compare kv-dtype=bf16,fp8_e4m3 | wc -l)
 [ "$rows" -eq 11 ] || { echo "FAIL: --csv gave $rows lines, expected 11"; failures=$((failures + 1)); }
 # Every KV format plans. Per-token-head adds one fp32 per token and head: Kimi K2.6 4 B x 61
@@ -55,23 +56,31 @@ all_formats=bf16,fp8_e4m3,fp8_e5m2,fp8_e4m3_per_token_head,fp8_e5m2_per_token_he
 rows=$("$kvsim" plan --csv --model glm-5.2 --compare "kv-dtype=$all_formats" | wc -l)
 [ "$rows" -eq 31 ] || { echo "FAIL: six formats gave $rows CSV lines, expected 31"; failures=$((failures + 1)); }
 expect_exit 0 "kv_lora_rank 512 x layers 61 x 2 B" plan --explain
-expect_exit 0 "experts touched per MoE layer = 384 x \(1 - \(1 - 8/384\)\^32 tokens\)" plan --explain
+expect_exit 0 "routed experts = 60 MoE layers x 188.2 experts touched \(384 x \(1 - \(1 - 8/384\)\^32 tokens\)\)" plan --explain
 expect_exit 0 "requests per pool = ceil\(64 / pools 1\)" plan --explain
 # Every term shown: quantisation scales apart from the values, and the INT4 speed.
 expect_exit 0 "= 66.45 GiB per GPU: values 59.06 GiB \+ scales 7.38 GiB" plan --explain --concurrency 1
-expect_exit 0 "linear layers time = 2 x 1 tokens x \(.* routed-expert params / \(989 TFLOP/s BF16 x 0.50 x INT4 speed 0.8\)\)" \
+# Every operator of a step, with its formula: bytes over bandwidth, FLOPs over the format's rate,
+# the kernels' latency.
+expect_exit 0 "attention projections = attention: max\([0-9]+ B / \(4.80 TB/s x BF16 0.69\), 2 x [0-9.e+]+ params x 1 rows / \(989 TFLOP/s BF16 x 0.44\)\) \+ 427 kernels x 3.18 us" \
   plan --explain --concurrency 1
-expect_exit 0 "compute time = linear layers [0-9.]+ ms \+ attention .* FLOP / \(989 TFLOP/s BF16 x 0.50\)" \
+expect_exit 0 "decode attention = max\(.* B / \(4.80 TB/s x 0.90\), .* FLOP / \(989 TFLOP/s BF16 x 0.67\)\) \+ 122 kernels x 3.18 us" \
   plan --explain --concurrency 1
-expect_exit 0 "x 4719744 B per expert \(scales 1152 B of it\)" plan --model glm-5.2 --explain \
-  --concurrency 1
+expect_exit 0 "all-reduce = 123 collectives x \(6.00 us \+ 14336 B x 2 x 7/8 / \(450 GB/s x 0.82\)\)" \
+  plan --explain --concurrency 1
+expect_exit 0 "x 8.0 experts touched .* x 4719744 B, 1 rows per expert: .* / \(1979 TFLOP/s FP8 x 0.44\)\)" \
+  plan --model glm-5.2 --explain --concurrency 1
+expect_exit 0 "DSA indexer scoring = max\(" plan --model glm-5.2 --explain --concurrency 1
+expect_exit 0 "decode attention = .* FP8 values x 0.109 cycles / \(2.416e\+11 SM cycles/s\)\)" \
+  plan --explain --concurrency 1 --kv-dtype fp8_e4m3
+expect_exit 0 '"operators_ms": \{' plan --json --concurrency 1
 # --explain with --json: the same terms in each configuration; with --csv: refused.
 expect_exit 0 '"quantity": "requests at once"' plan --json --explain --concurrency 1
 expect_exit 0 '"section": "decode at concurrency 1"' plan --json --explain --concurrency 1
 expect_no_match '"explain"' plan --json --concurrency 1
 expect_exit 2 "^kvsim plan: --explain does not go with --csv" plan --csv --explain
 # --calibration-report: as JSON with --json; options it would ignore are refused.
-expect_exit 0 '"largest_prediction_error": 0.104' plan --calibration-report --json
+expect_exit 0 '"largest_leave_one_out_error": 0.09' plan --calibration-report --json
 expect_exit 0 '"role": "predicted"' plan --calibration-report --json
 expect_no_match "^calibration:" plan --calibration-report --json
 for option in --explain --csv "--plot $tmp/c.svg" "--compare tp=4,8" "--model glm-5.2" \
@@ -104,7 +113,7 @@ expect_exit 0 '"does_not_fit": "weights do not fit: 79.3 GiB needed per GPU, 66.
   plan --model deepseek-v3 --compare gpu=h100-sxm,h200-sxm --json
 expect_exit 0 '^"gpu=h100-sxm",deepseek-v3,h100-sxm,.*,false,"weights do not fit: 79.3 GiB needed per GPU, 66.1 available",' \
   plan --model deepseek-v3 --compare gpu=h100-sxm,h200-sxm --csv
-expect_exit 1 "fit in none of the 2 configurations:" plan --model deepseek-v3 --gpu h100-sxm \
+expect_exit 1 "none of the 2 configurations can be planned:" plan --model deepseek-v3 --gpu h100-sxm \
   --compare tp=4,8
 expect_exit 1 "  tp=8: weights do not fit: 79.3 GiB needed per GPU, 66.1 available" \
   plan --model deepseek-v3 --gpu h100-sxm --compare tp=4,8

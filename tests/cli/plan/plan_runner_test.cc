@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/plan_plot.h"
+#include "tests/model/capacity/shipped_configs.h"
 
 namespace kvsim::cli {
 namespace {
@@ -72,6 +73,7 @@ TEST(PlanFieldsTest, EveryFieldSetsItsSetting) {
       {"latent-projections", "sharded"},
       {"mtp", "on"},
       {"context", "4096"},
+      {"output", "512"},
       {"usd-per-gpu-hour", "2.25"}};
   ASSERT_EQ(fields.size(), model::PlanFieldNames().size());
   for (const auto& [field, value] : fields) {
@@ -91,6 +93,7 @@ TEST(PlanFieldsTest, EveryFieldSetsItsSetting) {
   EXPECT_FALSE(d.replicate_latent_projections);
   EXPECT_TRUE(d.load_mtp);
   EXPECT_EQ(d.context_tokens, 4096);
+  EXPECT_EQ(d.output_tokens, 512);
   EXPECT_EQ(d.usd_per_gpu_hour, 2.25);
   // YAML spellings with '_' are the same fields.
   ASSERT_TRUE(model::SetPlanField(s, "kv_dtype", "bf16").ok());
@@ -127,7 +130,7 @@ Result<std::vector<LabeledPlan>> PlanDeepSeek(const std::string& gpu, const std:
   base.gpu = gpu;
   KVSIM_ASSIGN_OR_RETURN(const std::vector<LabeledSettings> configs,
                          ExpandCompare(base, {compare}));
-  return RunPlans(catalog, model::StepTimeParams{}, configs, {1}, nullptr);
+  return RunPlans(catalog, model::ShippedParams(), configs, {1}, nullptr);
 }
 
 // --compare plans every configuration: those whose weights do not fit say so beside the others,
@@ -138,20 +141,21 @@ TEST(RunPlansTest, PlansEveryConfigurationAndFailsOnlyWhenNoneFits) {
   ASSERT_EQ(plans->size(), 3u);
   const model::PlanResult& h100 = (*plans)[0].result;
   EXPECT_FALSE(h100.capacity.weights_fit);
-  EXPECT_EQ(WeightsDoNotFitText(h100.capacity),
-            "weights do not fit: 79.3 GiB needed per GPU, 66.1 available");
-  EXPECT_TRUE((*plans)[1].result.capacity.weights_fit);
-  EXPECT_TRUE((*plans)[2].result.capacity.weights_fit);
+  EXPECT_EQ(h100.status, model::PlanStatus::kWeightsDoNotFit);
+  EXPECT_EQ(h100.shortfall, "weights do not fit: 79.3 GiB needed per GPU, 66.1 available");
+  EXPECT_TRUE((*plans)[1].result.planned());
+  EXPECT_TRUE((*plans)[2].result.planned());
   EXPECT_GT((*plans)[2].result.capacity.tokens_total, 0);
 
   const auto failed = PlanDeepSeek("h100-sxm", "tp=4,8");
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(ExitCodeFor(failed.status()), 1);
   EXPECT_EQ(failed.status().message(),
-            "the weights fit in none of the 2 configurations:\n"
+            "none of the 2 configurations can be planned:\n"
             "  tp=4: weights do not fit: 157.5 GiB needed per GPU, 66.1 available\n"
             "  tp=8: weights do not fit: 79.3 GiB needed per GPU, 66.1 available\n"
-            "use more GPUs, a larger tp, a smaller weight variant or a larger memory fraction");
+            "use more GPUs, a larger tp, a smaller weight variant, a larger memory fraction or a "
+            "shorter context");
   // One configuration: the message of the single plan, with the memory fraction.
   const auto single = PlanDeepSeek("h100-sxm", "tp=8");
   ASSERT_FALSE(single.ok());
@@ -165,10 +169,10 @@ TEST(PlanTextTest, AConfigurationWhoseWeightsDoNotFitSaysSoInItsColumns) {
   std::ostringstream text;
   PrintPlanText(text, *plans);
   EXPECT_NE(text.str().find("status                      weights do not fit: 79.3 GiB needed "
-                            "per GPU, 66.1 available       planned"),
+                            "per GPU, 66.1 available                            planned"),
             std::string::npos)
       << text.str();
-  EXPECT_NE(text.str().find("1            weights do not fit       -         -"), std::string::npos)
+  EXPECT_NE(text.str().find("not planned       -         -            -"), std::string::npos)
       << text.str();
   std::ostringstream json;
   PrintPlanJson(json, *plans);
@@ -179,16 +183,43 @@ TEST(PlanTextTest, AConfigurationWhoseWeightsDoNotFitSaysSoInItsColumns) {
   EXPECT_NE(json.str().find("\"tokens_total\": null"), std::string::npos);
   std::ostringstream csv;
   PrintPlanCsv(csv, *plans);
-  EXPECT_NE(csv.str().find(",false,\"weights do not fit: 79.3 GiB needed per GPU, 66.1 "
-                           "available\","),
+  EXPECT_NE(csv.str().find(",weights_do_not_fit,false,\"weights do not fit: 79.3 GiB needed per "
+                           "GPU, 66.1 available\","),
             std::string::npos)
       << csv.str();
-  // The plot leaves the configuration out rather than drawing it at zero.
+  // The plot leaves the configuration out rather than drawing it at zero, and says why.
   const Result<std::string> script = PlanPlotScript(*plans, "out.svg", "t");
   ASSERT_TRUE(script.ok());
   EXPECT_EQ(script->find("$d0"), std::string::npos);
   EXPECT_NE(script->find("plot $d1 using 1:2"), std::string::npos) << *script;
+  EXPECT_NE(script->find("not drawn: gpu=h100-sxm: weights do not fit: 79.3 GiB"),
+            std::string::npos)
+      << *script;
   EXPECT_FALSE(PlanPlotScript({(*plans)[0]}, "out.svg", "t").ok());
+}
+
+// A sweep crossing gpus and tp: the pairs where tp does not divide gpus are columns that say so,
+// never an abort of the whole run; every pair invalid is bad input (exit 2).
+TEST(RunPlansTest, InvalidPairsOfASweepAreColumnsThatSaySo) {
+  const Result<model::Catalog> catalog = model::Catalog::Open("configs");
+  ASSERT_TRUE(catalog.ok());
+  model::PlanSettings base;
+  const auto configs = ExpandCompare(base, {"gpus=4,8", "tp=4,8"});
+  ASSERT_TRUE(configs.ok());
+  const auto plans = RunPlans(*catalog, model::ShippedParams(), *configs, {1}, nullptr);
+  ASSERT_TRUE(plans.ok()) << plans.status().ToString();
+  ASSERT_EQ(plans->size(), 4u);
+  EXPECT_EQ((*plans)[1].label, "gpus=4 tp=8");
+  EXPECT_EQ((*plans)[1].result.status, model::PlanStatus::kInvalid);
+  EXPECT_EQ((*plans)[1].result.shortfall, "tp 8 must divide the GPU count 4 (gpus / tp replicas)");
+  std::ostringstream text;
+  PrintPlanText(text, *plans);
+  EXPECT_NE(text.str().find("tp 8 must divide the GPU count 4"), std::string::npos) << text.str();
+  const auto invalid = ExpandCompare(base, {"tp=3,5"});
+  ASSERT_TRUE(invalid.ok());
+  const auto none = RunPlans(*catalog, model::ShippedParams(), *invalid, {1}, nullptr);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(ExitCodeFor(none.status()), 2);
 }
 
 // A plan to draw: `model` with `weights` on 8 x `gpu` at tp 8, BF16 cache, 21,000 tokens.
@@ -237,7 +268,7 @@ TEST(PlotScriptTest, TitleHasTheSharedFieldsAndLegendsTheVaryingOnes) {
             "request: decode tokens/s");
 }
 
-TEST(PlotScriptTest, MarksOutOfMemoryPointsAndRefusesOtherFormats) {
+TEST(PlotScriptTest, DrawsOnlyWhatFitsAndRefusesOtherFormats) {
   LabeledPlan plan;
   plan.label = "kv-dtype=bf16";
   plan.result.model.name = "m";
@@ -251,9 +282,11 @@ TEST(PlotScriptTest, MarksOutOfMemoryPointsAndRefusesOtherFormats) {
   const Result<std::string> script = PlanPlotScript({plan}, "out.svg", "title");
   ASSERT_TRUE(script.ok());
   EXPECT_NE(script->find("set terminal svg"), std::string::npos);
-  EXPECT_NE(script->find("1 137.00 NaN\n64 NaN 2000.00\n"), std::string::npos) << *script;
-  EXPECT_NE(script->find("title 'out of memory'"), std::string::npos);
-  EXPECT_NE(script->find("title 'kv-dtype=bf16'"), std::string::npos);
+  // Only the concurrency that fits is drawn: no throughput is invented for the other.
+  EXPECT_NE(script->find("$d0 << EOD\n1 137.00\nEOD\n"), std::string::npos) << *script;
+  EXPECT_EQ(script->find("2000"), std::string::npos) << *script;
+  EXPECT_NE(script->find("title 'kv-dtype=bf16 (out of memory at 64)'"), std::string::npos)
+      << *script;
   EXPECT_NE(PlanPlotScript({plan}, "out.png", "t")->find("pngcairo"), std::string::npos);
   EXPECT_EQ(PlanPlotScript({plan}, "out.pdf", "t").status().message(),
             "plot file 'out.pdf' must end in .png or .svg");
