@@ -62,15 +62,21 @@ class PlanCommand : public Command {
 
   void Configure(CLI::App& app) override {
     app.footer(
-        "Exit codes: 0 planned, also when some --compare configurations' weights do not fit\n"
-        "(their columns, JSON objects and CSV rows say so with the numbers); 1 no configuration's\n"
-        "weights fit (the message gives the numbers) or the plot cannot be written; 2 bad usage\n"
-        "or input.");
-    app.add_option("--configs", configs_, "Folder with models/, gpus/, calibration/");
-    plan_only_.push_back(app.add_option_function<std::string>(
+        "Exit codes: 0 planned, also when some --compare configurations cannot be (their\n"
+        "columns, JSON objects and CSV rows say why, with the numbers); 1 no configuration can\n"
+        "be planned (weights that do not fit, a context beyond the model's maximum, a cache that\n"
+        "holds no request: the message gives the numbers), or the plot cannot be written; 2 bad\n"
+        "usage or input (an invalid deployment, an option with no effect, an empty value, an\n"
+        "option, field or YAML key given twice).");
+    text_options_.push_back(
+        {app.add_option("--configs", configs_, "Folder with models/, gpus/, calibration/"),
+         &configs_});
+    CLI::Option* deployment = app.add_option_function<std::string>(
         "--deployment", [this](const std::string& path) { deployment_yaml_ = path; },
         "YAML file of field: value pairs (the flag names below, '-' or '_'), applied before "
-        "flags"));
+        "flags; a relative model or GPU path in it is read from the file's folder");
+    plan_only_.push_back(deployment);
+    text_options_.push_back({deployment, &deployment_yaml_});
     for (const FieldHelp& entry : FieldHelps()) {
       const std::string field = entry.field;
       plan_only_.push_back(app.add_option_function<std::string>(
@@ -87,14 +93,20 @@ class PlanCommand : public Command {
     plan_only_.push_back(
         app.add_option("--compare", compares_,
                        "FIELD=V1,V2,...: configurations side by side (repeatable; cross product, "
-                       "at most 16)"));
-    app.add_option("--calibration", calibration_,
-                   "Calibration of the step-time model (configs/calibration/NAME.yaml or a path)")
-        ->capture_default_str();
-    app.add_option(
-        "--kernel-table", kernel_table_,
-        "GEMM benchmark table for the INT4 expert speed (default: configs/measured/"
-        "GPU.yaml if present, else the calibration's assumption; 'none': the assumption)");
+                       "at most 16); FIELD+FIELD=V1,... sets both fields to each value "
+                       "(gpus+tp=2,4,8)"));
+    text_options_.push_back(
+        {app.add_option("--calibration", calibration_,
+                        "Calibration of the step-time model (configs/calibration/NAME.yaml or a "
+                        "path)")
+             ->capture_default_str(),
+         &calibration_});
+    text_options_.push_back(
+        {app.add_option("--kernel-table", kernel_table_,
+                        "GEMM benchmark table for the INT4 expert speed (default: "
+                        "configs/measured/GPU.yaml if present, else the published efficiencies "
+                        "of configs/kernels/; 'none': the published efficiencies)"),
+         &kernel_table_});
     app.add_flag("--calibration-report", calibration_report_,
                  "Print the calibration: fitted coefficients, and each published point with the "
                  "model's prediction and its error (as text, or with --json as JSON)");
@@ -105,8 +117,10 @@ class PlanCommand : public Command {
     app.add_flag("--json", json_, "Print JSON instead of tables");
     plan_only_.push_back(
         app.add_flag("--csv", csv_, "Print CSV (one row per configuration and concurrency)"));
-    plan_only_.push_back(app.add_option(
-        "--plot", plot_, "Draw tokens/s against concurrency into FILE.png or FILE.svg"));
+    CLI::Option* plot = app.add_option(
+        "--plot", plot_, "Draw tokens/s against concurrency into FILE.png or FILE.svg");
+    plan_only_.push_back(plot);
+    text_options_.push_back({plot, &plot_});
   }
 
   Status Run(std::ostream& out) override {
@@ -165,6 +179,12 @@ class PlanCommand : public Command {
  private:
   // Options that would be silently dropped are refused instead, saying what goes together.
   Status CheckCombinations() const {
+    for (const auto& [option, value] : text_options_) {
+      if (option->count() > 0 && value->empty()) {
+        return InvalidArgumentError(fmt::format("{} must not be empty; {}", option->get_name(),
+                                                "give a value or leave the option out"));
+      }
+    }
     if (json_ && csv_) return InvalidArgumentError("give --json or --csv, not both");
     if (calibration_report_) {
       for (const CLI::Option* option : plan_only_) {
@@ -197,6 +217,8 @@ class PlanCommand : public Command {
   std::string plot_;
   // The options that shape a plan, which --calibration-report does not make.
   std::vector<const CLI::Option*> plan_only_;
+  // Options whose value is a name or a path: given, they must not be empty.
+  std::vector<std::pair<const CLI::Option*, const std::string*>> text_options_;
 };
 
 }  // namespace

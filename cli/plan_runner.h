@@ -23,8 +23,10 @@ struct LabeledSettings {
   model::PlanSettings settings;
 };
 
-// Each `compare` is "FIELD=V1,V2,..."; the configurations are their cross product over `base`,
-// labelled "field=value ...". No compare: `base` alone, unlabelled.
+// Each `compare` is "FIELD=V1,V2,..." or "FIELD+FIELD=V1,..." (both fields set to each value: a
+// paired sweep such as gpus+tp=2,4,8); the configurations are their cross product over `base`,
+// labelled "field=value ...". No compare: `base` alone, unlabelled. A field compared twice, or
+// compared and also given in `base` (where --compare would override it), is refused.
 Result<std::vector<LabeledSettings>> ExpandCompare(const model::PlanSettings& base,
                                                    const std::vector<std::string>& compares);
 

@@ -42,7 +42,8 @@ Result<PlanResult> PlanOrShortfallLoaded(const PlanSettings& settings, const Mod
   r.model = model;
   r.gpu = gpu;
   const Deployment& d = settings.deployment;
-  const Status valid = ValidateDeployment(d, model);
+  Status valid = ValidateDeployment(d, model);
+  if (valid.ok()) valid = ValidateGivenFields(settings, model);
   if (!valid.ok()) {
     Unplanned(r, PlanStatus::kInvalid, valid.message(), concurrencies);
     return r;
@@ -130,8 +131,17 @@ Result<PlanResult> PlanLoaded(const PlanSettings& settings, const ModelSpec& mod
 Result<PlanResult> PlanOrShortfall(const PlanSettings& settings, const Catalog& catalog,
                                    const StepTimeParams& params,
                                    const std::vector<int64_t>& concurrencies, Trace* trace) {
-  KVSIM_ASSIGN_OR_RETURN(const ModelSpec model, catalog.LoadModel(settings.model));
-  KVSIM_ASSIGN_OR_RETURN(const GpuSpec gpu, catalog.LoadGpu(settings.gpu));
+  // An error loading a model or GPU named in a deployment file names that file and line too.
+  const auto located = [](const Status& status, const std::string& origin, const char* field) {
+    return origin.empty() ? status
+                          : status.WithContext(fmt::format("{}: field '{}'", origin, field));
+  };
+  Result<ModelSpec> loaded_model = catalog.LoadModel(settings.model);
+  if (!loaded_model.ok()) return located(loaded_model.status(), settings.model_origin, "model");
+  Result<GpuSpec> loaded_gpu = catalog.LoadGpu(settings.gpu);
+  if (!loaded_gpu.ok()) return located(loaded_gpu.status(), settings.gpu_origin, "gpu");
+  const ModelSpec& model = *loaded_model;
+  const GpuSpec& gpu = *loaded_gpu;
   StepTimeParams applied = params;
   KVSIM_ASSIGN_OR_RETURN(applied.measured_int4,
                          Int4SpeedForPlan(settings.kernel_table, catalog, model, gpu));

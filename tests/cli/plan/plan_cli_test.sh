@@ -161,6 +161,50 @@ expect_exit 2 "configs folder 'nowhere' not found" plan --configs nowhere
 expect_exit 2 "--concurrency '1,0'" plan --concurrency 1,0
 expect_exit 2 "--mem-fraction: mem-fraction 0 is out of range" plan --mem-fraction 0
 
+# Inputs that used to plan something other than what was asked: each refused, naming what is
+# allowed, with exit 2.
+for option in --configs --plot --deployment --calibration --kernel-table; do
+  expect_exit 2 "^kvsim plan: $option must not be empty; give a value or leave the option out$" \
+    plan "$option" ""
+done
+expect_exit 2 "^kvsim plan: --model: model must not be empty$" plan --model ""
+expect_exit 2 "^kvsim plan: --pools: pools 0 is out of range; allowed: 1 to 4096$" plan --pools 0
+expect_exit 2 "^kvsim plan: --mtp: mtp 'true' is not allowed; allowed: on, off$" plan --mtp true
+expect_exit 2 "^kvsim plan: --mem-fraction: mem-fraction '0x1p-1' is not a number" \
+  plan --mem-fraction 0x1p-1
+expect_exit 2 "^kvsim plan: --mem-fraction: mem-fraction ' 0.8' is not a number" \
+  plan --mem-fraction " 0.8"
+expect_exit 2 "^kvsim plan: latent-projections has no effect on llama-3.1-70b: .*; remove it$" \
+  plan --model llama-3.1-70b --latent-projections sharded
+expect_exit 2 "^kvsim plan: mtp has no effect on kimi-k2.6: it has no MTP layers; remove it$" \
+  plan --mtp off
+expect_exit 2 "^kvsim plan: kimi-k2.6 has no MTP layers to load$" plan --mtp on
+expect_exit 2 "^kvsim plan: --tp is given 2 times; give it once$" plan --tp 4 --tp 8
+expect_exit 2 "^kvsim plan: --compare 'tp=2': field 'tp' is compared twice" \
+  plan --compare tp=4,8 --compare tp=2
+expect_exit 2 "^kvsim plan: --compare 'tp=4,8': tp is also set" plan --tp 8 --compare tp=4,8
+expect_exit 2 "^kvsim plan: unknown option '--kv_dtype'; did you mean --kv-dtype\?$" \
+  plan --kv_dtype fp8_e4m3
+expect_exit 2 "^kvsim plan: unknown option '--concurency'; did you mean --concurrency\?$" \
+  plan --concurency 8
+expect_exit 2 "^kvsim plan: --model needs a value after it$" plan --model
+expect_exit 2 "^kvsim accuracy: kv: --requests 'many' is not an integer$" accuracy kv --requests many
+printf 'model: glm-5.2\nkv_dtype: bf16\nkv-dtype: fp8_e4m3\n' >"$tmp/twice.yaml"
+expect_exit 2 "twice.yaml:3:1: field 'kv-dtype': given twice \('-' and '_' spell the same field" \
+  plan --deployment "$tmp/twice.yaml"
+# A model path in a deployment file is read beside it, whatever the working folder.
+mkdir -p "$tmp/deploy/models"
+cp configs/models/glm-5.2.yaml "$tmp/deploy/models/glm.yaml"
+printf 'model: models/glm.yaml\n' >"$tmp/deploy/d.yaml"
+expect_exit 0 "model +glm-5.2" plan --deployment "$tmp/deploy/d.yaml" --concurrency 1
+printf 'model: models/none.yaml\n' >"$tmp/deploy/d.yaml"
+expect_exit 2 "d.yaml:1:8: field 'model'" plan --deployment "$tmp/deploy/d.yaml" --concurrency 1
+# A context beyond the model's maximum, and a cache that holds no request: exit 1 with numbers.
+expect_exit 1 "^kvsim plan: context 300000 tokens exceeds glm-5.2's maximum of 202752" \
+  plan --model glm-5.2 --context 300000
+# A paired sweep: gpus and tp together.
+expect_exit 0 "gpus\+tp=4 +gpus\+tp=8" plan --compare gpus+tp=4,8 --concurrency 1
+
 # Names from user YAML are CSV fields even with a comma or a quote in them.
 sed 's/^name: kimi-k2.6$/name: kimi "k2", six/' configs/models/kimi-k2.6.yaml >"$tmp/comma.yaml"
 expect_exit 0 '^"","kimi ""k2"", six",h200-sxm,8,' plan --csv --concurrency 1 --model "$tmp/comma.yaml"

@@ -33,8 +33,10 @@ TEST(ExpandCompareTest, CrossProductWithLabels) {
 TEST(ExpandCompareTest, ErrorsSayWhatIsAllowed) {
   auto r = ExpandCompare(model::PlanSettings{}, {"kv-dtype"});
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message(),
-            "--compare 'kv-dtype' must be FIELD=VALUE1,VALUE2,... (e.g. kv-dtype=bf16,fp8_e4m3)");
+  EXPECT_EQ(
+      r.status().message(),
+      "--compare 'kv-dtype' must be FIELD=VALUE1,VALUE2,... (e.g. kv-dtype=bf16,fp8_e4m3), or "
+      "FIELD+FIELD=... to set two fields to each value (gpus+tp=2,4,8)");
   r = ExpandCompare(model::PlanSettings{}, {"tp=1,two"});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
@@ -42,6 +44,44 @@ TEST(ExpandCompareTest, ErrorsSayWhatIsAllowed) {
   r = ExpandCompare(model::PlanSettings{}, {"gpus=1,2,3,4,5", "tp=1,2,4,8"});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "--compare makes 20 configurations; at most 16 allowed");
+}
+
+// gpus+tp=2,4,8: a paired sweep, each value set in both fields.
+TEST(ExpandCompareTest, PairedFieldsTakeEachValueTogether) {
+  const auto configs =
+      ExpandCompare(model::PlanSettings{}, {"gpus+tp=2,4,8", "kv-dtype=bf16,fp8_e4m3"});
+  ASSERT_TRUE(configs.ok()) << configs.status().ToString();
+  ASSERT_EQ(configs->size(), 6u);
+  EXPECT_EQ((*configs)[0].label, "gpus+tp=2 kv-dtype=bf16");
+  EXPECT_EQ((*configs)[5].label, "gpus+tp=8 kv-dtype=fp8_e4m3");
+  for (const LabeledSettings& c : *configs) {
+    EXPECT_EQ(c.settings.deployment.gpus, c.settings.deployment.tp) << c.label;
+  }
+  EXPECT_EQ((*configs)[2].settings.deployment.tp, 4);
+}
+
+// A field compared twice, or compared and also set, would win or lose silently: refused.
+TEST(ExpandCompareTest, AFieldComparedTwiceOrAlsoSetIsRefused) {
+  auto r = ExpandCompare(model::PlanSettings{}, {"tp=4,8", "tp=2"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(ExitCodeFor(r.status()), 2);
+  EXPECT_EQ(r.status().message(),
+            "--compare 'tp=2': field 'tp' is compared twice; give its values in one --compare");
+  // The two spellings of one field, and a field inside a pair.
+  r = ExpandCompare(model::PlanSettings{}, {"kv-dtype=bf16", "kv_dtype=fp8_e4m3"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("field 'kv-dtype' is compared twice"), std::string::npos);
+  r = ExpandCompare(model::PlanSettings{}, {"gpus+tp=4,8", "tp=2"});
+  ASSERT_FALSE(r.ok());
+  model::PlanSettings base;
+  ASSERT_TRUE(model::SetPlanField(base, "tp", "8").ok());
+  r = ExpandCompare(base, {"tp=4,8"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "--compare 'tp=4,8': tp is also set (by --tp or the deployment file), and --compare "
+            "would override it; set it one way");
+  // Another field set beside a compare is the point of comparing.
+  EXPECT_TRUE(ExpandCompare(base, {"gpus=8,16"}).ok());
 }
 
 TEST(ConcurrencyListTest, ParsesAndRefuses) {
@@ -106,6 +146,28 @@ TEST(PlanFieldsTest, EveryFieldSetsItsSetting) {
             "mtp 'maybe' is not allowed; allowed: on, off");
 }
 
+// Values the help does not offer are refused, naming what is allowed, not read some other way.
+TEST(PlanFieldsTest, EmptyValuesAndOtherSpellingsAreRefused) {
+  model::PlanSettings s;
+  for (const char* field : {"model", "gpu", "gpus", "kv-dtype", "weights", "mtp", "context"}) {
+    for (const char* empty : {"", " ", "\t"}) {
+      EXPECT_EQ(model::SetPlanField(s, field, empty).message(),
+                std::string(field) + " must not be empty");
+    }
+  }
+  EXPECT_EQ(model::SetPlanField(s, "pools", "0").message(),
+            "pools 0 is out of range; allowed: 1 to 4096");
+  EXPECT_EQ(model::SetPlanField(s, "mtp", "true").message(),
+            "mtp 'true' is not allowed; allowed: on, off");
+  EXPECT_EQ(model::SetPlanField(s, "mem-fraction", "0x1p-1").message(),
+            "mem-fraction '0x1p-1' is not a number; allowed: 0.01 to 1");
+  EXPECT_EQ(model::SetPlanField(s, "mem-fraction", " 0.8").message(),
+            "mem-fraction ' 0.8' is not a number; allowed: 0.01 to 1");
+  EXPECT_EQ(model::SetPlanField(s, "gpus", "0x8").message(),
+            "gpus '0x8' is not an integer; allowed: 1 to 4096");
+  EXPECT_TRUE(s.given.empty()) << "a refused value must not count as given";
+}
+
 TEST(PlanFieldsTest, DeploymentYamlErrorsNameTheLineAndField) {
   const char* tmp = std::getenv("TEST_TMPDIR");
   const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/deployment.yaml";
@@ -119,6 +181,70 @@ TEST(PlanFieldsTest, DeploymentYamlErrorsNameTheLineAndField) {
   EXPECT_EQ(s.model, "glm-5.2");
   EXPECT_EQ(KvFormatName(s.deployment.kv_format), "fp8_e4m3");
   EXPECT_EQ(s.deployment.pools, 2);
+}
+
+// A YAML key given twice, under one spelling or both, is refused at its second appearance.
+TEST(PlanFieldsTest, DeploymentYamlRefusesAFieldGivenTwice) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/twice.yaml";
+  std::ofstream(path) << "model: glm-5.2\nkv_dtype: bf16\nkv-dtype: fp8_e4m3\n";
+  model::PlanSettings s;
+  Status status = model::ApplyPlanYaml(s, path);
+  EXPECT_EQ(status.message(), path +
+                                  ":3:1: field 'kv-dtype': given twice ('-' and '_' spell the "
+                                  "same field 'kv-dtype'); give it once");
+  EXPECT_EQ(ExitCodeFor(status), 2);
+  std::ofstream(path) << "tp: 8\nmodel: glm-5.2\ntp: 4\n";
+  status = model::ApplyPlanYaml(s, path);
+  EXPECT_EQ(status.message(),
+            path + ":3:1: field 'tp': given twice (first at line 1); give it once");
+}
+
+// A model named by a relative path in a deployment file is read from the file's folder, and an
+// error loading it names the deployment file and line.
+TEST(PlanFieldsTest, DeploymentYamlPathsAreRelativeToTheFile) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string folder = std::string(tmp != nullptr ? tmp : "/tmp");
+  std::ofstream(folder + "/dep.yaml") << "model: models/missing.yaml\n";
+  model::PlanSettings s;
+  ASSERT_TRUE(model::ApplyPlanYaml(s, folder + "/dep.yaml").ok());
+  EXPECT_EQ(s.model, folder + "/models/missing.yaml");
+  EXPECT_EQ(s.model_origin, folder + "/dep.yaml:1:8");
+  const Result<model::Catalog> catalog = model::Catalog::Open("configs");
+  ASSERT_TRUE(catalog.ok());
+  const auto plan = model::PlanOrShortfall(s, *catalog, model::ShippedParams(), {1}, nullptr);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().message().find(folder + "/dep.yaml:1:8: field 'model'"), 0u)
+      << plan.status().message();
+  // A catalog name stays a catalog name.
+  std::ofstream(folder + "/dep.yaml") << "model: glm-5.2\n";
+  ASSERT_TRUE(model::ApplyPlanYaml(s, folder + "/dep.yaml").ok());
+  EXPECT_EQ(s.model, "glm-5.2");
+}
+
+// An option that does nothing for the planned model is refused, in its configuration's column.
+TEST(RunPlansTest, AnOptionWithNoEffectOnTheModelIsRefused) {
+  const Result<model::Catalog> catalog = model::Catalog::Open("configs");
+  ASSERT_TRUE(catalog.ok());
+  model::PlanSettings base;
+  ASSERT_TRUE(model::SetPlanField(base, "latent-projections", "sharded").ok());
+  const auto configs = ExpandCompare(base, {"model=kimi-k2.6,llama-3.1-70b"});
+  ASSERT_TRUE(configs.ok());
+  const auto plans = RunPlans(*catalog, model::ShippedParams(), *configs, {1}, nullptr);
+  ASSERT_TRUE(plans.ok()) << plans.status().ToString();
+  EXPECT_TRUE((*plans)[0].result.planned());
+  EXPECT_EQ((*plans)[1].result.status, model::PlanStatus::kInvalid);
+  EXPECT_EQ((*plans)[1].result.shortfall,
+            "latent-projections has no effect on llama-3.1-70b: it places MLA's down-projections "
+            "and DSA's indexer, and llama-3.1-70b uses GQA attention; remove it");
+  model::PlanSettings mtp;
+  mtp.model = "llama-3.1-70b";
+  ASSERT_TRUE(model::SetPlanField(mtp, "mtp", "off").ok());
+  const auto alone = RunPlans(*catalog, model::ShippedParams(), {{"", mtp}}, {1}, nullptr);
+  ASSERT_FALSE(alone.ok());
+  EXPECT_EQ(ExitCodeFor(alone.status()), 2);
+  EXPECT_NE(alone.status().message().find("mtp has no effect on llama-3.1-70b"), std::string::npos)
+      << alone.status().message();
 }
 
 // DeepSeek-V3 (79.3 GiB of weights per GPU at tp 8) on 8 x `gpu`, over `compare`, at

@@ -128,7 +128,20 @@ TEST(KernelTableTest, BadTablesNameTheFileLineFieldAndWhatIsAllowed) {
       {"device: NVIDIA H200\n", "", "field 'device': missing; expected a string"},
       {"gpu: h200-sxm", "gpu: ''", "t.yaml:4:6: field 'gpu': must not be empty"},
       {"date: 2026-12-01T10:22:03Z", "date: yesterday",
-       "t.yaml:6:7: field 'date': 'yesterday' is not a date; expected YYYY-MM-DD"},
+       "t.yaml:6:7: field 'date': 'yesterday' is not a date; expected a day that exists as "
+       "YYYY-MM-DD"},
+      // Days that do not exist, and times of day that do not.
+      {"date: 2026-12-01T10:22:03Z", "date: 2026-02-30",
+       "field 'date': '2026-02-30' is not a date"},
+      {"date: 2026-12-01T10:22:03Z", "date: 2025-02-29",
+       "field 'date': '2025-02-29' is not a date"},
+      {"date: 2026-12-01T10:22:03Z", "date: 2026-13-01",
+       "field 'date': '2026-13-01' is not a date"},
+      {"date: 2026-12-01T10:22:03Z", "date: 2026-12-01T25:00:00Z",
+       "field 'date': '2026-12-01T25:00:00Z' is not a date"},
+      // Keys given twice: refused, not read first-wins.
+      {"version: 1", "version: 1\nversion: 1",
+       "t.yaml:3:1: field 'version': given twice (first at line 2); give it once"},
       {"date:", "colour: red\ndate:",
        "t.yaml:6:1: field 'colour': unknown field; allowed here: kind, version, source, gpu, "
        "device, date, shapes"},
