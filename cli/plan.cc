@@ -10,6 +10,7 @@
 #include "base/kv_format.h"
 #include "cli/calibration_report.h"
 #include "cli/configs_root.h"
+#include "cli/plan_need.h"
 #include "cli/plan_plot.h"
 #include "cli/plan_report.h"
 #include "cli/plan_runner.h"
@@ -52,6 +53,9 @@ const std::vector<FieldHelp>& FieldHelps() {
   return help;
 }
 
+// The deployments --need prints that meet the need, cheapest first.
+constexpr size_t kNeedShown = 8;
+
 class PlanCommand : public Command {
  public:
   std::string name() const override { return "plan"; }
@@ -90,6 +94,15 @@ class PlanCommand : public Command {
         app.add_option("--concurrency", concurrency_text_,
                        "Concurrent requests to estimate decode at, comma-separated")
             ->capture_default_str());
+    CLI::Option* need = app.add_option(
+        "--need", need_text_,
+        "concurrency=N,ms-per-token=T[,ttft-ms=F]: the cheapest deployments that serve N "
+        "requests of --context tokens at once at T ms per output token (and the first token "
+        "within F ms: one prompt's prefill on an idle pool), searching the GPU kind, GPU count "
+        "(1 to 16), tp (1 to 8), KV dtype (bf16, fp8_e4m3) and weight variant, except the "
+        "fields given; and why the others fail (exit 1 when none meets it)");
+    plan_only_.push_back(need);
+    text_options_.push_back({need, &need_text_});
     plan_only_.push_back(
         app.add_option("--compare", compares_,
                        "FIELD=V1,V2,...: configurations side by side (repeatable; cross product, "
@@ -121,6 +134,10 @@ class PlanCommand : public Command {
         "--plot", plot_, "Draw tokens/s against concurrency into FILE.png or FILE.svg");
     plan_only_.push_back(plot);
     text_options_.push_back({plot, &plot_});
+    for (const char* name : {"--concurrency", "--compare", "--calibration-report", "--explain",
+                             "--json", "--csv", "--plot"}) {
+      need_excludes_.push_back(app.get_option(name));
+    }
   }
 
   Status Run(std::ostream& out) override {
@@ -148,6 +165,7 @@ class PlanCommand : public Command {
     for (const auto& [field, value] : fields_) {
       KVSIM_RETURN_IF_ERROR(model::SetPlanField(base, field, value).WithContext("--" + field));
     }
+    if (!need_text_.empty()) return RunNeed(out, catalog, calibration.params, base);
     KVSIM_ASSIGN_OR_RETURN(const std::vector<int64_t> concurrencies,
                            ParseConcurrencyList(concurrency_text_));
     KVSIM_ASSIGN_OR_RETURN(const std::vector<LabeledSettings> configurations,
@@ -177,6 +195,18 @@ class PlanCommand : public Command {
   }
 
  private:
+  // --need: the search, its table, and exit 1 when no deployment meets the need.
+  Status RunNeed(std::ostream& out, const model::Catalog& catalog,
+                 const model::StepTimeParams& params, const model::PlanSettings& base) const {
+    KVSIM_ASSIGN_OR_RETURN(const Need need, ParseNeed(need_text_));
+    KVSIM_ASSIGN_OR_RETURN(const NeedReport report, SolveNeed(catalog, params, base, need));
+    PrintNeed(out, need, base, report, kNeedShown);
+    if (!report.meeting.empty()) return Status::Ok();
+    return FailedPreconditionError(
+        fmt::format("no deployment of the {} searched meets --need {} (the reasons are above)",
+                    report.failing.size(), need_text_));
+  }
+
   // Options that would be silently dropped are refused instead, saying what goes together.
   Status CheckCombinations() const {
     for (const auto& [option, value] : text_options_) {
@@ -186,6 +216,14 @@ class PlanCommand : public Command {
       }
     }
     if (json_ && csv_) return InvalidArgumentError("give --json or --csv, not both");
+    if (!need_text_.empty()) {
+      for (const CLI::Option* option : need_excludes_) {
+        if (option->count() == 0) continue;
+        return InvalidArgumentError(fmt::format(
+            "--need searches deployments and prints its own table; {} does not go with it",
+            option->get_name()));
+      }
+    }
     if (calibration_report_) {
       for (const CLI::Option* option : plan_only_) {
         if (option->count() == 0) continue;
@@ -208,6 +246,9 @@ class PlanCommand : public Command {
   std::vector<std::pair<std::string, std::string>> fields_;
   std::string concurrency_text_ = "1,8,16,32,64";
   std::vector<std::string> compares_;
+  std::string need_text_;
+  // Options that shape or print a plan of given configurations, which --need does not make.
+  std::vector<const CLI::Option*> need_excludes_;
   std::string calibration_ = "kimi-k2.6-8xh200";
   std::string kernel_table_;
   bool calibration_report_ = false;
