@@ -203,7 +203,10 @@ RC_GTEST_PROP(CapacityProperties, DecodeStepGrowsWithConcurrencyAndFitIsAPrefix,
   params.fp8_dequant_cycles_per_value = *rc::gen::inRange(49, 1000) * 1e-3;
   std::vector<int64_t> concurrencies;
   for (int64_t n = 1; n <= 4096; n = n * 2 + *rc::gen::inRange(0, 3)) concurrencies.push_back(n);
-  const PlanSettings settings{c.model->name, c.gpu->name, c.deployment, /*kernel_table=*/""};
+  PlanSettings settings;
+  settings.model = c.model->name;
+  settings.gpu = c.gpu->name;
+  settings.deployment = c.deployment;
   const Result<PlanResult> r =
       PlanLoaded(settings, *c.model, *c.gpu, params, concurrencies, nullptr);
   if (!r.ok()) {
