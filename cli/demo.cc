@@ -44,8 +44,10 @@ class DemoCommand : public Command {
     }
     out << "kvsim demo: capacity plans, the numeric formats of an FP8 KV cache and INT4 weights, "
            "and the KV-cache integrity check\n\n";
-    KVSIM_RETURN_IF_ERROR(PrintPlanDemo(out, ConfigsRoot(configs_),
-                                        output_dir_.empty() ? DefaultOutputDir() : output_dir_));
+    // A plot that cannot be written fails the demo (exit 1, on stderr) after the rest has run.
+    Status plot;
+    KVSIM_RETURN_IF_ERROR(PrintPlanDemo(
+        out, ConfigsRoot(configs_), output_dir_.empty() ? DefaultOutputDir() : output_dir_, &plot));
     out << "\n3. The numeric formats\n\n";
     PrintFp8E4M3Table(out);
     out << "\n";
@@ -62,7 +64,7 @@ class DemoCommand : public Command {
     KVSIM_RETURN_IF_ERROR(PrintSimulationDemo(out, ConfigsRoot(configs_)));
     out << fmt::format("\nReproduce: kvsim demo --seed {} --samples {}\n", FormatSeed(seed),
                        samples_);
-    return Status::Ok();
+    return plot.WithContext("the capacity plot was not written");
   }
 
  private:

@@ -42,6 +42,13 @@ expect_exit 0 "page-reuse-storm-bugs +tags +[0-9]+ +[1-9][0-9]* +0 +0 +0 +0$" de
 expect_exit 0 "Plot of decode tokens/s against concurrency: .*plan-demo.svg" demo --samples 16 \
   --out "$out"
 [ -s "$out/plan-demo.svg" ] || { echo "FAIL: the demo wrote no plot"; failures=$((failures + 1)); }
+# A plot that cannot be written: the demo runs to the end, then exits 1 saying why on stderr.
+touch "$out/a-file"
+stderr=$("$kvsim" demo --samples 16 --out "$out/a-file" 2>&1 >/dev/null)
+code=$?
+if [ "$code" -ne 1 ] || ! grep -q "^kvsim demo: the capacity plot was not written: cannot create" <<<"$stderr"; then
+  echo "FAIL: demo with an unwritable plot exited $code; stderr: $stderr"; failures=$((failures + 1))
+fi
 
 # accuracy kv: the FP8 KV cache study through the kernels.
 expect_exit 0 "fp8_e4m3 +1\.0" accuracy kv --kind gqa --requests 1 --tokens 16
