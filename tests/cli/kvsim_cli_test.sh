@@ -51,6 +51,8 @@ if [ "$code" -ne 1 ] || ! grep -q "^kvsim demo: the capacity plot was not writte
 fi
 
 # accuracy kv: the FP8 KV cache study through the kernels.
+expect_exit 2 "^kvsim accuracy: kv: this size would take about 2.9 hours on the CPU backend \(64 requests x 32768 tokens x 2 attention kinds at about 2.5 ms each" \
+  accuracy kv --requests 64 --tokens 32768 --backend cpu
 expect_exit 0 "fp8_e4m3 +1\.0" accuracy kv --kind gqa --requests 1 --tokens 16
 expect_exit 0 '"relative_rms"' accuracy kv --kind mla --requests 1 --tokens 8 --json
 expect_exit 2 "^kvsim accuracy: kv: --kind 'xyz' is not known; allowed: gqa, mla, both" accuracy kv --kind xyz
