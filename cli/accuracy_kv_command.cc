@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -16,6 +17,22 @@
 
 namespace kvsim::cli {
 namespace {
+
+// Seconds one request-token of one attention kind takes on the CPU backend: 16 requests of 2,048
+// tokens, both kinds, took 166 s on a 2-core machine under load (2026-12-01). The basis of the
+// estimate below, not a promise.
+constexpr double kCpuSecondsPerRequestToken = 2.5e-3;
+// A CPU run estimated longer than this is announced on stderr with its estimate and its progress.
+constexpr double kAnnounceAfterS = 60;
+// One estimated longer than this is refused unless --allow-hours is given.
+constexpr double kRefuseAfterS = 3600;
+
+// "82 seconds", "12 minutes", "2.9 hours".
+std::string Duration(double seconds) {
+  if (seconds < 120) return fmt::format("{:.0f} seconds", seconds);
+  if (seconds < 3600) return fmt::format("{:.0f} minutes", seconds / 60);
+  return fmt::format("{:.1f} hours", seconds / 3600);
+}
 
 class AccuracyKvCommand : public Command {
  public:
@@ -36,6 +53,9 @@ class AccuracyKvCommand : public Command {
     app.add_option("--backend", backend_text_, "Where the kernels run: auto, cpu or cuda")
         ->capture_default_str();
     app.add_flag("--json", json_, "Print JSON instead of tables");
+    app.add_flag("--allow-hours", allow_hours_,
+                 "Run a size estimated to take over an hour on the CPU backend (refused without "
+                 "it; over a minute, the estimate and progress go to stderr)");
   }
 
   Status Run(std::ostream& out) override {
@@ -67,6 +87,23 @@ class AccuracyKvCommand : public Command {
     }
     std::string note;
     KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(choice, &note));
+    const double estimate_s =
+        backend->kind() == BackendKind::kCpu
+            ? kCpuSecondsPerRequestToken * requests_ * tokens_ * static_cast<double>(configs.size())
+            : 0;
+    const std::string basis = fmt::format(
+        "on the CPU backend ({} requests x {} tokens x {} attention kinds at about {} ms each, "
+        "as a 2-core machine took)",
+        requests_, tokens_, configs.size(), kCpuSecondsPerRequestToken * 1e3);
+    if (estimate_s > kRefuseAfterS && !allow_hours_) {
+      return OutOfRangeError(fmt::format(
+          "this size would take about {} {}; give fewer --requests or --tokens, or --allow-hours "
+          "to run it anyway",
+          Duration(estimate_s), basis));
+    }
+    const bool announce = estimate_s > kAnnounceAfterS;
+    if (announce)
+      std::cerr << fmt::format("kvsim accuracy kv: about {} {}\n", Duration(estimate_s), basis);
     nlohmann::json studies = nlohmann::json::array();
     if (!json_) {
       out << "FP8 KV cache against BF16: the same K, V and queries through a BF16 cache and each "
@@ -80,7 +117,12 @@ class AccuracyKvCommand : public Command {
              "dynamic = per token and head; block pow2 = FlashMLA's power-of-two scale per 128 "
              "values.\n";
     }
-    for (const KvAccuracyConfig& config : configs) {
+    for (size_t i = 0; i < configs.size(); ++i) {
+      const KvAccuracyConfig& config = configs[i];
+      if (announce) {
+        std::cerr << fmt::format("kvsim accuracy kv: study {} of {}: {}\n", i + 1, configs.size(),
+                                 config.kind == AttentionKind::kGqa ? "gqa" : "mla");
+      }
       KVSIM_ASSIGN_OR_RETURN(const std::vector<KvAccuracyRow> rows,
                              MeasureKvAccuracy(*backend, config));
       if (json_) {
@@ -110,6 +152,7 @@ class AccuracyKvCommand : public Command {
   int tokens_ = 512;
   std::string backend_text_ = "cpu";
   bool json_ = false;
+  bool allow_hours_ = false;
 };
 
 }  // namespace

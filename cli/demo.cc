@@ -52,8 +52,10 @@ class DemoCommand : public Command {
     }
     out << "kvsim demo: capacity plans, the numeric formats of an FP8 KV cache and INT4 weights, "
            "and the KV-cache integrity check\n\n";
-    KVSIM_RETURN_IF_ERROR(PrintPlanDemo(out, ConfigsRoot(configs_),
-                                        output_dir_.empty() ? DefaultOutputDir() : output_dir_));
+    // A plot that cannot be written fails the demo (exit 1, on stderr) after the rest has run.
+    Status plot;
+    KVSIM_RETURN_IF_ERROR(PrintPlanDemo(
+        out, ConfigsRoot(configs_), output_dir_.empty() ? DefaultOutputDir() : output_dir_, &plot));
     out << "\n3. The numeric formats\n\n";
     PrintFp8E4M3Table(out);
     out << "\n";
@@ -72,7 +74,7 @@ class DemoCommand : public Command {
     KVSIM_RETURN_IF_ERROR(PrintCampaignDemo(out, ConfigsRoot(configs_), seed, campaign_cases_));
     out << fmt::format("\nReproduce: kvsim demo --seed {} --samples {} --campaign-cases {}\n",
                        FormatSeed(seed), samples_, campaign_cases_);
-    return Status::Ok();
+    return plot.WithContext("the capacity plot was not written");
   }
 
  private:

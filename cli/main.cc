@@ -13,6 +13,7 @@
 #include "cli/campaign_command.h"
 #include "cli/command.h"
 #include "cli/demo.h"
+#include "cli/parse_error_text.h"
 #include "cli/plan.h"
 #include "cli/run_command.h"
 
@@ -114,10 +115,11 @@ int Main(int argc, char** argv) {
     const std::vector<const CLI::App*> chain = ParsedChain(app);
     const CLI::App& innermost = chain.empty() ? app : *chain.back();
     const std::string names = SubcommandNames(innermost);
-    return UsageError(
-        chain, names.empty() ? e.what() : std::string(e.what()) + " (subcommands: " + names + ")");
+    const std::string message = ParseErrorText(innermost, e.what());
+    return UsageError(chain, names.empty() ? message : message + " (subcommands: " + names + ")");
   } catch (const CLI::ParseError& e) {
-    return UsageError(ParsedChain(app), e.what());
+    const std::vector<const CLI::App*> chain = ParsedChain(app);
+    return UsageError(chain, ParseErrorText(chain.empty() ? app : *chain.back(), e.what()));
   }
 
   const std::vector<const CLI::App*> chain = ParsedChain(app);

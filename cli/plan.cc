@@ -10,6 +10,7 @@
 #include "base/kv_format.h"
 #include "cli/calibration_report.h"
 #include "cli/configs_root.h"
+#include "cli/plan_need.h"
 #include "cli/plan_plot.h"
 #include "cli/plan_report.h"
 #include "cli/plan_runner.h"
@@ -43,10 +44,17 @@ const std::vector<FieldHelp>& FieldHelps() {
        "MLA down-projections and DSA indexer: replicated (default) or sharded"},
       {"mtp", "Load the multi-token-prediction layers: on or off (default off)"},
       {"context", "Tokens each request holds, prompt plus output (default 21000)"},
+      {"output",
+       "Of those, the tokens each request generates: decode attends the prompt plus half of "
+       "them, prefill the prompt, and the blended cost weighs prompt and output (default: not "
+       "given, every request at its full length)"},
       {"usd-per-gpu-hour", "Price per GPU-hour for cost figures (default: the GPU YAML's)"},
   };
   return help;
 }
+
+// The deployments --need prints that meet the need, cheapest first.
+constexpr size_t kNeedShown = 8;
 
 class PlanCommand : public Command {
  public:
@@ -58,15 +66,21 @@ class PlanCommand : public Command {
 
   void Configure(CLI::App& app) override {
     app.footer(
-        "Exit codes: 0 planned, also when some --compare configurations' weights do not fit\n"
-        "(their columns, JSON objects and CSV rows say so with the numbers); 1 no configuration's\n"
-        "weights fit (the message gives the numbers) or the plot cannot be written; 2 bad usage\n"
-        "or input.");
-    app.add_option("--configs", configs_, "Folder with models/, gpus/, calibration/");
-    plan_only_.push_back(app.add_option_function<std::string>(
+        "Exit codes: 0 planned, also when some --compare configurations cannot be (their\n"
+        "columns, JSON objects and CSV rows say why, with the numbers); 1 no configuration can\n"
+        "be planned (weights that do not fit, a context beyond the model's maximum, a cache that\n"
+        "holds no request: the message gives the numbers), or the plot cannot be written; 2 bad\n"
+        "usage or input (an invalid deployment, an option with no effect, an empty value, an\n"
+        "option, field or YAML key given twice).");
+    text_options_.push_back(
+        {app.add_option("--configs", configs_, "Folder with models/, gpus/, calibration/"),
+         &configs_});
+    CLI::Option* deployment = app.add_option_function<std::string>(
         "--deployment", [this](const std::string& path) { deployment_yaml_ = path; },
         "YAML file of field: value pairs (the flag names below, '-' or '_'), applied before "
-        "flags"));
+        "flags; a relative model or GPU path in it is read from the file's folder");
+    plan_only_.push_back(deployment);
+    text_options_.push_back({deployment, &deployment_yaml_});
     for (const FieldHelp& entry : FieldHelps()) {
       const std::string field = entry.field;
       plan_only_.push_back(app.add_option_function<std::string>(
@@ -80,17 +94,32 @@ class PlanCommand : public Command {
         app.add_option("--concurrency", concurrency_text_,
                        "Concurrent requests to estimate decode at, comma-separated")
             ->capture_default_str());
+    CLI::Option* need = app.add_option(
+        "--need", need_text_,
+        "concurrency=N,ms-per-token=T[,ttft-ms=F]: the cheapest deployments that serve N "
+        "requests of --context tokens at once at T ms per output token (and the first token "
+        "within F ms: one prompt's prefill on an idle pool), searching the GPU kind, GPU count "
+        "(1 to 16), tp (1 to 8), KV dtype (bf16, fp8_e4m3) and weight variant, except the "
+        "fields given; and why the others fail (exit 1 when none meets it)");
+    plan_only_.push_back(need);
+    text_options_.push_back({need, &need_text_});
     plan_only_.push_back(
         app.add_option("--compare", compares_,
                        "FIELD=V1,V2,...: configurations side by side (repeatable; cross product, "
-                       "at most 16)"));
-    app.add_option("--calibration", calibration_,
-                   "Calibration of the step-time model (configs/calibration/NAME.yaml or a path)")
-        ->capture_default_str();
-    app.add_option(
-        "--kernel-table", kernel_table_,
-        "GEMM benchmark table for the INT4 expert speed (default: configs/measured/"
-        "GPU.yaml if present, else the calibration's assumption; 'none': the assumption)");
+                       "at most 16); FIELD+FIELD=V1,... sets both fields to each value "
+                       "(gpus+tp=2,4,8)"));
+    text_options_.push_back(
+        {app.add_option("--calibration", calibration_,
+                        "Calibration of the step-time model (configs/calibration/NAME.yaml or a "
+                        "path)")
+             ->capture_default_str(),
+         &calibration_});
+    text_options_.push_back(
+        {app.add_option("--kernel-table", kernel_table_,
+                        "GEMM benchmark table for the INT4 expert speed (default: "
+                        "configs/measured/GPU.yaml if present, else the published efficiencies "
+                        "of configs/kernels/; 'none': the published efficiencies)"),
+         &kernel_table_});
     app.add_flag("--calibration-report", calibration_report_,
                  "Print the calibration: fitted coefficients, and each published point with the "
                  "model's prediction and its error (as text, or with --json as JSON)");
@@ -101,8 +130,14 @@ class PlanCommand : public Command {
     app.add_flag("--json", json_, "Print JSON instead of tables");
     plan_only_.push_back(
         app.add_flag("--csv", csv_, "Print CSV (one row per configuration and concurrency)"));
-    plan_only_.push_back(app.add_option(
-        "--plot", plot_, "Draw tokens/s against concurrency into FILE.png or FILE.svg"));
+    CLI::Option* plot = app.add_option(
+        "--plot", plot_, "Draw tokens/s against concurrency into FILE.png or FILE.svg");
+    plan_only_.push_back(plot);
+    text_options_.push_back({plot, &plot_});
+    for (const char* name : {"--concurrency", "--compare", "--calibration-report", "--explain",
+                             "--json", "--csv", "--plot"}) {
+      need_excludes_.push_back(app.get_option(name));
+    }
   }
 
   Status Run(std::ostream& out) override {
@@ -113,10 +148,12 @@ class PlanCommand : public Command {
     KVSIM_ASSIGN_OR_RETURN(const model::Calibration calibration,
                            LoadCalibration(catalog, calibration_));
     if (calibration_report_) {
+      KVSIM_ASSIGN_OR_RETURN(const std::vector<model::LeaveOneOutRow> leave_one_out,
+                             model::LeaveOneOut(calibration.spec, catalog));
       if (json_) {
-        PrintCalibrationJson(out, calibration);
+        PrintCalibrationJson(out, calibration, leave_one_out);
       } else {
-        PrintCalibrationReport(out, calibration);
+        PrintCalibrationReport(out, calibration, leave_one_out);
       }
       return Status::Ok();
     }
@@ -128,6 +165,7 @@ class PlanCommand : public Command {
     for (const auto& [field, value] : fields_) {
       KVSIM_RETURN_IF_ERROR(model::SetPlanField(base, field, value).WithContext("--" + field));
     }
+    if (!need_text_.empty()) return RunNeed(out, catalog, calibration.params, base);
     KVSIM_ASSIGN_OR_RETURN(const std::vector<int64_t> concurrencies,
                            ParseConcurrencyList(concurrency_text_));
     KVSIM_ASSIGN_OR_RETURN(const std::vector<LabeledSettings> configurations,
@@ -157,9 +195,35 @@ class PlanCommand : public Command {
   }
 
  private:
+  // --need: the search, its table, and exit 1 when no deployment meets the need.
+  Status RunNeed(std::ostream& out, const model::Catalog& catalog,
+                 const model::StepTimeParams& params, const model::PlanSettings& base) const {
+    KVSIM_ASSIGN_OR_RETURN(const Need need, ParseNeed(need_text_));
+    KVSIM_ASSIGN_OR_RETURN(const NeedReport report, SolveNeed(catalog, params, base, need));
+    PrintNeed(out, need, base, report, kNeedShown);
+    if (!report.meeting.empty()) return Status::Ok();
+    return FailedPreconditionError(
+        fmt::format("no deployment of the {} searched meets --need {} (the reasons are above)",
+                    report.failing.size(), need_text_));
+  }
+
   // Options that would be silently dropped are refused instead, saying what goes together.
   Status CheckCombinations() const {
+    for (const auto& [option, value] : text_options_) {
+      if (option->count() > 0 && value->empty()) {
+        return InvalidArgumentError(fmt::format("{} must not be empty; {}", option->get_name(),
+                                                "give a value or leave the option out"));
+      }
+    }
     if (json_ && csv_) return InvalidArgumentError("give --json or --csv, not both");
+    if (!need_text_.empty()) {
+      for (const CLI::Option* option : need_excludes_) {
+        if (option->count() == 0) continue;
+        return InvalidArgumentError(fmt::format(
+            "--need searches deployments and prints its own table; {} does not go with it",
+            option->get_name()));
+      }
+    }
     if (calibration_report_) {
       for (const CLI::Option* option : plan_only_) {
         if (option->count() == 0) continue;
@@ -182,6 +246,9 @@ class PlanCommand : public Command {
   std::vector<std::pair<std::string, std::string>> fields_;
   std::string concurrency_text_ = "1,8,16,32,64";
   std::vector<std::string> compares_;
+  std::string need_text_;
+  // Options that shape or print a plan of given configurations, which --need does not make.
+  std::vector<const CLI::Option*> need_excludes_;
   std::string calibration_ = "kimi-k2.6-8xh200";
   std::string kernel_table_;
   bool calibration_report_ = false;
@@ -191,6 +258,8 @@ class PlanCommand : public Command {
   std::string plot_;
   // The options that shape a plan, which --calibration-report does not make.
   std::vector<const CLI::Option*> plan_only_;
+  // Options whose value is a name or a path: given, they must not be empty.
+  std::vector<std::pair<const CLI::Option*, const std::string*>> text_options_;
 };
 
 }  // namespace

@@ -10,8 +10,10 @@
 namespace kvsim::cli {
 
 // Prints both comparisons and writes the plot into `output_dir` (created if missing), naming the
-// file. A missing gnuplot is reported in the output, not as an error.
+// file. A plot that cannot be written (no gnuplot, a folder that cannot be made) goes into
+// `*plot` (Unavailable) and the comparisons are printed all the same; an error in the configs is
+// the returned status.
 Status PrintPlanDemo(std::ostream& out, const std::string& configs_root,
-                     const std::string& output_dir);
+                     const std::string& output_dir, Status* plot);
 
 }  // namespace kvsim::cli

@@ -43,7 +43,7 @@ const std::vector<PlotField>& PlotFields() {
 std::vector<const LabeledPlan*> Plotted(const std::vector<LabeledPlan>& plans) {
   std::vector<const LabeledPlan*> plotted;
   for (const auto& plan : plans) {
-    if (plan.result.capacity.weights_fit) plotted.push_back(&plan);
+    if (plan.result.planned()) plotted.push_back(&plan);
   }
   return plotted;
 }
@@ -100,6 +100,12 @@ std::string PlanPlotTitle(const std::vector<LabeledPlan>& plans) {
 Result<std::string> PlanPlotScript(const std::vector<LabeledPlan>& plans, const std::string& path,
                                    const std::string& title) {
   KVSIM_RETURN_IF_ERROR(CheckPlotPath(path));
+  // Sixteen distinct colours, one per configuration (at most 16 are compared).
+  static const char* const kColours[] = {
+      "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+      "#bcbd22", "#17becf", "#000080", "#808000", "#008080", "#800000", "#ff1493", "#00ced1"};
+  static_assert(sizeof(kColours) / sizeof(kColours[0]) >= kMaxConfigurations,
+                "a colour for every configuration --compare can make");
   std::string script = GnuplotOutput(path, 900, 560) +
                        fmt::format(
                            "set title '{}'\nset xlabel 'concurrent requests'\n"
@@ -107,32 +113,39 @@ Result<std::string> PlanPlotScript(const std::vector<LabeledPlan>& plans, const 
                            "set logscale x 2\nset yrange [0:*]\n",
                            GnuplotQuoted(title));
   std::string plot;
-  bool oom_titled = false;
+  std::string not_drawn;
   const std::vector<const LabeledPlan*> plotted = Plotted(plans);
   for (size_t i = 0; i < plans.size(); ++i) {
-    // No point to draw: the table beside the plot says why.
-    if (!plans[i].result.capacity.weights_fit) continue;
+    const model::PlanResult& r = plans[i].result;
+    if (!r.planned()) {
+      not_drawn += fmt::format("{}{}: {}", not_drawn.empty() ? "" : "; ",
+                               plans[i].label.empty() ? r.model.name : plans[i].label, r.shortfall);
+      continue;
+    }
+    // Only the concurrencies that fit have a throughput; the rest are named in the legend.
     script += fmt::format("$d{} << EOD\n", i);
-    bool any_oom = false;
-    for (const auto& e : plans[i].result.decode) {
-      // Column 2: tokens/s where the batch fits; column 3: where it would run out of memory.
-      const std::string value = fmt::format("{:.2f}", e.tokens_per_s);
-      script +=
-          fmt::format("{} {} {}\n", e.concurrency, e.fits ? value : "NaN", e.fits ? "NaN" : value);
-      any_oom = any_oom || !e.fits;
+    int64_t first_oom = 0;
+    for (const auto& e : r.decode) {
+      if (e.fits) {
+        script += fmt::format("{} {:.2f}\n", e.concurrency, e.tokens_per_s);
+      } else if (first_oom == 0) {
+        first_oom = e.concurrency;
+      }
     }
     script += "EOD\n";
-    plot +=
-        fmt::format("{}$d{} using 1:2 with linespoints lw 2 pt 7 lc {} title '{}'",
-                    plot.empty() ? "" : ", ", i, i + 1, GnuplotQuoted(Legend(plans[i], plotted)));
-    if (any_oom) {
-      plot += fmt::format(", $d{} using 1:3 with points pt 2 ps 2.5 lw 2 lc rgb 'red' {}", i,
-                          oom_titled ? "notitle" : "title 'out of memory'");
-      oom_titled = true;
-    }
+    const std::string legend =
+        Legend(plans[i], plotted) +
+        (first_oom > 0 ? fmt::format(" (out of memory at {})", first_oom) : std::string());
+    plot += fmt::format("{}$d{} using 1:2 with linespoints lw 2 pt 7 lc rgb '{}' title '{}'",
+                        plot.empty() ? "" : ", ", i, kColours[i % kMaxConfigurations],
+                        GnuplotQuoted(legend));
   }
   if (plot.empty()) {
-    return FailedPreconditionError("nothing to plot: no configuration's weights fit");
+    return FailedPreconditionError("nothing to plot: no configuration could be planned");
+  }
+  if (!not_drawn.empty()) {
+    script += fmt::format("set label 1 'not drawn: {}' at graph 0.02, graph 0.03 font ',9'\n",
+                          GnuplotQuoted(not_drawn));
   }
   return script + "plot " + plot + "\n";
 }

@@ -17,25 +17,22 @@ struct LabeledPlan {
   model::PlanResult result;
 };
 
-// "weights do not fit: 79.3 GiB needed per GPU, 66.1 available", for a capacity whose weights
-// do not fit.
-std::string WeightsDoNotFitText(const model::Capacity& capacity);
-
 // The memory, capacity and prefill tables with one column per configuration, then decode
-// tokens/s, latency and cost by concurrency, "out of memory" where the cache cannot hold the batch.
-// A configuration whose weights do not fit says so in a status row and has "-" for what it lacks.
+// tokens/s, latency, cost and the longest context by concurrency, "out of memory" where the cache
+// cannot hold the batch. A configuration that was not planned says why in a status row and has
+// "-" for what it lacks; a line names where the step times come from.
 void PrintPlanText(std::ostream& out, const std::vector<LabeledPlan>& plans);
 
-// One JSON document: {"configurations": [...]} with every figure of every configuration; one
-// whose weights do not fit has "weights_fit": false, "does_not_fit" with the numbers, and null
-// where it has no figure.
+// One JSON document: {"configurations": [...]} with every figure of every configuration, each
+// step's time by operator; one not planned has its "status", "does_not_fit" with the numbers,
+// and null where it has no figure.
 // With `traces` (one per plan), each configuration also has "explain": the --explain terms as
 // [{"section": ..., "terms": [{"quantity", "formula", "value"}, ...]}, ...].
 void PrintPlanJson(std::ostream& out, const std::vector<LabeledPlan>& plans,
                    const std::vector<model::Trace>* traces = nullptr);
 
-// CSV with a header: one row per configuration and concurrency (weights_fit and does_not_fit
-// columns say when a configuration's weights do not fit; its figures are then empty).
+// CSV with a header: one row per configuration and concurrency (status and does_not_fit columns
+// say when a configuration was not planned; its figures are then empty).
 void PrintPlanCsv(std::ostream& out, const std::vector<LabeledPlan>& plans);
 
 // The terms of each configuration, formula and value, under the configuration's label.

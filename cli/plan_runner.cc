@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "model/number_text.h"
@@ -27,21 +28,42 @@ std::vector<std::string> Split(const std::string& text, char separator) {
 Result<std::vector<LabeledSettings>> ExpandCompare(const model::PlanSettings& base,
                                                    const std::vector<std::string>& compares) {
   std::vector<LabeledSettings> configurations = {{"", base}};
+  std::vector<std::string> compared;
   for (const std::string& compare : compares) {
     const size_t equals = compare.find('=');
     if (equals == std::string::npos || equals == 0 || equals + 1 == compare.size()) {
       return InvalidArgumentError(fmt::format(
-          "--compare '{}' must be FIELD=VALUE1,VALUE2,... (e.g. kv-dtype=bf16,fp8_e4m3)", compare));
+          "--compare '{}' must be FIELD=VALUE1,VALUE2,... (e.g. kv-dtype=bf16,fp8_e4m3), or "
+          "FIELD+FIELD=... to set two fields to each value (gpus+tp=2,4,8)",
+          compare));
     }
-    const std::string field = compare.substr(0, equals);
+    const std::string label_field = compare.substr(0, equals);
+    const std::vector<std::string> fields = Split(label_field, '+');
+    for (const std::string& raw : fields) {
+      const std::string field = model::CanonicalField(raw);
+      if (std::find(compared.begin(), compared.end(), field) != compared.end()) {
+        return InvalidArgumentError(fmt::format(
+            "--compare '{}': field '{}' is compared twice; give its values in one --compare",
+            compare, field));
+      }
+      if (std::find(base.given.begin(), base.given.end(), field) != base.given.end()) {
+        return InvalidArgumentError(fmt::format(
+            "--compare '{}': {} is also set (by --{} or the deployment file), and --compare "
+            "would override it; set it one way",
+            compare, field, field));
+      }
+      compared.push_back(field);
+    }
     const std::vector<std::string> values = Split(compare.substr(equals + 1), ',');
     std::vector<LabeledSettings> expanded;
     for (const auto& config : configurations) {
       for (const std::string& value : values) {
         LabeledSettings next = config;
-        const Status status = SetPlanField(next.settings, field, value);
-        if (!status.ok()) return status.WithContext("--compare " + compare);
-        next.label += (next.label.empty() ? "" : " ") + field + "=" + value;
+        for (const std::string& field : fields) {
+          const Status status = SetPlanField(next.settings, field, value);
+          if (!status.ok()) return status.WithContext("--compare " + compare);
+        }
+        next.label += (next.label.empty() ? "" : " ") + label_field + "=" + value;
         expanded.push_back(std::move(next));
       }
     }
@@ -87,7 +109,8 @@ Result<std::vector<LabeledPlan>> RunPlans(const model::Catalog& catalog,
                                           std::vector<model::Trace>* traces) {
   std::vector<LabeledPlan> plans;
   if (traces != nullptr) traces->assign(configurations.size(), model::Trace());
-  bool any_fit = false;
+  bool any_planned = false;
+  bool all_invalid = true;
   for (size_t i = 0; i < configurations.size(); ++i) {
     const LabeledSettings& config = configurations[i];
     auto result = model::PlanOrShortfall(config.settings, catalog, params, concurrencies,
@@ -95,22 +118,21 @@ Result<std::vector<LabeledPlan>> RunPlans(const model::Catalog& catalog,
     if (!result.ok()) {
       return config.label.empty() ? result.status() : result.status().WithContext(config.label);
     }
-    any_fit = any_fit || result->capacity.weights_fit;
+    any_planned = any_planned || result->planned();
+    all_invalid = all_invalid && result->status == model::PlanStatus::kInvalid;
     plans.push_back(LabeledPlan{config.label, std::move(result).value()});
   }
-  if (any_fit) return plans;
-  if (plans.size() == 1) {
-    const model::PlanResult& only = plans.front().result;
-    return model::WeightsDoNotFitError(only.gpu, only.settings.deployment, only.capacity);
-  }
+  if (any_planned) return plans;
+  if (plans.size() == 1) return model::NotPlannedError(plans.front().result);
   std::string lines;
   for (const LabeledPlan& plan : plans) {
-    lines += fmt::format("\n  {}: {}", plan.label, WeightsDoNotFitText(plan.result.capacity));
+    lines += fmt::format("\n  {}: {}", plan.label, plan.result.shortfall);
   }
-  return FailedPreconditionError(fmt::format(
-      "the weights fit in none of the {} configurations:{}\nuse more GPUs, a larger tp, a "
-      "smaller weight variant or a larger memory fraction",
-      plans.size(), lines));
+  const std::string message = fmt::format(
+      "none of the {} configurations can be planned:{}\nuse more GPUs, a larger tp, a smaller "
+      "weight variant, a larger memory fraction or a shorter context",
+      plans.size(), lines);
+  return all_invalid ? InvalidArgumentError(message) : FailedPreconditionError(message);
 }
 
 }  // namespace kvsim::cli

@@ -23,8 +23,10 @@ struct LabeledSettings {
   model::PlanSettings settings;
 };
 
-// Each `compare` is "FIELD=V1,V2,..."; the configurations are their cross product over `base`,
-// labelled "field=value ...". No compare: `base` alone, unlabelled.
+// Each `compare` is "FIELD=V1,V2,..." or "FIELD+FIELD=V1,..." (both fields set to each value: a
+// paired sweep such as gpus+tp=2,4,8); the configurations are their cross product over `base`,
+// labelled "field=value ...". No compare: `base` alone, unlabelled. A field compared twice, or
+// compared and also given in `base` (where --compare would override it), is refused.
 Result<std::vector<LabeledSettings>> ExpandCompare(const model::PlanSettings& base,
                                                    const std::vector<std::string>& compares);
 
@@ -36,9 +38,9 @@ Result<model::Calibration> LoadCalibration(const model::Catalog& catalog,
                                            const std::string& name_or_path);
 
 // Plans every configuration. With `traces` not null, fills one trace per configuration.
-// An error names the configuration it came from. A configuration whose weights do not fit is
-// a plan with capacity.weights_fit false; when no configuration fits, FailedPrecondition with
-// each one's numbers.
+// An error names the configuration it came from. A configuration that cannot be planned is a
+// result whose status says why (model::PlanStatus); when none can be, an error with each one's
+// reason: InvalidArgument when every deployment is invalid, FailedPrecondition otherwise.
 Result<std::vector<LabeledPlan>> RunPlans(const model::Catalog& catalog,
                                           const model::StepTimeParams& params,
                                           const std::vector<LabeledSettings>& configurations,

@@ -1,13 +1,17 @@
-// Fitting the step-time coefficients to published points.
+// Fitting the step-time model's four physical figures to published points.
 #include "model/calibration.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
+#include <memory>
 
 #include "model/capacity.h"
 #include "model/config_loader.h"
+#include "model/kernel_profile.h"
 #include "model/kv_bytes.h"
 #include "model/weights.h"
 #include "model/yaml_reader.h"
@@ -16,6 +20,16 @@ namespace kvsim::model {
 namespace {
 
 constexpr size_t kMaxPoints = 64;
+// The physical range of each fitted figure, in FittedValues' order: latencies at least 0 (and
+// under a millisecond: a step has hundreds of kernels), a conversion cost at least 0 cycles,
+// a context at least one token (the upper end is the deployment's context).
+constexpr std::array<FitBound, kFittedCount> kPhysical = {FitBound{0, 1000}, FitBound{0, 1000},
+                                                          FitBound{0, 64}, FitBound{1, 16777216}};
+// The fit: a grid over the bounds, then a compass search from its best point.
+constexpr int kGridSteps[kFittedCount] = {10, 10, 5, 5};
+constexpr double kFirstStep = 0.05;
+constexpr double kLastStep = 1e-7;
+constexpr int kMaxSearchIterations = 20000;
 
 Result<CalibrationPoint> ParsePoint(const YamlMap& map) {
   KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"kv_dtype", "concurrency", "tokens_per_s", "role"}));
@@ -37,72 +51,209 @@ Result<CalibrationPoint> ParsePoint(const YamlMap& map) {
   return point;
 }
 
-// Solves [1 x0; 1 x1] [a; b] = [y0; y1].
-Result<std::pair<double, double>> SolveLine(double x0, double y0, double x1, double y1,
-                                            const std::string& what) {
-  if (std::fabs(x1 - x0) < 1e-12 * std::fmax(std::fabs(x0), std::fabs(x1))) {
-    return InvalidArgumentError(
-        fmt::format("the two fitted {} points read the same bytes; choose two different "
-                    "concurrencies",
-                    what));
+void Set(FittedValues& v, int i, double value) {
+  switch (i) {
+    case 0:
+      v.kernel_latency_us = value;
+      break;
+    case 1:
+      v.fp8_kv_layer_latency_us = value;
+      break;
+    case 2:
+      v.fp8_dequant_cycles_per_value = value;
+      break;
+    default:
+      v.attended_context = value;
+      break;
   }
-  const double b = (y1 - y0) / (x1 - x0);
-  return std::make_pair(y0 - b * x0, b);
 }
 
-struct PointModel {
-  DecodeEstimate estimate;
-  bool out_of_memory = false;
-};
-
-class PointEvaluator {
+// The model of one calibration point's deployment for each KV format the points use, with the
+// fitted figures set before each prediction.
+class PointModel {
  public:
-  PointEvaluator(const ModelSpec& model, const GpuSpec& gpu, Deployment deployment)
-      : model_(model), gpu_(gpu), deployment_(std::move(deployment)) {}
-
-  Result<PointModel> Evaluate(const CalibrationPoint& point, const StepTimeParams& params) const {
-    Deployment d = deployment_;
-    d.kv_format = point.kv_format;
-    KVSIM_RETURN_IF_ERROR(ValidateDeployment(d, model_));
-    const WeightBreakdown weights = ComputeWeights(model_, d, nullptr);
-    const KvBreakdown kv = ComputeKvBytes(model_, d, nullptr);
-    KVSIM_ASSIGN_OR_RETURN(const Capacity capacity, ComputeCapacity(gpu_, d, weights, kv, nullptr));
+  static Result<PointModel> Create(const CalibrationSpec& spec, const Catalog& catalog,
+                                   const StepTimeParams& params) {
     PointModel out;
-    out.estimate =
-        EstimateDecode(model_, gpu_, d, weights, kv, capacity, params, point.concurrency, nullptr);
-    out.out_of_memory = !out.estimate.fits;
+    KVSIM_ASSIGN_OR_RETURN(out.model_, catalog.LoadModel(spec.settings.model));
+    KVSIM_ASSIGN_OR_RETURN(out.gpu_, catalog.LoadGpu(spec.settings.gpu));
+    for (const CalibrationPoint& point : spec.points) {
+      if (out.Find(point.kv_format) != nullptr) continue;
+      Deployment d = spec.settings.deployment;
+      d.kv_format = point.kv_format;
+      KVSIM_RETURN_IF_ERROR(ValidateDeployment(d, out.model_));
+      const WeightBreakdown weights = ComputeWeights(out.model_, d, nullptr);
+      const KvBreakdown kv = ComputeKvBytes(out.model_, d, nullptr);
+      KVSIM_ASSIGN_OR_RETURN(const Capacity capacity,
+                             ComputeCapacity(out.gpu_, d, weights, kv, nullptr));
+      out.formats_.push_back(
+          {point.kv_format, capacity, BatchStepTime(out.model_, out.gpu_, d, weights, kv, params)});
+    }
     return out;
   }
 
+  bool OutOfMemory(const CalibrationPoint& point) {
+    const Format* f = Find(point.kv_format);
+    return CeilDiv(point.concurrency, f->step.deployment().pool_count()) >
+           f->capacity.max_requests_per_pool;
+  }
+
+  double TokensPerS(const CalibrationPoint& point, const FittedValues& v) {
+    Format* f = Find(point.kv_format);
+    f->step.SetFitted(v.kernel_latency_us * 1e-6, v.fp8_kv_layer_latency_us * 1e-6,
+                      v.fp8_dequant_cycles_per_value);
+    batch_.decode_contexts.assign(
+        static_cast<size_t>(CeilDiv(point.concurrency, f->step.deployment().pool_count())),
+        std::llround(v.attended_context));
+    return static_cast<double>(point.concurrency) / f->step.Step(batch_).total_s;
+  }
+
  private:
-  const ModelSpec& model_;
-  const GpuSpec& gpu_;
-  Deployment deployment_;
+  struct Format {
+    KvFormat format;
+    Capacity capacity;
+    BatchStepTime step;
+  };
+  static int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+  Format* Find(KvFormat format) {
+    for (Format& f : formats_) {
+      if (f.format == format) return &f;
+    }
+    return nullptr;
+  }
+
+  ModelSpec model_;
+  GpuSpec gpu_;
+  std::vector<Format> formats_;
+  StepBatch batch_;
 };
 
-// The fitted points of the BF16 cache (fp8 false) or of the FP8 caches (fp8 true).
-std::vector<CalibrationPoint> FittedPoints(const CalibrationSpec& spec, bool fp8) {
-  std::vector<CalibrationPoint> points;
-  for (const auto& p : spec.points) {
-    if (p.fit && (p.kv_format.dtype != KvDtype::kBf16) == fp8) points.push_back(p);
+// Least squares of the relative errors of `points` (none out of memory), each figure within its
+// bound: a grid, then a compass search with halving steps. Deterministic.
+FittedValues Fit(PointModel& model, const std::vector<const CalibrationPoint*>& points,
+                 const std::array<FitBound, kFittedCount>& bounds) {
+  const auto value_at = [&bounds](const std::array<double, kFittedCount>& u) {
+    FittedValues v;
+    for (int i = 0; i < kFittedCount; ++i) {
+      Set(v, i,
+          bounds[static_cast<size_t>(i)].min +
+              u[static_cast<size_t>(i)] *
+                  (bounds[static_cast<size_t>(i)].max - bounds[static_cast<size_t>(i)].min));
+    }
+    return v;
+  };
+  const auto cost = [&](const std::array<double, kFittedCount>& u) {
+    const FittedValues v = value_at(u);
+    double sum = 0;
+    for (const CalibrationPoint* p : points) {
+      const double error = model.TokensPerS(*p, v) / p->tokens_per_s - 1;
+      sum += error * error;
+    }
+    return sum;
+  };
+  std::array<double, kFittedCount> best{};
+  double best_cost = cost(best);
+  std::array<int, kFittedCount> index{};
+  while (true) {
+    int i = 0;
+    while (i < kFittedCount && ++index[static_cast<size_t>(i)] > kGridSteps[i]) {
+      index[static_cast<size_t>(i)] = 0;
+      ++i;
+    }
+    if (i == kFittedCount) break;
+    std::array<double, kFittedCount> u{};
+    for (int j = 0; j < kFittedCount; ++j) {
+      u[static_cast<size_t>(j)] =
+          static_cast<double>(index[static_cast<size_t>(j)]) / kGridSteps[j];
+    }
+    const double c = cost(u);
+    if (c < best_cost) {
+      best_cost = c;
+      best = u;
+    }
+  }
+  double step = kFirstStep;
+  for (int iteration = 0; iteration < kMaxSearchIterations && step > kLastStep; ++iteration) {
+    bool improved = false;
+    for (int i = 0; i < kFittedCount; ++i) {
+      for (double sign : {1.0, -1.0}) {
+        std::array<double, kFittedCount> u = best;
+        u[static_cast<size_t>(i)] = std::clamp(u[static_cast<size_t>(i)] + sign * step, 0.0, 1.0);
+        const double c = cost(u);
+        if (c < best_cost) {
+          best_cost = c;
+          best = u;
+          improved = true;
+        }
+      }
+    }
+    if (!improved) step /= 2;
+  }
+  return value_at(best);
+}
+
+std::vector<const CalibrationPoint*> FittedPoints(const CalibrationSpec& spec, size_t skip) {
+  std::vector<const CalibrationPoint*> points;
+  for (size_t i = 0; i < spec.points.size(); ++i) {
+    if (spec.points[i].fit && i != skip) points.push_back(&spec.points[i]);
   }
   return points;
 }
 
+Result<StepTimeParams> ParamsFor(const CalibrationSpec& spec, const Catalog& catalog) {
+  KVSIM_ASSIGN_OR_RETURN(KernelProfile profile,
+                         LoadKernelProfile(catalog.KernelProfilePath(spec.kernels)));
+  StepTimeParams params;
+  params.kernels = std::make_shared<const KernelProfile>(std::move(profile));
+  params.source = fmt::format("calibration {} ({} on {} x {}), kernel profile {}", spec.name,
+                              spec.settings.model, spec.settings.deployment.gpus, spec.settings.gpu,
+                              params.kernels->name);
+  return params;
+}
+
+// The prepared model, with every fitted point checked to fit in the modelled cache.
+Result<PointModel> Prepare(const CalibrationSpec& spec, const Catalog& catalog,
+                           const StepTimeParams& params) {
+  Result<PointModel> model = PointModel::Create(spec, catalog, params);
+  if (!model.ok()) return model.status().WithContext(spec.path);
+  for (const CalibrationPoint& point : spec.points) {
+    if (point.fit && model->OutOfMemory(point)) {
+      return InvalidArgumentError(fmt::format(
+          "{}: the fitted {} point at concurrency {} does not fit in the modelled KV cache",
+          spec.path, KvFormatName(point.kv_format), point.concurrency));
+    }
+  }
+  return model;
+}
+
 }  // namespace
+
+const std::array<const char*, kFittedCount>& FittedNames() {
+  static const std::array<const char*, kFittedCount> names = {
+      "kernel_latency_us", "fp8_kv_layer_latency_us", "fp8_dequant_cycles_per_value",
+      "attended_context"};
+  return names;
+}
+
+std::string FittedBoundsText(int index) {
+  const FitBound& b = kPhysical[static_cast<size_t>(index)];
+  return fmt::format(
+      "{}: {:g} to {}", FittedNames()[static_cast<size_t>(index)], b.min,
+      index == 3 ? std::string("the deployment's context") : fmt::format("{:g}", b.max));
+}
 
 Result<CalibrationSpec> LoadCalibrationSpec(const std::string& path) {
   KVSIM_ASSIGN_OR_RETURN(const YamlMap map, YamlMap::LoadFile(path));
-  KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"source", "deployment", "points", "assumed"}));
+  KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"source", "kernels", "deployment", "points", "fit"}));
   CalibrationSpec spec;
   spec.path = path;
   spec.name = std::filesystem::path(path).stem().string();
   KVSIM_ASSIGN_OR_RETURN(spec.source, map.String("source"));
+  KVSIM_ASSIGN_OR_RETURN(spec.kernels, map.String("kernels"));
   KVSIM_ASSIGN_OR_RETURN(const YamlMap deployment, map.Map("deployment"));
   KVSIM_RETURN_IF_ERROR(ApplyPlanFields(spec.settings, deployment));
   KVSIM_ASSIGN_OR_RETURN(const std::vector<YamlMap> points, map.MapList("points", kMaxPoints));
-  int fitted_bf16 = 0;
-  int fitted_other = 0;
+  size_t fitted = 0;
   for (const YamlMap& point_map : points) {
     KVSIM_ASSIGN_OR_RETURN(const CalibrationPoint point, ParsePoint(point_map));
     for (const auto& other : spec.points) {
@@ -110,112 +261,71 @@ Result<CalibrationSpec> LoadCalibrationSpec(const std::string& path) {
         return point_map.Error("concurrency", "listed twice for this KV dtype");
       }
     }
-    if (point.fit) ++(point.kv_format.dtype == KvDtype::kBf16 ? fitted_bf16 : fitted_other);
+    if (point.fit) ++fitted;
     spec.points.push_back(point);
   }
-  if (fitted_bf16 != 2) {
-    return map.Error(
-        "points", fmt::format("exactly two BF16 points must have role 'fit' ({} do)", fitted_bf16));
+  if (fitted < kFittedCount + 1) {
+    return map.Error("points", fmt::format("at least {} points must have role 'fit' to fit {} "
+                                           "figures and leave one out ({} do)",
+                                           kFittedCount + 1, kFittedCount, fitted));
   }
-  if (fitted_other != 0 && fitted_other != 2) {
-    return map.Error(
-        "points", fmt::format("zero or two FP8 points may have role 'fit' ({} do)", fitted_other));
+  KVSIM_ASSIGN_OR_RETURN(const YamlMap fit, map.Map("fit"));
+  std::vector<std::string> names(FittedNames().begin(), FittedNames().end());
+  KVSIM_RETURN_IF_ERROR(fit.CheckKnownKeys(names));
+  for (int i = 0; i < kFittedCount; ++i) {
+    const std::string name = FittedNames()[static_cast<size_t>(i)];
+    KVSIM_ASSIGN_OR_RETURN(const YamlMap bound_map, fit.Map(name));
+    KVSIM_RETURN_IF_ERROR(bound_map.CheckKnownKeys({"min", "max"}));
+    FitBound physical = kPhysical[static_cast<size_t>(i)];
+    if (i == 3) physical.max = static_cast<double>(spec.settings.deployment.context_tokens);
+    FitBound& b = spec.bounds[static_cast<size_t>(i)];
+    KVSIM_ASSIGN_OR_RETURN(b.min, bound_map.Double("min", physical.min, physical.max));
+    KVSIM_ASSIGN_OR_RETURN(b.max, bound_map.Double("max", physical.min, physical.max));
+    if (b.min > b.max) return bound_map.Error("max", "must be at least min");
   }
-  KVSIM_ASSIGN_OR_RETURN(const YamlMap assumed, map.Map("assumed"));
-  KVSIM_RETURN_IF_ERROR(assumed.CheckKnownKeys({"compute_efficiency", "int4_dequant_efficiency"}));
-  KVSIM_ASSIGN_OR_RETURN(spec.compute_efficiency, assumed.Double("compute_efficiency", 0.01, 1));
-  KVSIM_ASSIGN_OR_RETURN(spec.int4_dequant_efficiency,
-                         assumed.Double("int4_dequant_efficiency", 0.01, 1));
   return spec;
 }
 
 Result<Calibration> Calibrate(const CalibrationSpec& spec, const Catalog& catalog) {
   const auto context = [&spec](const Status& status) { return status.WithContext(spec.path); };
-  auto model = catalog.LoadModel(spec.settings.model);
-  if (!model.ok()) return context(model.status());
-  auto gpu = catalog.LoadGpu(spec.settings.gpu);
-  if (!gpu.ok()) return context(gpu.status());
-
   Calibration out;
   out.spec = spec;
-  StepTimeParams& params = out.params;
-  params.compute_efficiency = spec.compute_efficiency;
-  params.int4_dequant_efficiency = spec.int4_dequant_efficiency;
-  params.calibration_bf16_flop_per_s = gpu->bf16_flop_per_s;
-  const PointEvaluator evaluate(*model, *gpu, spec.settings.deployment);
-
-  // With zero overhead and the peak bandwidth, the model's memory time is bytes / peak: the x of
-  // the line step_s = overhead + memory_s / bandwidth_fraction.
-  StepTimeParams raw = params;
-  raw.bandwidth_fraction = 1;
-  const std::vector<CalibrationPoint> bf16_points = FittedPoints(spec, false);
-  std::vector<double> x(2), y(2);
-  for (int i = 0; i < 2; ++i) {
-    KVSIM_ASSIGN_OR_RETURN(const PointModel m, evaluate.Evaluate(bf16_points[i], raw));
-    if (m.out_of_memory) {
-      return InvalidArgumentError(fmt::format(
-          "{}: the fitted BF16 point at concurrency {} does not fit in the modelled KV cache",
-          spec.path, bf16_points[i].concurrency));
-    }
-    x[i] = m.estimate.memory_s;
-    y[i] = static_cast<double>(bf16_points[i].concurrency) / bf16_points[i].tokens_per_s;
-  }
-  KVSIM_ASSIGN_OR_RETURN(const auto line, SolveLine(x[0], y[0], x[1], y[1], "BF16"));
-  params.step_overhead_s = line.first;
-  if (line.first < 0 || line.second <= 0) {
-    return InvalidArgumentError(fmt::format(
-        "{}: the BF16 fit gives a per-step overhead of {:.3f} ms and an inverse bandwidth "
-        "fraction of {:.3f}; both must be positive: these points cannot be explained by this "
-        "model",
-        spec.path, line.first * 1e3, line.second));
-  }
-  params.bandwidth_fraction = 1.0 / line.second;
-
-  const std::vector<CalibrationPoint> fp8_points = FittedPoints(spec, true);
-  if (fp8_points.size() == 2) {
-    for (int i = 0; i < 2; ++i) {
-      KVSIM_ASSIGN_OR_RETURN(const PointModel m, evaluate.Evaluate(fp8_points[i], params));
-      if (m.out_of_memory) {
-        return InvalidArgumentError(fmt::format(
-            "{}: the fitted {} point at concurrency {} does not fit in the modelled KV cache",
-            spec.path, KvFormatName(fp8_points[i].kv_format), fp8_points[i].concurrency));
-      }
-      const double measured =
-          static_cast<double>(fp8_points[i].concurrency) / fp8_points[i].tokens_per_s;
-      // What the BF16 coefficients leave unexplained, against the FP8 bytes converted.
-      x[i] = static_cast<double>(m.estimate.fp8_read_bytes);
-      y[i] =
-          measured - (params.step_overhead_s + std::max(m.estimate.memory_s, m.estimate.compute_s));
-    }
-    KVSIM_ASSIGN_OR_RETURN(const auto fp8_line, SolveLine(x[0], y[0], x[1], y[1], "FP8"));
-    if (fp8_line.first < 0 || fp8_line.second < 0) {
-      return InvalidArgumentError(fmt::format(
-          "{}: the FP8 fit gives an overhead of {:.3f} ms and a conversion cost of {:.3g} s/B; "
-          "both must be non-negative",
-          spec.path, fp8_line.first * 1e3, fp8_line.second));
-    }
-    params.fp8_kv_overhead_s = fp8_line.first;
-    params.fp8_kv_convert_s_per_byte = fp8_line.second;
-  }
-
+  Result<StepTimeParams> params = ParamsFor(spec, catalog);
+  if (!params.ok()) return context(params.status());
+  KVSIM_ASSIGN_OR_RETURN(PointModel model, Prepare(spec, catalog, *params));
+  out.fitted = Fit(model, FittedPoints(spec, spec.points.size()), spec.bounds);
+  out.params = std::move(params).value();
+  out.params.kernel_latency_s = out.fitted.kernel_latency_us * 1e-6;
+  out.params.fp8_kv_layer_latency_s = out.fitted.fp8_kv_layer_latency_us * 1e-6;
+  out.params.fp8_dequant_cycles_per_value = out.fitted.fp8_dequant_cycles_per_value;
   for (const CalibrationPoint& point : spec.points) {
-    KVSIM_ASSIGN_OR_RETURN(const PointModel m, evaluate.Evaluate(point, params));
-    if (point.fit && m.estimate.compute_s > m.estimate.memory_s) {
-      return InvalidArgumentError(
-          fmt::format("{}: the fitted point at concurrency {} is compute-bound in the model; fit "
-                      "memory-bound points only",
-                      spec.path, point.concurrency));
-    }
     CalibrationRow row;
     row.point = point;
-    row.model_out_of_memory = m.out_of_memory;
-    row.model_tokens_per_s = m.estimate.tokens_per_s;
-    if (!point.out_of_memory && !m.out_of_memory) {
+    row.model_out_of_memory = model.OutOfMemory(point);
+    row.model_tokens_per_s = model.TokensPerS(point, out.fitted);
+    if (!point.out_of_memory && !row.model_out_of_memory) {
       row.relative_error = row.model_tokens_per_s / point.tokens_per_s - 1;
     }
     out.rows.push_back(row);
   }
   return out;
+}
+
+Result<std::vector<LeaveOneOutRow>> LeaveOneOut(const CalibrationSpec& spec,
+                                                const Catalog& catalog) {
+  KVSIM_ASSIGN_OR_RETURN(const StepTimeParams params, ParamsFor(spec, catalog));
+  KVSIM_ASSIGN_OR_RETURN(PointModel model, Prepare(spec, catalog, params));
+  std::vector<LeaveOneOutRow> rows;
+  for (size_t i = 0; i < spec.points.size(); ++i) {
+    if (!spec.points[i].fit) continue;
+    LeaveOneOutRow row;
+    row.point = spec.points[i];
+    row.fitted = Fit(model, FittedPoints(spec, i), spec.bounds);
+    row.model_tokens_per_s = model.TokensPerS(row.point, row.fitted);
+    row.relative_error = row.model_tokens_per_s / row.point.tokens_per_s - 1;
+    rows.push_back(row);
+  }
+  return rows;
 }
 
 }  // namespace kvsim::model

@@ -1,5 +1,7 @@
-// Calibration of the step-time model against published decode throughput: which points were
-// fitted, which were predicted, and how far each prediction is from its published figure.
+// Calibration of the step-time model against published decode throughput: four physical figures
+// fitted within stated bounds (a kernel's launch latency, the FP8 cache's per-layer write cost,
+// the cycles an SM spends converting an FP8 cache value, and the mean context the published run
+// attended), every point predicted, and leave-one-out errors.
 #pragma once
 
 #include <cstdint>
@@ -19,19 +21,35 @@ struct CalibrationPoint {
   int64_t concurrency = 0;
   bool out_of_memory = false;
   double tokens_per_s = 0;  // when not out_of_memory
-  bool fit = false;         // fitted (true) or predicted (false)
+  bool fit = false;         // fitted (true) or only predicted (false)
 };
 
+// The range a fitted figure may take, from the calibration file; both ends inside its physical
+// bounds (FittedBoundsText).
+struct FitBound {
+  double min = 0;
+  double max = 0;
+};
+
+// The fitted figures, in the units the file gives their bounds in.
+struct FittedValues {
+  double kernel_latency_us = 0;
+  double fp8_kv_layer_latency_us = 0;
+  double fp8_dequant_cycles_per_value = 0;
+  double attended_context = 0;
+};
+inline constexpr int kFittedCount = 4;
+
 // A calibration file (configs/calibration/*.yaml): the deployment the figures were measured on,
-// the figures, and the coefficients no figure constrains.
+// the kernel profile the model prices operators with, the figures, and the fitted bounds.
 struct CalibrationSpec {
   std::string path;
-  std::string name;    // the file name without folder and .yaml
-  std::string source;  // where the figures were published
+  std::string name;     // the file name without folder and .yaml
+  std::string source;   // where the figures were published
+  std::string kernels;  // the kernel profile: configs/kernels/NAME.yaml, or a path
   PlanSettings settings;
   std::vector<CalibrationPoint> points;
-  double compute_efficiency = 0.5;
-  double int4_dequant_efficiency = 0.8;
+  std::array<FitBound, kFittedCount> bounds{};  // in FittedValues' order
 };
 
 // A point with the model's answer for it.
@@ -45,19 +63,36 @@ struct CalibrationRow {
 
 struct Calibration {
   CalibrationSpec spec;
+  FittedValues fitted;
   StepTimeParams params;
   std::vector<CalibrationRow> rows;
 };
 
-// Reads and validates a calibration file: exactly two fitted BF16 points with different
-// concurrencies, zero or two fitted FP8 points, at most two fitted points per KV format.
+// A fitted point predicted by a fit to all the other fitted points.
+struct LeaveOneOutRow {
+  CalibrationPoint point;
+  FittedValues fitted;  // without the point
+  double model_tokens_per_s = 0;
+  double relative_error = 0;
+};
+
+// The names of the fitted figures as the file spells them, in FittedValues' order, and the
+// physical bounds each must lie within ("kernel_latency_us: 0 to 1000").
+const std::array<const char*, kFittedCount>& FittedNames();
+std::string FittedBoundsText(int index);
+
+// Reads and validates a calibration file: at least as many fitted points as fitted figures,
+// every bound inside its physical range with min below max, the attended context at most the
+// deployment's context.
 Result<CalibrationSpec> LoadCalibrationSpec(const std::string& path);
 
-// Fits the four step-time coefficients to the spec's fitted points and predicts every point.
-// BF16 points fix the per-step overhead and the bandwidth fraction (two equations, two
-// unknowns); FP8 points then fix the FP8 overhead and conversion cost. Fails, naming the
-// coefficient or the point, if a fit comes out negative or a fitted point is compute-bound or
-// does not fit in the modelled cache.
+// Fits the four figures to the spec's fitted points (least squares of relative errors, bounded)
+// and predicts every point. Fails, naming the point, if a fitted point does not fit in the
+// modelled KV cache.
 Result<Calibration> Calibrate(const CalibrationSpec& spec, const Catalog& catalog);
+
+// Refits without each fitted point in turn and predicts it.
+Result<std::vector<LeaveOneOutRow>> LeaveOneOut(const CalibrationSpec& spec,
+                                                const Catalog& catalog);
 
 }  // namespace kvsim::model

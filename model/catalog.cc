@@ -89,6 +89,11 @@ std::string Catalog::CalibrationPath(const std::string& name_or_path) const {
   return root_ + "/calibration/" + name_or_path + ".yaml";
 }
 
+std::string Catalog::KernelProfilePath(const std::string& name_or_path) const {
+  if (IsPath(name_or_path)) return name_or_path;
+  return root_ + "/kernels/" + name_or_path + ".yaml";
+}
+
 std::string Catalog::MeasuredKernelTablePath(const std::string& gpu) const {
   return root_ + "/measured/" + gpu + ".yaml";
 }

@@ -1,5 +1,5 @@
-// Catalog: the configs folder (models/, gpus/, calibration/, measured/) and lookup of its entries
-// by name, with errors that list what is available.
+// Catalog: the configs folder (models/, gpus/, calibration/, kernels/, measured/) and lookup of its
+// entries by name, with errors that list what is available.
 #pragma once
 
 #include <string>
@@ -22,6 +22,8 @@ class Catalog {
   Result<GpuSpec> LoadGpu(const std::string& name_or_path) const;
   // root/calibration/NAME.yaml, or a path.
   std::string CalibrationPath(const std::string& name_or_path) const;
+  // root/kernels/NAME.yaml (a kernel profile), or a path.
+  std::string KernelProfilePath(const std::string& name_or_path) const;
   // root/measured/GPU.yaml: where the GPU GEMM benchmark's kernel table for the GPU named `gpu`
   // goes once measured (it need not exist).
   std::string MeasuredKernelTablePath(const std::string& gpu) const;

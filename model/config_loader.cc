@@ -16,6 +16,7 @@ constexpr int64_t kMaxDim = 1 << 18;
 constexpr int64_t kMaxHeads = 1024;
 constexpr int64_t kMaxVocab = 4'000'000;
 constexpr int64_t kMaxExperts = 4096;
+constexpr int64_t kMaxContext = int64_t{1} << 24;  // the plan's own bound on a request
 constexpr size_t kMaxVariants = 8;
 constexpr size_t kMaxEncoders = 8;
 
@@ -132,13 +133,14 @@ Status ParseMoe(const YamlMap& map, ModelSpec& spec) {
 Result<ModelSpec> ParseModel(const YamlMap& map) {
   KVSIM_RETURN_IF_ERROR(
       map.CheckKnownKeys({"name", "layers", "dense_layers", "mtp_layers", "hidden_size",
-                          "vocab_size", "dense_intermediate_size", "tied_embeddings", "attention",
-                          "indexer", "moe", "encoders", "weights"}));
+                          "vocab_size", "max_context", "dense_intermediate_size", "tied_embeddings",
+                          "attention", "indexer", "moe", "encoders", "weights"}));
   ModelSpec spec;
   KVSIM_ASSIGN_OR_RETURN(spec.name, map.String("name"));
   KVSIM_ASSIGN_OR_RETURN(spec.layers, IntField(map, "layers", 1, kMaxLayers));
   KVSIM_ASSIGN_OR_RETURN(spec.hidden_size, IntField(map, "hidden_size", 1, kMaxDim));
   KVSIM_ASSIGN_OR_RETURN(spec.vocab_size, IntField(map, "vocab_size", 1, kMaxVocab));
+  KVSIM_ASSIGN_OR_RETURN(spec.max_context_tokens, map.Int("max_context", 1, kMaxContext));
   KVSIM_ASSIGN_OR_RETURN(spec.tied_embeddings, map.BoolOr("tied_embeddings", false));
   KVSIM_ASSIGN_OR_RETURN(const int64_t mtp, map.IntOr("mtp_layers", 0, 0, 16));
   spec.mtp_layers = static_cast<int>(mtp);
@@ -193,9 +195,9 @@ Result<ModelSpec> ParseModel(const YamlMap& map) {
 }
 
 Result<GpuSpec> ParseGpu(const YamlMap& map) {
-  KVSIM_RETURN_IF_ERROR(
-      map.CheckKnownKeys({"name", "memory_mib", "memory_bandwidth_tb_s", "bf16_dense_tflop_s",
-                          "fp8_dense_tflop_s", "usd_per_gpu_hour"}));
+  KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"name", "memory_mib", "memory_bandwidth_tb_s",
+                                            "bf16_dense_tflop_s", "fp8_dense_tflop_s", "sm_count",
+                                            "clock_mhz", "nvlink_gb_s", "usd_per_gpu_hour"}));
   GpuSpec gpu;
   KVSIM_ASSIGN_OR_RETURN(gpu.name, map.String("name"));
   KVSIM_ASSIGN_OR_RETURN(const int64_t memory_mib, map.Int("memory_mib", 1024, 16 << 20));
@@ -209,6 +211,12 @@ Result<GpuSpec> ParseGpu(const YamlMap& map) {
     KVSIM_ASSIGN_OR_RETURN(const double fp8, map.Double("fp8_dense_tflop_s", 0.01, 1e6));
     gpu.fp8_flop_per_s = fp8 * 1e12;
   }
+  KVSIM_ASSIGN_OR_RETURN(const int64_t sms, map.Int("sm_count", 1, 4096));
+  gpu.sm_count = static_cast<int>(sms);
+  KVSIM_ASSIGN_OR_RETURN(const double clock_mhz, map.Double("clock_mhz", 100, 10000));
+  gpu.clock_hz = clock_mhz * 1e6;
+  KVSIM_ASSIGN_OR_RETURN(const double link, map.Double("nvlink_gb_s", 1, 100000));
+  gpu.link_bytes_per_s = link * 1e9;
   KVSIM_ASSIGN_OR_RETURN(gpu.usd_per_gpu_hour, map.Double("usd_per_gpu_hour", 0, 1000));
   return gpu;
 }

@@ -67,6 +67,12 @@ Status ValidateDeployment(const Deployment& d, const ModelSpec& model) {
     return OutOfRangeError(
         fmt::format("context {} is out of range; allowed: 1 to 16777216 tokens", d.context_tokens));
   }
+  if (d.output_tokens < 0 || d.output_tokens >= d.context_tokens) {
+    return OutOfRangeError(fmt::format(
+        "output {} is out of range; allowed: 1 to {} (below the context, which holds the prompt "
+        "too)",
+        d.output_tokens, d.context_tokens - 1));
+  }
   KVSIM_RETURN_IF_ERROR(ValidateKvFormat(d.kv_format, model));
   if (!d.weight_variant.empty() && model.FindVariant(d.weight_variant) == nullptr) {
     return NotFoundError(fmt::format("{} has no weight variant '{}'; available: {}", model.name,

@@ -35,7 +35,10 @@ struct Deployment {
   bool replicate_latent_projections = true;
   bool load_mtp = false;           // load the multi-token-prediction layers (speculative decoding)
   int64_t context_tokens = 21000;  // tokens a request holds (prompt plus output)
-  double usd_per_gpu_hour = -1;    // negative: the GPU's default price
+  // Of those, the tokens it generates: decode attends the prompt plus half of them on average,
+  // prefill computes the rest. 0: not given (decode attends, and prefill computes, all of them).
+  int64_t output_tokens = 0;
+  double usd_per_gpu_hour = -1;  // negative: the GPU's default price
 
   int replicas() const { return gpus / tp; }
   int pool_count() const { return pools == 0 ? replicas() : pools; }

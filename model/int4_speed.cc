@@ -7,7 +7,6 @@
 #include <cmath>
 
 #include "base/check.h"
-#include "model/step_time.h"
 
 namespace kvsim::model {
 namespace {
@@ -21,14 +20,8 @@ size_t IntervalOf(const Int4Speed& s, double rows) {
 
 }  // namespace
 
-double RowsPerExpert(int experts, int k, int64_t tokens) {
-  KVSIM_CHECK_GT(tokens, 0);
-  KVSIM_CHECK_GT(k, 0);
-  return static_cast<double>(tokens) * k / ExpectedExpertsTouched(experts, k, tokens);
-}
-
-double Int4SpeedAt(const Int4Speed& s, double assumed, double rows) {
-  if (!s.measured()) return assumed;
+double Int4SpeedAt(const Int4Speed& s, double rows) {
+  KVSIM_CHECK(s.measured());
   KVSIM_CHECK_EQ(s.rows.size(), s.speed.size());
   if (rows <= s.rows.front()) return s.speed.front();
   if (rows >= s.rows.back()) return s.speed.back();
@@ -38,11 +31,8 @@ double Int4SpeedAt(const Int4Speed& s, double assumed, double rows) {
   return s.speed[i] + t * (s.speed[i + 1] - s.speed[i]);
 }
 
-std::string Int4SpeedFormula(const Int4Speed& s, double assumed, double rows) {
-  if (!s.measured()) {
-    return fmt::format("assumed {:.2f} (calibration, assumed.int4_dequant_efficiency){}", assumed,
-                       s.source.empty() ? "" : "; " + s.source);
-  }
+std::string Int4SpeedFormula(const Int4Speed& s, double rows) {
+  KVSIM_CHECK(s.measured());
   std::string where;
   if (rows <= s.rows.front()) {
     where =

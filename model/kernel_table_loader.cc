@@ -26,11 +26,31 @@ bool IsDigits(const std::string& text, size_t begin, size_t end) {
   return true;
 }
 
-// YYYY-MM-DD, alone or followed by 'T' or ' ' and a time.
+int Number(const std::string& text, size_t begin, size_t end) {
+  return std::stoi(text.substr(begin, end - begin));
+}
+
+// A day that exists: YYYY-MM-DD with a month 01-12 and a day of that month (29 February in leap
+// years only), alone or followed by 'T' or ' ' and a time whose HH:MM:SS, when given, is a time
+// of day.
 bool IsDate(const std::string& text) {
   if (text.size() < 10 || text[4] != '-' || text[7] != '-') return false;
   if (!IsDigits(text, 0, 4) || !IsDigits(text, 5, 7) || !IsDigits(text, 8, 10)) return false;
-  return text.size() == 10 || text[10] == 'T' || text[10] == ' ';
+  const int year = Number(text, 0, 4);
+  const int month = Number(text, 5, 7);
+  const int day = Number(text, 8, 10);
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (month < 1 || month > 12 || day < 1) return false;
+  if (day > kDays[month - 1] + (month == 2 && leap ? 1 : 0)) return false;
+  if (text.size() == 10) return true;
+  if (text[10] != 'T' && text[10] != ' ') return false;
+  if (text.size() < 19) return false;
+  if (text[13] != ':' || text[16] != ':' || !IsDigits(text, 11, 13) || !IsDigits(text, 14, 16) ||
+      !IsDigits(text, 17, 19)) {
+    return false;
+  }
+  return Number(text, 11, 13) < 24 && Number(text, 14, 16) < 60 && Number(text, 17, 19) < 61;
 }
 
 Result<std::string> NonEmptyString(const YamlMap& map, const std::string& key) {
@@ -115,8 +135,9 @@ Result<KernelTable> ParseTable(const YamlMap& map) {
   KVSIM_ASSIGN_OR_RETURN(table.device, NonEmptyString(map, "device"));
   KVSIM_ASSIGN_OR_RETURN(table.date, map.String("date"));
   if (!IsDate(table.date)) {
-    return map.Error("date", fmt::format("'{}' is not a date; expected YYYY-MM-DD, optionally "
-                                         "followed by a time (2026-12-01T10:22:03Z)",
+    return map.Error("date", fmt::format("'{}' is not a date; expected a day that exists as "
+                                         "YYYY-MM-DD, optionally followed by a time of day "
+                                         "(2026-12-01T10:22:03Z)",
                                          table.date));
   }
   KVSIM_ASSIGN_OR_RETURN(const std::vector<YamlMap> shapes,

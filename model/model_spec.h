@@ -95,6 +95,7 @@ struct ModelSpec {
   int vocab_size = 0;
   int dense_intermediate_size = 0;
   bool tied_embeddings = false;
+  int64_t max_context_tokens = 0;  // the longest sequence the model serves (config.json)
 
   AttentionKind attention_kind = AttentionKind::kGqa;
   GqaAttention gqa;

@@ -3,12 +3,26 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <utility>
 
+#include "base/units.h"
 #include "model/kernel_table_loader.h"
 
 namespace kvsim::model {
 namespace {
+
+// Decode estimates that hold only their concurrency, for a configuration not planned.
+void Unplanned(PlanResult& r, PlanStatus status, std::string shortfall,
+               const std::vector<int64_t>& concurrencies) {
+  r.status = status;
+  r.shortfall = std::move(shortfall);
+  for (int64_t c : concurrencies) {
+    DecodeEstimate none;
+    none.concurrency = c;
+    r.decode.push_back(none);
+  }
+}
 
 Result<PlanResult> PlanOrShortfallLoaded(const PlanSettings& settings, const ModelSpec& model,
                                          const GpuSpec& gpu, const StepTimeParams& params,
@@ -23,41 +37,88 @@ Result<PlanResult> PlanOrShortfallLoaded(const PlanSettings& settings, const Mod
           fmt::format("concurrency {} is out of range; allowed: 1 to 1048576", c));
     }
   }
-  KVSIM_RETURN_IF_ERROR(ValidateDeployment(settings.deployment, model));
   PlanResult r;
   r.settings = settings;
   r.model = model;
   r.gpu = gpu;
   const Deployment& d = settings.deployment;
+  Status valid = ValidateDeployment(d, model);
+  if (valid.ok()) valid = ValidateGivenFields(settings, model);
+  if (!valid.ok()) {
+    Unplanned(r, PlanStatus::kInvalid, valid.message(), concurrencies);
+    return r;
+  }
   r.weight_variant = SelectedVariant(d, model).name;
+  r.step_time_source = params.source;
+  if (params.measured_int4.measured()) {
+    r.step_time_source += "; INT4 experts from " + params.measured_int4.source;
+  }
   r.weights = ComputeWeights(model, d, trace);
   r.kv = ComputeKvBytes(model, d, trace);
   r.capacity = CapacityOrShortfall(gpu, d, r.weights, r.kv, trace);
-  if (!r.capacity.weights_fit) {
-    for (int64_t c : concurrencies) {
-      DecodeEstimate none;
-      none.concurrency = c;
-      r.decode.push_back(none);
-    }
+  if (d.context_tokens > model.max_context_tokens) {
+    Unplanned(r, PlanStatus::kContextTooLong,
+              fmt::format("context {} tokens exceeds {}'s maximum of {}", d.context_tokens,
+                          model.name, model.max_context_tokens),
+              concurrencies);
     return r;
   }
-  r.prefill = EstimatePrefill(model, gpu, d, r.weights, params, trace);
+  if (!r.capacity.weights_fit) {
+    Unplanned(r, PlanStatus::kWeightsDoNotFit,
+              fmt::format("weights do not fit: {:.1f} GiB needed per GPU, {:.1f} available",
+                          BytesToGiB(r.capacity.weight_bytes), BytesToGiB(r.capacity.budget_bytes)),
+              concurrencies);
+    return r;
+  }
+  if (r.capacity.max_requests_per_pool == 0) {
+    Unplanned(r, PlanStatus::kNoRequestFits,
+              fmt::format("no request of {} tokens fits: {} tokens per pool", d.context_tokens,
+                          r.capacity.tokens_per_pool),
+              concurrencies);
+    return r;
+  }
+  const BatchStepTime step_time(model, gpu, d, r.weights, r.kv, params);
+  r.prefill = EstimatePrefill(step_time, trace);
   for (int64_t c : concurrencies) {
-    r.decode.push_back(
-        EstimateDecode(model, gpu, d, r.weights, r.kv, r.capacity, params, c, trace));
+    DecodeEstimate e = EstimateDecode(step_time, r.capacity, c, 0, trace);
+    e.longest_context = LongestContext(r.capacity, d, c, model.max_context_tokens);
+    r.decode.push_back(std::move(e));
   }
   return r;
 }
 
-// Plan's contract: weights that do not fit are an error with the numbers.
+// Plan's contract: a configuration not planned is an error with the numbers.
 Result<PlanResult> ShortfallAsError(PlanResult r) {
-  if (!r.capacity.weights_fit) {
-    return WeightsDoNotFitError(r.gpu, r.settings.deployment, r.capacity);
-  }
+  if (!r.planned()) return NotPlannedError(r);
   return r;
 }
 
 }  // namespace
+
+Status NotPlannedError(const PlanResult& r) {
+  switch (r.status) {
+    case PlanStatus::kPlanned:
+      return Status::Ok();
+    case PlanStatus::kInvalid:
+      return InvalidArgumentError(r.shortfall);
+    case PlanStatus::kWeightsDoNotFit:
+      return WeightsDoNotFitError(r.gpu, r.settings.deployment, r.capacity);
+    case PlanStatus::kContextTooLong:
+      return FailedPreconditionError(r.shortfall + "; plan a shorter --context");
+    case PlanStatus::kNoRequestFits:
+      return FailedPreconditionError(
+          r.shortfall + "; use more GPUs, a smaller KV dtype, fewer pools or a shorter --context");
+  }
+  return InternalError("unknown plan status");
+}
+
+int64_t LongestContext(const Capacity& capacity, const Deployment& deployment, int64_t concurrency,
+                       int64_t max_context) {
+  if (!capacity.weights_fit) return 0;
+  const int64_t per_pool = (concurrency + capacity.pools - 1) / capacity.pools;
+  const int64_t pages = capacity.pages_per_pool / per_pool;
+  return std::min(pages * deployment.page_size, max_context);
+}
 
 Result<PlanResult> PlanLoaded(const PlanSettings& settings, const ModelSpec& model,
                               const GpuSpec& gpu, const StepTimeParams& params,
@@ -70,8 +131,17 @@ Result<PlanResult> PlanLoaded(const PlanSettings& settings, const ModelSpec& mod
 Result<PlanResult> PlanOrShortfall(const PlanSettings& settings, const Catalog& catalog,
                                    const StepTimeParams& params,
                                    const std::vector<int64_t>& concurrencies, Trace* trace) {
-  KVSIM_ASSIGN_OR_RETURN(const ModelSpec model, catalog.LoadModel(settings.model));
-  KVSIM_ASSIGN_OR_RETURN(const GpuSpec gpu, catalog.LoadGpu(settings.gpu));
+  // An error loading a model or GPU named in a deployment file names that file and line too.
+  const auto located = [](const Status& status, const std::string& origin, const char* field) {
+    return origin.empty() ? status
+                          : status.WithContext(fmt::format("{}: field '{}'", origin, field));
+  };
+  Result<ModelSpec> loaded_model = catalog.LoadModel(settings.model);
+  if (!loaded_model.ok()) return located(loaded_model.status(), settings.model_origin, "model");
+  Result<GpuSpec> loaded_gpu = catalog.LoadGpu(settings.gpu);
+  if (!loaded_gpu.ok()) return located(loaded_gpu.status(), settings.gpu_origin, "gpu");
+  const ModelSpec& model = *loaded_model;
+  const GpuSpec& gpu = *loaded_gpu;
   StepTimeParams applied = params;
   KVSIM_ASSIGN_OR_RETURN(applied.measured_int4,
                          Int4SpeedForPlan(settings.kernel_table, catalog, model, gpu));

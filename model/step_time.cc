@@ -1,165 +1,25 @@
-// Decode step time and prefill throughput.
+// The per-operator step time, and the decode and prefill estimates built on it.
 #include "model/step_time.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <string>
 
 #include "base/check.h"
-#include "base/units.h"
 
 namespace kvsim::model {
 namespace {
 
+constexpr int kBf16 = 0;
+constexpr int kFp8 = 1;
+constexpr int kWeightOnly = 2;
+
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Tokens attention reads per cached token position: all of them, or DSA's top-k.
-int64_t AttendedTokens(const ModelSpec& m, int64_t context) {
-  return m.indexer ? std::min<int64_t>(context, m.indexer->topk) : context;
-}
-
-// Attention FLOPs per attended token, per query head and layer. MLA decode runs absorbed (scores
-// over latent + rope, values over the latent); MLA prefill runs expanded (qk and v head dims).
-double AttentionFlopPerTokenHead(const ModelSpec& m, bool decode) {
-  if (m.attention_kind == AttentionKind::kGqa) return 2.0 * 2.0 * m.gqa.head_dim;
-  if (decode) return 2.0 * (2.0 * m.mla.kv_lora_rank + m.mla.qk_rope_head_dim);
-  return 2.0 * (m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim + m.mla.v_head_dim);
-}
-
-int QueryHeads(const ModelSpec& m) {
-  return m.attention_kind == AttentionKind::kGqa ? m.gqa.heads : m.mla.heads;
-}
-
-// `bytes` as a count. A batch far beyond any GPU's cache (it never fits) can read more than 2^64
-// bytes a step; its count stays at the largest uint64_t instead of wrapping round to a small one.
-uint64_t ByteCount(double bytes) {
-  constexpr double kTwoTo64 = 18446744073709551616.0;
-  return bytes >= kTwoTo64 ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(bytes);
-}
-
-// The mean over a prompt of `context` positions of min(position, limit).
-double MeanAttended(int64_t context, int64_t limit) {
-  const double c = static_cast<double>(context);
-  if (context <= limit) return (c + 1) / 2;
-  const double k = static_cast<double>(limit);
-  return (k * (k + 1) / 2 + (c - k) * k) / c;
-}
-
-// Parameters one token multiplies through the routed experts on one GPU.
-double ExpertParamsPerToken(const WeightBreakdown& w) {
-  return static_cast<double>(w.experts_per_token) * w.moe_layers *
-         static_cast<double>(w.expert_params_per_gpu);
-}
-
-// The linear layers' work on one GPU and the rates it runs at, at `compute_efficiency` of the
-// tensor-core peaks: LinearSeconds sums it, LinearFormula writes the same sum out for --explain.
-struct LinearWork {
-  double bf16_peak = 0;   // FLOP/s
-  double fp8_peak = 0;    // the BF16 peak on a GPU without FP8 tensor cores
-  bool fp8_cores = true;  // false: FP8 weights run dequantised on the BF16 cores
-  double efficiency = 0;
-  bool experts_fp8 = false;  // routed experts on FP8 tensor cores (W8A8), else BF16
-  double int4_factor = 1;    // INT4 experts: the INT4 speed (measured or assumed); else 1
-  // Parameters per token of the replica: MLP, shared experts, router and head; routed experts.
-  double other_bf16 = 0;
-  double other_fp8 = 0;
-  double experts = 0;
-  // Parameters per token of the pool: attention and indexer projections.
-  double attention_bf16 = 0;
-  double attention_fp8 = 0;
-
-  double bf16_rate() const { return bf16_peak * efficiency; }
-  double fp8_rate() const { return fp8_peak * efficiency; }
-  double expert_rate() const { return (experts_fp8 ? fp8_rate() : bf16_rate()) * int4_factor; }
-};
-
-// `int4_speed`: the INT4 experts' speed relative to BF16 weights (Int4SpeedFor).
-LinearWork LinearWorkOf(const WeightBreakdown& w, const GpuSpec& gpu, const StepTimeParams& p,
-                        double int4_speed) {
-  LinearWork l;
-  l.bf16_peak = gpu.bf16_flop_per_s;
-  l.fp8_peak = gpu.fp8_work_flop_per_s();
-  l.fp8_cores = gpu.has_fp8_cores();
-  l.efficiency = p.compute_efficiency;
-  l.experts_fp8 = w.experts_on_fp8_cores;
-  if (w.experts_int4) l.int4_factor = int4_speed;
-  l.other_bf16 = static_cast<double>(w.step_params_bf16_per_gpu - w.attention_params_bf16_per_gpu);
-  l.other_fp8 = static_cast<double>(w.step_params_fp8_per_gpu - w.attention_params_fp8_per_gpu);
-  l.experts = ExpertParamsPerToken(w);
-  l.attention_bf16 = static_cast<double>(w.attention_params_bf16_per_gpu);
-  l.attention_fp8 = static_cast<double>(w.attention_params_fp8_per_gpu);
-  return l;
-}
-
-// Seconds one GPU spends on the linear layers: the replica's `tokens` through the MLP, expert,
-// router and head weights, and `attention_tokens` (its own pool's) through the attention and
-// indexer projections.
-double LinearSeconds(const LinearWork& l, double tokens, double attention_tokens) {
-  return 2 * tokens *
-             (l.other_bf16 / l.bf16_rate() + l.other_fp8 / l.fp8_rate() +
-              l.experts / l.expert_rate()) +
-         2 * attention_tokens * (l.attention_bf16 / l.bf16_rate() + l.attention_fp8 / l.fp8_rate());
-}
-
-// "(989 TFLOP/s BF16 x 0.50)": a rate as peak times efficiency.
-std::string RateText(double peak, const char* cores, double efficiency) {
-  return fmt::format("{:.0f} TFLOP/s {} x {:.2f}", peak / 1e12, cores, efficiency);
-}
-
-// LinearSeconds as a formula with every term's numbers, the INT4 speed included;
-// terms with no parameters are left out.
-std::string LinearFormula(const LinearWork& l, double tokens, double attention_tokens) {
-  const std::string bf16 = RateText(l.bf16_peak, "BF16", l.efficiency);
-  const std::string fp8 =
-      RateText(l.fp8_peak, l.fp8_cores ? "FP8" : "BF16, no FP8 cores,", l.efficiency);
-  std::string replica;
-  std::string pool;
-  const auto add = [](std::string& terms, double params, const std::string& what,
-                      const std::string& rate) {
-    if (params <= 0) return;
-    terms +=
-        fmt::format("{}{:.4g} {} params / ({})", terms.empty() ? "" : " + ", params, what, rate);
-  };
-  add(replica, l.other_bf16, "BF16", bf16);
-  add(replica, l.other_fp8, "FP8", fp8);
-  std::string expert_rate = l.experts_fp8 ? fp8 : bf16;
-  if (l.int4_factor != 1) {
-    expert_rate += fmt::format(" x INT4 speed {:.3g}", l.int4_factor);
-  }
-  add(replica, l.experts, "routed-expert", expert_rate);
-  add(pool, l.attention_bf16, "BF16", bf16);
-  add(pool, l.attention_fp8, "FP8", fp8);
-  std::string formula = fmt::format("2 x {:.3g} tokens x ({})", tokens, replica);
-  if (!pool.empty()) {
-    formula += fmt::format(" + 2 x {:.3g} tokens x attention ({})", attention_tokens, pool);
-  }
-  return formula;
-}
-
-// " (scales N B of it)" where `scale_bytes` is not zero: --explain shows what scales cost.
-std::string ScalesOfIt(uint64_t scale_bytes) {
-  return scale_bytes == 0 ? std::string() : fmt::format(" (scales {} B of it)", scale_bytes);
-}
-
-// The INT4 expert speed where `tokens` tokens go through the MoE layers (1 unless INT4), and its
-// --explain line.
-double Int4SpeedFor(const WeightBreakdown& w, const StepTimeParams& p, int64_t tokens,
-                    Trace* trace) {
-  if (!w.experts_int4 || w.moe_layers == 0) return 1;
-  const double rows = RowsPerExpert(w.routed_experts, w.experts_per_token, tokens);
-  const double speed = Int4SpeedAt(p.measured_int4, p.int4_dequant_efficiency, rows);
-  if (trace != nullptr) {
-    trace->Add("int4 dequant", Int4SpeedFormula(p.measured_int4, p.int4_dequant_efficiency, rows),
-               fmt::format("INT4 experts at {:.3f} of the BF16 rate", speed));
-  }
-  return speed;
-}
-
 // Sum over positions 1..n of min(position, limit): the tokens the first n positions of a prompt
-// attend to when each attends to at most `limit` (n x MeanAttended(n, limit)).
+// attend to when each attends to at most `limit`.
 double SumAttended(int64_t n, int64_t limit) {
   const double c = static_cast<double>(n);
   if (n <= limit) return c * (c + 1) / 2;
@@ -167,7 +27,58 @@ double SumAttended(int64_t n, int64_t limit) {
   return k * (k + 1) / 2 + (c - k) * k;
 }
 
+int QueryHeads(const ModelSpec& m) {
+  return m.attention_kind == AttentionKind::kGqa ? m.gqa.heads : m.mla.heads;
+}
+
+// The family of kernels a weight format multiplies with on `gpu`.
+int FamilyOf(const WeightFormat& format, const GpuSpec& gpu) {
+  switch (format.dtype) {
+    case WeightDtype::kBf16:
+      return kBf16;
+    case WeightDtype::kFp8:
+      return gpu.has_fp8_cores() ? kFp8 : kWeightOnly;
+    case WeightDtype::kInt4:
+      return kWeightOnly;
+  }
+  return kBf16;
+}
+
+std::string Ms(double s) { return fmt::format("{:.3f} ms", s * 1e3); }
+
 }  // namespace
+
+const char* OperatorName(Operator op) {
+  switch (op) {
+    case Operator::kAttentionProjections:
+      return "attention projections";
+    case Operator::kIndexer:
+      return "DSA indexer";
+    case Operator::kDecodeAttention:
+      return "decode attention";
+    case Operator::kPrefillAttention:
+      return "prefill attention";
+    case Operator::kCacheWrite:
+      return "KV cache write";
+    case Operator::kRouter:
+      return "router";
+    case Operator::kRoutedExperts:
+      return "routed experts";
+    case Operator::kSharedExperts:
+      return "shared experts";
+    case Operator::kDenseMlp:
+      return "dense MLP";
+    case Operator::kLmHead:
+      return "LM head";
+    case Operator::kAllReduce:
+      return "all-reduce";
+    case Operator::kOtherKernels:
+      return "other kernels";
+    case Operator::kHostOverhead:
+      return "host overhead";
+  }
+  return "?";
+}
 
 double ExpectedExpertsTouched(int experts, int k, int64_t tokens) {
   KVSIM_CHECK_GT(experts, 0);
@@ -181,57 +92,380 @@ double DeploymentUsdPerHour(const GpuSpec& gpu, const Deployment& d) {
   return price * d.gpus;
 }
 
-DecodeEstimate EstimateDecode(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d,
-                              const WeightBreakdown& w, const KvBreakdown& kv,
-                              const Capacity& capacity, const StepTimeParams& p,
-                              int64_t concurrency, Trace* trace) {
+int64_t MeanDecodeContext(const Deployment& d) { return d.context_tokens - d.output_tokens / 2; }
+
+int64_t PromptTokens(const Deployment& d) { return d.context_tokens - d.output_tokens; }
+
+BatchStepTime::BatchStepTime(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d,
+                             const WeightBreakdown& w, const KvBreakdown& kv,
+                             const StepTimeParams& p)
+    : deployment_(d), params_(p) {
+  KVSIM_CHECK(p.kernels != nullptr) << "StepTimeParams without a kernel profile";
+  const KernelProfile& k = *p.kernels;
+  usd_per_hour_ = DeploymentUsdPerHour(gpu, d);
+  bandwidth_ = gpu.memory_bytes_per_s;
+  bf16_peak_ = gpu.bf16_flop_per_s;
+  fp8_peak_ = gpu.fp8_work_flop_per_s();
+  sm_cycles_per_s_ = gpu.sm_cycles_per_s();
+  link_bytes_per_s_ = gpu.link_bytes_per_s;
+  pools_per_replica_ = d.pool_count() / d.replicas();
+  tp_ = d.tp;
+  attention_tp_ = d.attention_tp();
+  layers_ = m.layers;
+  moe_layers_ = w.moe_layers;
+  hidden_ = m.hidden_size;
+  fp8_cache_ = kv.fp8_bytes > 0;
+  families_[kBf16] = {&k.bf16.memory, &k.bf16.compute, 1, bf16_peak_, "BF16"};
+  families_[kFp8] = {&k.fp8.memory, &k.fp8.compute, 1, fp8_peak_, "FP8"};
+  families_[kWeightOnly] = {&k.weight_only_memory, &k.bf16.compute,
+                            k.weight_only_compute_vs_bf16.value, bf16_peak_, "weight-only"};
+
+  // Attention: absorbed MLA (and DSA's sparse MQA form) multiplies a query head against the
+  // latent plus rotary key and the latent as value; expanded MLA prefill against its qk and v
+  // head dims; GQA against head_dim twice.
+  const int heads_per_rank = (QueryHeads(m) + attention_tp_ - 1) / attention_tp_;
+  double decode_flop_per_head = 0;
+  double prefill_flop_per_head = 0;
+  if (m.attention_kind == AttentionKind::kGqa) {
+    decode_flop_per_head = prefill_flop_per_head = 2.0 * 2.0 * m.gqa.head_dim;
+  } else {
+    decode_flop_per_head = 2.0 * (2.0 * m.mla.kv_lora_rank + m.mla.qk_rope_head_dim);
+    prefill_flop_per_head =
+        m.indexer ? decode_flop_per_head
+                  : 2.0 * (m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim + m.mla.v_head_dim);
+  }
+  kv_bytes_per_token_ = static_cast<double>(kv.attention_bytes());
+  fp8_values_per_token_ = static_cast<double>(kv.fp8_bytes);
+  decode_flop_per_token_ = decode_flop_per_head * heads_per_rank * m.layers;
+  prefill_flop_per_token_ = prefill_flop_per_head * heads_per_rank * m.layers;
+  prefill_efficiency_ =
+      m.indexer ? k.attention_sparse_prefill_compute.value : k.attention_prefill_compute.value;
+  if (m.indexer) {
+    topk_ = m.indexer->topk;
+    indexer_layers_ = m.indexer->layers;
+    indexer_bytes_per_token_ = static_cast<double>(kv.indexer_bytes());
+    // Replicated indexer weights: every attention rank scores with all heads.
+    const int heads = d.replicate_latent_projections
+                          ? m.indexer->heads
+                          : (m.indexer->heads + attention_tp_ - 1) / attention_tp_;
+    indexer_flop_per_token_ = 2.0 * heads * m.indexer->head_dim * m.indexer->layers;
+  }
+
+  const WeightVariant& variant = SelectedVariant(d, m);
+  const auto add = [&](Operator op, const char* what, Component c, Rows rows) {
+    const ComponentWeights& cw = w.component(c);
+    if (cw.per_gpu_params == 0) return;
+    gemms_.push_back({op, what, static_cast<double>(cw.per_gpu_bytes),
+                      static_cast<double>(cw.per_gpu_params), FamilyOf(variant.format(c), gpu),
+                      rows});
+  };
+  add(Operator::kAttentionProjections, "attention", Component::kAttention, Rows::kPool);
+  add(Operator::kIndexer, "indexer", Component::kIndexer, Rows::kPool);
+  add(Operator::kRouter, "router", Component::kRouter, Rows::kReplica);
+  add(Operator::kSharedExperts, "shared experts", Component::kSharedExperts, Rows::kReplica);
+  add(Operator::kDenseMlp, "dense MLP", Component::kDenseMlp, Rows::kReplica);
+  add(Operator::kLmHead, "LM head", m.tied_embeddings ? Component::kEmbedding : Component::kLmHead,
+      Rows::kLogits);
+
+  if (w.moe_layers > 0) {
+    experts_ = w.routed_experts;
+    experts_per_token_ = w.experts_per_token;
+    expert_bytes_ = static_cast<double>(w.expert_bytes_per_gpu);
+    expert_params_ = static_cast<double>(w.expert_params_per_gpu);
+    expert_family_ = FamilyOf(variant.format(Component::kRoutedExperts), gpu);
+    experts_int4_ = w.experts_int4;
+  }
+
+  const KernelCounts& n = k.kernels;
+  const auto kernels = [this](Operator op, double count) {
+    kernels_[static_cast<int>(op)] += count;
+  };
+  const int projection_kernels = m.attention_kind == AttentionKind::kMla
+                                     ? n.attention_projections
+                                     : std::min(2, n.attention_projections);
+  kernels(Operator::kAttentionProjections, m.layers * projection_kernels);
+  kernels(Operator::kIndexer, indexer_layers_ * n.indexer);
+  kernels(Operator::kDecodeAttention, m.layers * n.attention);
+  kernels(Operator::kPrefillAttention, m.layers * n.attention);
+  kernels(Operator::kCacheWrite, m.layers * n.cache_write);
+  kernels(Operator::kRouter, w.moe_layers * n.router);
+  kernels(Operator::kRoutedExperts, w.moe_layers * n.routed_experts);
+  if (m.moe && m.moe->shared_experts > 0) {
+    kernels(Operator::kSharedExperts, w.moe_layers * n.shared_experts);
+  }
+  kernels(Operator::kDenseMlp, m.dense_layers * n.dense_mlp);
+  kernels(Operator::kOtherKernels, m.layers * n.other);
+  kernels(Operator::kLmHead, n.lm_head);
+}
+
+void BatchStepTime::SetFitted(double kernel_latency_s, double fp8_kv_layer_latency_s,
+                              double fp8_dequant_cycles_per_value) {
+  params_.kernel_latency_s = kernel_latency_s;
+  params_.fp8_kv_layer_latency_s = fp8_kv_layer_latency_s;
+  params_.fp8_dequant_cycles_per_value = fp8_dequant_cycles_per_value;
+}
+
+StepTimeBreakdown BatchStepTime::Step(const StepBatch& batch) const {
+  return Compute(batch, nullptr);
+}
+
+StepTimeBreakdown BatchStepTime::Explain(const StepBatch& batch, Trace* trace) const {
+  KVSIM_CHECK(trace != nullptr);
+  return Compute(batch, trace);
+}
+
+StepTimeBreakdown BatchStepTime::Compute(const StepBatch& batch, Trace* trace) const {
+  KVSIM_CHECK(!batch.empty()) << "a step runs at least one request";
+  const KernelProfile& k = *params_.kernels;
+  const double latency = params_.kernel_latency_s;
+  StepTimeBreakdown e;
+  const auto add = [&e](Operator op, double seconds) {
+    e.operator_s[static_cast<int>(op)] += seconds;
+  };
+  // Launch latency of an operator's kernels, counted into latency_s as it is charged.
+  const auto kernel_s = [this, latency, &e](Operator op) {
+    const double seconds = kernels_[static_cast<int>(op)] * latency;
+    e.latency_s += seconds;
+    return seconds;
+  };
+
+  // Decode requests: each reads its attended tokens' cache once and the indexer keys of all.
+  double decode_attended = 0;
+  double decode_context = 0;
+  for (int64_t context : batch.decode_contexts) {
+    KVSIM_CHECK_GT(context, 0);
+    decode_attended += static_cast<double>(topk_ > 0 ? std::min(context, topk_) : context);
+    decode_context += static_cast<double>(context);
+  }
+  // Prefill chunks: each position attends to the positions before it (DSA: at most top-k) and
+  // the indexer scores all of them; the chunk reads the cache it attends to once.
+  int64_t prefill_tokens = 0;
+  double prefill_attended = 0;
+  double prefill_scored = 0;
+  double prefill_cache = 0;
+  double prefill_context = 0;
+  for (const PrefillChunk& chunk : batch.prefill) {
+    KVSIM_CHECK(chunk.tokens > 0 && chunk.context_before >= 0);
+    const int64_t end = chunk.context_before + chunk.tokens;
+    const int64_t limit = topk_ > 0 ? topk_ : end;
+    prefill_tokens += chunk.tokens;
+    prefill_attended += SumAttended(end, limit) - SumAttended(chunk.context_before, limit);
+    prefill_scored += SumAttended(end, end) - SumAttended(chunk.context_before, end);
+    prefill_cache += static_cast<double>(std::min(end, limit));
+    prefill_context += static_cast<double>(end);
+  }
+  const int64_t decodes = static_cast<int64_t>(batch.decode_contexts.size());
+  e.pool_tokens = decodes + prefill_tokens;
+  e.replica_tokens = e.pool_tokens * pools_per_replica_;
+  const double pool_rows = static_cast<double>(e.pool_tokens);
+  const double replica_rows = static_cast<double>(e.replica_tokens);
+  const double logit_rows = static_cast<double>(
+      (decodes + static_cast<int64_t>(batch.prefill.size())) * pools_per_replica_);
+
+  // Weight GEMMs: bytes streamed once, rows multiplied at the format's rate.
+  for (const Gemm& g : gemms_) {
+    const Family& f = families_[static_cast<size_t>(g.family)];
+    const double rows = g.rows == Rows::kPool      ? pool_rows
+                        : g.rows == Rows::kReplica ? replica_rows
+                                                   : logit_rows;
+    const double memory_eff = f.memory->At(rows);
+    const double compute_eff = f.compute->At(rows) * f.compute_scale;
+    const double memory_s = g.bytes / (bandwidth_ * memory_eff);
+    const double compute_s = 2 * g.params * rows / (f.peak_flop_per_s * compute_eff);
+    const double launch_s = g.op == Operator::kIndexer ? 0 : kernel_s(g.op);
+    add(g.op, std::max(memory_s, compute_s) + launch_s);
+    e.weight_read_bytes += g.bytes;
+    if (trace != nullptr) {
+      trace->Add(
+          OperatorName(g.op),
+          fmt::format("{}: max({} B / ({:.2f} TB/s x {} {:.2f}), 2 x {:.4g} params x {:g} "
+                      "rows / ({:.0f} TFLOP/s {} x {:.2f})){}",
+                      g.what, g.bytes, bandwidth_ / 1e12, f.name, memory_eff, g.params, rows,
+                      f.peak_flop_per_s / 1e12, f.name, compute_eff,
+                      launch_s > 0 ? fmt::format(" + {:g} kernels x {:.2f} us",
+                                                 kernels_[static_cast<int>(g.op)], latency * 1e6)
+                                   : std::string()),
+          fmt::format("{} ({}-bound)", Ms(std::max(memory_s, compute_s) + launch_s),
+                      memory_s >= compute_s ? "memory" : "compute"));
+    }
+  }
+
+  // Routed experts: the distinct experts the replica's tokens route to, each read once and
+  // multiplying its share of the rows.
+  if (experts_ > 0) {
+    e.experts_touched = ExpectedExpertsTouched(experts_, experts_per_token_, e.replica_tokens);
+    const double rows_per_expert = replica_rows * experts_per_token_ / e.experts_touched;
+    const double bytes = moe_layers_ * e.experts_touched * expert_bytes_;
+    const double flop = 2 * replica_rows * experts_per_token_ * expert_params_ * moe_layers_;
+    double seconds = 0;
+    std::string formula;
+    if (experts_int4_ && params_.measured_int4.measured()) {
+      // Measured: the BF16 GEMM of the same work, as the profile prices it, over the measured
+      // INT4 speedup at these rows.
+      const Family& f = families_[kBf16];
+      const double bf16_s = std::max(moe_layers_ * e.experts_touched * expert_params_ * 2 /
+                                         (bandwidth_ * f.memory->At(rows_per_expert)),
+                                     flop / (f.peak_flop_per_s * f.compute->At(rows_per_expert)));
+      const double speed = Int4SpeedAt(params_.measured_int4, rows_per_expert);
+      seconds = bf16_s / speed;
+      if (trace != nullptr) {
+        formula = fmt::format("BF16 time of the same GEMMs {} / INT4 speed {:.3f} ({})", Ms(bf16_s),
+                              speed, Int4SpeedFormula(params_.measured_int4, rows_per_expert));
+      }
+    } else {
+      const Family& f = families_[static_cast<size_t>(expert_family_)];
+      const double memory_eff = f.memory->At(rows_per_expert);
+      const double compute_eff = f.compute->At(rows_per_expert) * f.compute_scale;
+      seconds =
+          std::max(bytes / (bandwidth_ * memory_eff), flop / (f.peak_flop_per_s * compute_eff));
+      if (trace != nullptr) {
+        formula = fmt::format(
+            "{} MoE layers x {:.1f} experts touched ({} x (1 - (1 - {}/{})^{} tokens)) x {:.0f} B, "
+            "{:.3g} rows per expert: max({:.4g} B / ({:.2f} TB/s x {} {:.2f}), {:.4g} FLOP / "
+            "({:.0f} TFLOP/s {} x {:.2f}))",
+            moe_layers_, e.experts_touched, experts_, experts_per_token_, experts_,
+            e.replica_tokens, expert_bytes_, rows_per_expert, bytes, bandwidth_ / 1e12, f.name,
+            memory_eff, flop, f.peak_flop_per_s / 1e12, f.name, compute_eff);
+        if (experts_int4_ && !params_.measured_int4.source.empty()) {
+          formula += fmt::format(" [published efficiencies: {}]", params_.measured_int4.source);
+        }
+      }
+    }
+    const double launch_s = kernel_s(Operator::kRoutedExperts);
+    add(Operator::kRoutedExperts, seconds + launch_s);
+    e.weight_read_bytes += bytes;
+    if (trace != nullptr) {
+      trace->Add(OperatorName(Operator::kRoutedExperts),
+                 fmt::format("{} + {:g} kernels x {:.2f} us", formula,
+                             kernels_[static_cast<int>(Operator::kRoutedExperts)], latency * 1e6),
+                 Ms(seconds + launch_s));
+    }
+  }
+
+  // The DSA indexer's scoring: FP8 keys of every cached position, against each token's query.
+  if (indexer_layers_ > 0) {
+    const double scored = decode_context + prefill_scored;
+    const double bytes = (decode_context + prefill_context) * indexer_bytes_per_token_;
+    const Family& f = families_[kFp8];
+    const double compute_eff = f.compute->At(pool_rows);
+    const double memory_s = bytes / (bandwidth_ * k.attention_decode_memory.value);
+    const double compute_s = scored * indexer_flop_per_token_ / (fp8_peak_ * compute_eff);
+    const double launch_s = kernel_s(Operator::kIndexer);
+    add(Operator::kIndexer, std::max(memory_s, compute_s) + launch_s);
+    e.kv_read_bytes += bytes;
+    if (trace != nullptr) {
+      trace->Add("DSA indexer scoring",
+                 fmt::format("max({:.4g} key B / ({:.2f} TB/s x {:.2f}), {:.4g} positions x {:g} "
+                             "FLOP / ({:.0f} TFLOP/s x FP8 {:.2f})) + {:g} kernels x {:.2f} us",
+                             bytes, bandwidth_ / 1e12, k.attention_decode_memory.value, scored,
+                             indexer_flop_per_token_, fp8_peak_ / 1e12, compute_eff,
+                             kernels_[static_cast<int>(Operator::kIndexer)], latency * 1e6),
+                 Ms(std::max(memory_s, compute_s) + launch_s));
+    }
+  }
+
+  // Attention: bytes read in the cache's format, FLOPs on the BF16 tensor cores, and FP8 values
+  // converted to BF16 on the CUDA cores as they are read (published kernels convert on read).
+  const auto attention = [&](Operator op, double cache_tokens, double flop, double efficiency) {
+    const double bytes = cache_tokens * kv_bytes_per_token_;
+    const double memory_s = bytes / (bandwidth_ * k.attention_decode_memory.value);
+    const double compute_s = flop / (bf16_peak_ * efficiency);
+    const double convert_s = cache_tokens * fp8_values_per_token_ *
+                             params_.fp8_dequant_cycles_per_value / sm_cycles_per_s_;
+    const double launch_s = kernel_s(op);
+    const double seconds = std::max({memory_s, compute_s, convert_s}) + launch_s;
+    add(op, seconds);
+    e.kv_read_bytes += bytes;
+    if (trace != nullptr) {
+      const char* bound = memory_s >= std::max(compute_s, convert_s) ? "memory"
+                          : compute_s >= convert_s                   ? "compute"
+                                                                     : "FP8 conversion";
+      trace->Add(
+          OperatorName(op),
+          fmt::format("max({:.4g} B / ({:.2f} TB/s x {:.2f}), {:.4g} FLOP / ({:.0f} TFLOP/s BF16 "
+                      "x {:.2f}){}) + {:g} kernels x {:.2f} us",
+                      bytes, bandwidth_ / 1e12, k.attention_decode_memory.value, flop,
+                      bf16_peak_ / 1e12, efficiency,
+                      fp8_cache_ ? fmt::format(", {:.4g} FP8 values x {:.3f} cycles / ({} SM "
+                                               "cycles/s)",
+                                               cache_tokens * fp8_values_per_token_,
+                                               params_.fp8_dequant_cycles_per_value,
+                                               fmt::format("{:.4g}", sm_cycles_per_s_))
+                                 : std::string(),
+                      kernels_[static_cast<int>(op)], latency * 1e6),
+          fmt::format("{} ({}-bound)", Ms(seconds), bound));
+    }
+  };
+  if (decodes > 0) {
+    attention(Operator::kDecodeAttention, decode_attended, decode_attended * decode_flop_per_token_,
+              k.attention_decode_compute.value);
+  }
+  if (!batch.prefill.empty()) {
+    attention(Operator::kPrefillAttention, prefill_cache,
+              prefill_attended * prefill_flop_per_token_, prefill_efficiency_);
+  }
+
+  // The cache write: a kernel per layer, and with an FP8 cache the fitted quantise-on-write cost.
+  const double fp8_write_s = fp8_cache_ ? layers_ * params_.fp8_kv_layer_latency_s : 0;
+  const double write_s = kernel_s(Operator::kCacheWrite) + fp8_write_s;
+  e.latency_s += fp8_write_s;
+  add(Operator::kCacheWrite, write_s);
+
+  // Tensor parallelism: an all-reduce of the replica's activations (BF16) after attention and
+  // after the MLP in every layer, and one gathering the LM head's logits, each latency plus
+  // 2 (n - 1) / n of the bytes over one GPU's links.
+  if (tp_ > 1) {
+    const double collectives = 2.0 * layers_ + 1;
+    const double bytes = replica_rows * hidden_ * 2.0;
+    const double wire = bytes * 2.0 * (tp_ - 1) / tp_;
+    const double each =
+        k.all_reduce_latency_s.value + wire / (link_bytes_per_s_ * k.link_efficiency.value);
+    add(Operator::kAllReduce, collectives * each);
+    e.latency_s += collectives * k.all_reduce_latency_s.value;
+    if (trace != nullptr) {
+      trace->Add(OperatorName(Operator::kAllReduce),
+                 fmt::format("{:g} collectives x ({:.2f} us + {:.0f} B x 2 x {}/{} / ({:.0f} GB/s "
+                             "x {:.2f}))",
+                             collectives, k.all_reduce_latency_s.value * 1e6, bytes, tp_ - 1, tp_,
+                             link_bytes_per_s_ / 1e9, k.link_efficiency.value),
+                 Ms(collectives * each));
+    }
+  }
+  const double other_s = kernel_s(Operator::kOtherKernels);
+  add(Operator::kOtherKernels, other_s);
+  add(Operator::kHostOverhead, k.host_overhead_s.value);
+  e.latency_s += k.host_overhead_s.value;
+  if (trace != nullptr) {
+    trace->Add(OperatorName(Operator::kCacheWrite),
+               fmt::format("{:g} kernels x {:.2f} us{}",
+                           kernels_[static_cast<int>(Operator::kCacheWrite)], latency * 1e6,
+                           fp8_cache_ ? fmt::format(" + FP8 {} layers x {:.2f} us", layers_,
+                                                    params_.fp8_kv_layer_latency_s * 1e6)
+                                      : std::string()),
+               Ms(write_s));
+    trace->Add(OperatorName(Operator::kOtherKernels),
+               fmt::format("{:g} kernels x {:.2f} us",
+                           kernels_[static_cast<int>(Operator::kOtherKernels)], latency * 1e6),
+               Ms(other_s));
+    trace->Add(OperatorName(Operator::kHostOverhead), k.host_overhead_s.source,
+               Ms(k.host_overhead_s.value));
+  }
+
+  for (double seconds : e.operator_s) e.total_s += seconds;
+  return e;
+}
+
+DecodeEstimate EstimateDecode(const BatchStepTime& st, const Capacity& capacity,
+                              int64_t concurrency, int64_t attended_context, Trace* trace) {
   KVSIM_CHECK_GT(concurrency, 0);
+  const Deployment& d = st.deployment();
   DecodeEstimate e;
   e.concurrency = concurrency;
   e.requests_per_pool = CeilDiv(concurrency, d.pool_count());
-  e.tokens_per_replica = CeilDiv(concurrency, d.replicas());
   e.fits = e.requests_per_pool <= capacity.max_requests_per_pool;
-
-  if (w.moe_layers > 0) {
-    e.experts_touched =
-        ExpectedExpertsTouched(w.routed_experts, w.experts_per_token, e.tokens_per_replica);
-  }
-  const double expert_bytes = static_cast<double>(w.moe_layers) * e.experts_touched *
-                              static_cast<double>(w.expert_bytes_per_gpu);
-  e.weight_read_bytes =
-      w.step_read_bytes_per_gpu + static_cast<uint64_t>(std::llround(expert_bytes));
-  const int64_t context = d.context_tokens;
-  const int64_t attended = AttendedTokens(m, context);
-  const uint64_t requests = static_cast<uint64_t>(e.requests_per_pool);
-  // One request's reads fit in 64 bits (context < 2^25, bytes per token < 2^33 by the config
-  // bounds); the batch's need not, so they are multiplied in double.
-  const uint64_t kv_request_bytes = static_cast<uint64_t>(attended) * kv.attention_bytes() +
-                                    static_cast<uint64_t>(context) * kv.indexer_bytes();
-  const double kv_read = static_cast<double>(requests) * static_cast<double>(kv_request_bytes);
-  const double fp8_read = static_cast<double>(requests) *
-                          static_cast<double>(static_cast<uint64_t>(attended) * kv.fp8_bytes);
-  e.kv_read_bytes = ByteCount(kv_read);
-  e.fp8_read_bytes = ByteCount(fp8_read);
-
-  const double bandwidth = gpu.memory_bytes_per_s * p.bandwidth_fraction;
-  e.memory_s = (static_cast<double>(e.weight_read_bytes) + kv_read) / bandwidth;
-  const int heads_per_rank = (QueryHeads(m) + d.attention_tp() - 1) / d.attention_tp();
-  const double attention_flop = static_cast<double>(requests) * static_cast<double>(attended) *
-                                heads_per_rank * AttentionFlopPerTokenHead(m, true) * m.layers;
-  e.int4_speed = Int4SpeedFor(w, p, e.tokens_per_replica, nullptr);
-  const LinearWork linear = LinearWorkOf(w, gpu, p, e.int4_speed);
-  const double linear_s = LinearSeconds(linear, static_cast<double>(e.tokens_per_replica),
-                                        static_cast<double>(e.requests_per_pool));
-  e.compute_s = linear_s + attention_flop / linear.bf16_rate();
-  if (e.fp8_read_bytes > 0) {
-    const double rate_ratio = p.calibration_bf16_flop_per_s / gpu.bf16_flop_per_s;
-    e.fp8_s = p.fp8_kv_overhead_s + fp8_read * p.fp8_kv_convert_s_per_byte * rate_ratio;
-  }
-  e.step_s = p.step_overhead_s + std::max(e.memory_s, e.compute_s) + e.fp8_s;
-  e.tokens_per_s = static_cast<double>(concurrency) / e.step_s;
-  e.ms_per_token = e.step_s * 1e3;
-  e.usd_per_million_tokens = DeploymentUsdPerHour(gpu, d) / 3600.0 / e.tokens_per_s * 1e6;
-
+  e.attended_context = attended_context > 0 ? attended_context : MeanDecodeContext(d);
+  StepBatch batch;
+  batch.decode_contexts.assign(static_cast<size_t>(e.requests_per_pool), e.attended_context);
   if (trace != nullptr) {
     trace->Section(fmt::format("decode at concurrency {}", concurrency));
     trace->Add("requests per pool", fmt::format("ceil({} / pools {})", concurrency, d.pool_count()),
@@ -239,194 +473,54 @@ DecodeEstimate EstimateDecode(const ModelSpec& m, const GpuSpec& gpu, const Depl
                            e.fits ? ""
                                   : fmt::format(" > {} that fit: out of memory",
                                                 capacity.max_requests_per_pool)));
-    if (w.moe_layers > 0) {
-      trace->Add("experts touched per MoE layer",
-                 fmt::format("{0} x (1 - (1 - {1}/{0})^{2} tokens)", w.routed_experts,
-                             w.experts_per_token, e.tokens_per_replica),
-                 fmt::format("{:.1f}", e.experts_touched));
-    }
-    trace->Add("weight bytes read per GPU",
-               fmt::format("fixed {} B{} + MoE layers {} x experts {:.1f} x {} B per expert{}",
-                           w.step_read_bytes_per_gpu, ScalesOfIt(w.step_read_scale_bytes_per_gpu),
-                           w.moe_layers, e.experts_touched, w.expert_bytes_per_gpu,
-                           ScalesOfIt(w.expert_scale_bytes_per_gpu)),
-               FormatBytes(e.weight_read_bytes));
-    trace->Add("KV bytes read per GPU",
-               fmt::format("requests {} x (attended {} x {} B + context {} x indexer {} B)",
-                           requests, attended, kv.attention_bytes(), context, kv.indexer_bytes()),
-               FormatBytes(e.kv_read_bytes));
-    trace->Add(
-        "memory time",
-        fmt::format("({} + {}) B / ({:.2f} TB/s x bandwidth fraction {:.3f})", e.weight_read_bytes,
-                    e.kv_read_bytes, gpu.memory_bytes_per_s / 1e12, p.bandwidth_fraction),
-        fmt::format("{:.3f} ms", e.memory_s * 1e3));
-    Int4SpeedFor(w, p, e.tokens_per_replica, trace);
-    trace->Add("linear layers time",
-               LinearFormula(linear, static_cast<double>(e.tokens_per_replica),
-                             static_cast<double>(e.requests_per_pool)),
-               fmt::format("{:.3f} ms", linear_s * 1e3));
-    trace->Add(
-        "compute time",
-        fmt::format("linear layers {:.3f} ms + attention {:.3g} FLOP / ({})", linear_s * 1e3,
-                    attention_flop, RateText(gpu.bf16_flop_per_s, "BF16", p.compute_efficiency)),
-        fmt::format("{:.3f} ms", e.compute_s * 1e3));
-    if (e.fp8_read_bytes > 0) {
-      trace->Add(
-          "FP8 conversion",
-          fmt::format("{:.3f} ms + {} FP8 B x {:.3g} s/B x BF16 rate ratio {:.3f}",
-                      p.fp8_kv_overhead_s * 1e3, e.fp8_read_bytes, p.fp8_kv_convert_s_per_byte,
-                      p.calibration_bf16_flop_per_s / gpu.bf16_flop_per_s),
-          fmt::format("{:.3f} ms", e.fp8_s * 1e3));
-    }
-    trace->Add("step time",
-               fmt::format("overhead {:.3f} ms + max(memory, compute) + FP8 conversion",
-                           p.step_overhead_s * 1e3),
-               fmt::format("{:.3f} ms", e.step_s * 1e3));
-    trace->Add("tokens/s",
-               fmt::format("concurrency {} / step {:.3f} ms", concurrency, e.step_s * 1e3),
+    trace->Add("attended context per request",
+               d.output_tokens > 0
+                   ? fmt::format("context {} - output {} / 2", d.context_tokens, d.output_tokens)
+                   : fmt::format("context {} (no --output: every request at its full length)",
+                                 d.context_tokens),
+               fmt::format("{}", e.attended_context));
+    e.step = st.Explain(batch, trace);
+  } else {
+    e.step = st.Step(batch);
+  }
+  e.step_s = e.step.total_s;
+  e.tokens_per_s = static_cast<double>(concurrency) / e.step_s;
+  e.ms_per_token = e.step_s * 1e3;
+  e.usd_per_million_tokens = st.usd_per_hour() / 3600.0 / e.tokens_per_s * 1e6;
+  if (trace != nullptr) {
+    trace->Add("step time", "sum of the operators above", Ms(e.step_s));
+    trace->Add("tokens/s", fmt::format("concurrency {} / step {}", concurrency, Ms(e.step_s)),
                fmt::format("{:.0f}", e.tokens_per_s));
     trace->Add("USD per million tokens",
-               fmt::format("{:.2f} USD/h / 3600 / {:.0f} tokens/s x 1e6",
-                           DeploymentUsdPerHour(gpu, d), e.tokens_per_s),
+               fmt::format("{:.2f} USD/h / 3600 / {:.0f} tokens/s x 1e6", st.usd_per_hour(),
+                           e.tokens_per_s),
                fmt::format("{:.3f}", e.usd_per_million_tokens));
   }
   return e;
 }
 
-PrefillEstimate EstimatePrefill(const ModelSpec& m, const GpuSpec& gpu, const Deployment& d,
-                                const WeightBreakdown& w, const StepTimeParams& p, Trace* trace) {
+PrefillEstimate EstimatePrefill(const BatchStepTime& st, Trace* trace) {
+  const Deployment& d = st.deployment();
   PrefillEstimate e;
-  const int64_t context = d.context_tokens;
-  const double attended = MeanAttended(context, m.indexer ? m.indexer->topk : context);
-  // Attention work of one token over all heads, shared by the replica's tp GPUs.
-  double attention_flop = attended * QueryHeads(m) * AttentionFlopPerTokenHead(m, false) * m.layers;
-  double indexer_flop = 0;
-  if (m.indexer) {
-    indexer_flop = MeanAttended(context, context) * m.indexer->heads * 2.0 * m.indexer->head_dim *
-                   m.indexer->layers;
-  }
-  attention_flop /= d.tp;
-  indexer_flop /= d.tp;
-  // Per token of a replica: with data-parallel attention its pools split the replica's tokens.
-  const double attention_share = static_cast<double>(d.replicas()) / d.pool_count();
-  e.int4_speed = Int4SpeedFor(w, p, context, nullptr);
-  const LinearWork linear = LinearWorkOf(w, gpu, p, e.int4_speed);
-  const double linear_s = LinearSeconds(linear, 1.0, attention_share);
-  const double attention_s = attention_flop / (gpu.bf16_flop_per_s * p.compute_efficiency) +
-                             indexer_flop / linear.fp8_rate();
-  const uint64_t attention_params =
-      w.attention_params_bf16_per_gpu + w.attention_params_fp8_per_gpu;
-  e.flop_per_token_per_gpu =
-      2 * (static_cast<double>(w.step_params_bf16_per_gpu + w.step_params_fp8_per_gpu -
-                               attention_params) +
-           static_cast<double>(attention_params) * attention_share + ExpertParamsPerToken(w)) +
-      attention_flop + indexer_flop;
-  e.tokens_per_s = d.replicas() / (linear_s + attention_s);
-  e.usd_per_million_tokens = DeploymentUsdPerHour(gpu, d) / 3600.0 / e.tokens_per_s * 1e6;
+  e.prompt_tokens = PromptTokens(d);
+  StepBatch batch;
+  batch.prefill.push_back({e.prompt_tokens, 0});
   if (trace != nullptr) {
-    trace->Section("prefill (compute-bound)");
-    trace->Add("FLOP per token per GPU",
-               fmt::format("2 x parameters per GPU + attention over {:.0f} positions on average",
-                           attended),
-               fmt::format("{:.4g}", e.flop_per_token_per_gpu));
-    Int4SpeedFor(w, p, context, trace);
-    trace->Add("linear layers time per token", LinearFormula(linear, 1.0, attention_share),
-               fmt::format("{:.4g} s", linear_s));
-    trace->Add("time per token",
-               fmt::format("linear layers {:.4g} s + attention {:.4g} s, at {:.2f} of "
-                           "tensor-core peak",
-                           linear_s, attention_s, p.compute_efficiency),
-               fmt::format("{:.4g} s", linear_s + attention_s));
-    trace->Add("prefill tokens/s", fmt::format("replicas {} / time per token", d.replicas()),
+    trace->Section(fmt::format("prefill of a {}-token prompt", e.prompt_tokens));
+    e.step = st.Explain(batch, trace);
+  } else {
+    e.step = st.Step(batch);
+  }
+  // Every pool prefills a prompt at once.
+  e.tokens_per_s = static_cast<double>(e.prompt_tokens) * d.pool_count() / e.step.total_s;
+  e.usd_per_million_tokens = st.usd_per_hour() / 3600.0 / e.tokens_per_s * 1e6;
+  if (trace != nullptr) {
+    trace->Add("time to prefill one prompt", "sum of the operators above", Ms(e.step.total_s));
+    trace->Add("prefill tokens/s",
+               fmt::format("{} tokens x pools {} / {}", e.prompt_tokens, d.pool_count(),
+                           Ms(e.step.total_s)),
                fmt::format("{:.0f}", e.tokens_per_s));
   }
-  return e;
-}
-
-BatchStepTime::BatchStepTime(const ModelSpec& model, const GpuSpec& gpu,
-                             const Deployment& deployment, const WeightBreakdown& weights,
-                             const KvBreakdown& kv, const StepTimeParams& params)
-    : model_(model),
-      gpu_(gpu),
-      deployment_(deployment),
-      weights_(weights),
-      kv_(kv),
-      params_(params) {}
-
-StepTimeBreakdown BatchStepTime::Step(const StepBatch& batch) const {
-  KVSIM_CHECK(!batch.empty()) << "a step runs at least one request";
-  const ModelSpec& m = model_;
-  const Deployment& d = deployment_;
-  const WeightBreakdown& w = weights_;
-  const StepTimeParams& p = params_;
-  StepTimeBreakdown e;
-  const int64_t topk = m.indexer ? m.indexer->topk : INT64_MAX;
-  // Decode: each request reads its attended tokens' cache once.
-  double kv_read = 0;
-  double fp8_read = 0;
-  double decode_attended = 0;
-  for (int64_t context : batch.decode_contexts) {
-    KVSIM_CHECK_GT(context, 0);
-    const double attended = static_cast<double>(AttendedTokens(m, context));
-    decode_attended += attended;
-    kv_read += attended * static_cast<double>(kv_.attention_bytes()) +
-               static_cast<double>(context) * static_cast<double>(kv_.indexer_bytes());
-    fp8_read += attended * static_cast<double>(kv_.fp8_bytes);
-  }
-  // Prefill: a chunk reads the cache of everything it attends to once, and each of its positions
-  // attends to the positions before it (DSA: at most top-k of them).
-  int64_t prefill_tokens = 0;
-  double prefill_attended = 0;
-  double prefill_indexed = 0;
-  for (const PrefillChunk& chunk : batch.prefill) {
-    KVSIM_CHECK(chunk.tokens > 0 && chunk.context_before >= 0);
-    const int64_t end = chunk.context_before + chunk.tokens;
-    prefill_tokens += chunk.tokens;
-    prefill_attended += SumAttended(end, topk) - SumAttended(chunk.context_before, topk);
-    prefill_indexed += SumAttended(end, end) - SumAttended(chunk.context_before, end);
-    const double attended = static_cast<double>(AttendedTokens(m, end));
-    kv_read += attended * static_cast<double>(kv_.attention_bytes()) +
-               static_cast<double>(end) * static_cast<double>(kv_.indexer_bytes());
-    fp8_read += attended * static_cast<double>(kv_.fp8_bytes);
-  }
-  e.pool_tokens = static_cast<int64_t>(batch.decode_contexts.size()) + prefill_tokens;
-  // The replica's MoE layers see every pool's tokens; the other pools run batches like this one.
-  const int64_t replica_tokens = e.pool_tokens * d.pool_count() / d.replicas();
-  double experts_touched = 0;
-  if (w.moe_layers > 0) {
-    experts_touched = ExpectedExpertsTouched(w.routed_experts, w.experts_per_token, replica_tokens);
-  }
-  // Whole bytes, as EstimateDecode counts them.
-  e.weight_read_bytes = static_cast<double>(
-      w.step_read_bytes_per_gpu +
-      static_cast<uint64_t>(std::llround(static_cast<double>(w.moe_layers) * experts_touched *
-                                         static_cast<double>(w.expert_bytes_per_gpu))));
-  e.kv_read_bytes = kv_read;
-  e.memory_s = (e.weight_read_bytes + kv_read) / (gpu_.memory_bytes_per_s * p.bandwidth_fraction);
-
-  const LinearWork linear = LinearWorkOf(w, gpu_, p, Int4SpeedFor(w, p, replica_tokens, nullptr));
-  const double linear_s = LinearSeconds(linear, static_cast<double>(replica_tokens),
-                                        static_cast<double>(e.pool_tokens));
-  // Decode attention runs absorbed on this pool's ranks; prefill attention runs expanded with its
-  // heads split over the replica's tensor-parallel GPUs, as EstimatePrefill has it.
-  const int heads_per_rank = (QueryHeads(m) + d.attention_tp() - 1) / d.attention_tp();
-  const double decode_flop =
-      decode_attended * heads_per_rank * AttentionFlopPerTokenHead(m, true) * m.layers;
-  const double prefill_flop =
-      prefill_attended * QueryHeads(m) * AttentionFlopPerTokenHead(m, false) * m.layers / d.tp;
-  double indexer_flop = 0;
-  if (m.indexer) {
-    indexer_flop =
-        prefill_indexed * m.indexer->heads * 2.0 * m.indexer->head_dim * m.indexer->layers / d.tp;
-  }
-  e.compute_s = linear_s + (decode_flop + prefill_flop) / linear.bf16_rate() +
-                indexer_flop / linear.fp8_rate();
-  if (fp8_read > 0) {
-    const double rate_ratio = p.calibration_bf16_flop_per_s / gpu_.bf16_flop_per_s;
-    e.fp8_s = p.fp8_kv_overhead_s + fp8_read * p.fp8_kv_convert_s_per_byte * rate_ratio;
-  }
-  e.overhead_s = p.step_overhead_s;
-  e.total_s = e.overhead_s + std::max(e.memory_s, e.compute_s) + e.fp8_s;
   return e;
 }
 

@@ -75,6 +75,4 @@ std::string Describe(const WeightFormat& format) {
   return "?";
 }
 
-bool UsesFp8TensorCores(const WeightFormat& format) { return format.dtype == WeightDtype::kFp8; }
-
 }  // namespace kvsim::model

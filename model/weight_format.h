@@ -35,8 +35,4 @@ uint64_t MatrixScaleBytes(const WeightFormat& format, uint64_t rows, uint64_t co
 // "bf16", "fp8 (128x128 blocks, fp32 scales)", "int4 (group 32, bf16 scales)".
 std::string Describe(const WeightFormat& format);
 
-// The arithmetic rate a matrix multiply in this format runs at: FP8 weights multiply on FP8 tensor
-// cores (W8A8); BF16 and INT4 (W4A16: dequantised to BF16 first) on BF16 tensor cores.
-bool UsesFp8TensorCores(const WeightFormat& format);
-
 }  // namespace kvsim::model

@@ -59,17 +59,12 @@ class Accumulator {
       group_params += m.rows * m.cols;
       if (on_gpu) {
         sums.per_gpu_bytes += shard_bytes * count;
+        sums.per_gpu_params += shard_rows * shard_cols * count;
         sums.per_gpu_scale_bytes += shard_scale_bytes * count;
       }
       if (read_each_step) {
         out_.step_read_bytes_per_gpu += shard_bytes * count;
         out_.step_read_scale_bytes_per_gpu += shard_scale_bytes * count;
-        const bool fp8 = UsesFp8TensorCores(format);
-        const uint64_t params = shard_rows * shard_cols * count;
-        (fp8 ? out_.step_params_fp8_per_gpu : out_.step_params_bf16_per_gpu) += params;
-        if (component == Component::kAttention || component == Component::kIndexer) {
-          (fp8 ? out_.attention_params_fp8_per_gpu : out_.attention_params_bf16_per_gpu) += params;
-        }
       }
       if (tracing_) {
         const char* how = m.split == Split::kWhole || ways == 1 ? "" : " / ranks";
@@ -218,7 +213,6 @@ WeightBreakdown ComputeWeights(const ModelSpec& m, const Deployment& d, Trace* t
       out.expert_scale_bytes_per_gpu += MatrixScaleBytes(expert_format, rows, cols);
       out.expert_params_per_gpu += rows * cols;
     }
-    out.experts_on_fp8_cores = UsesFp8TensorCores(expert_format);
     out.experts_int4 = expert_format.dtype == WeightDtype::kInt4;
     out.moe_layers = m.moe_layers();
     out.routed_experts = m.moe->routed_experts;

@@ -16,6 +16,7 @@ struct ComponentWeights {
   uint64_t params = 0;            // parameters in the checkpoint
   uint64_t checkpoint_bytes = 0;  // bytes in the checkpoint, scales included
   uint64_t per_gpu_bytes = 0;     // bytes on one GPU (the busiest: replicated parts counted whole)
+  uint64_t per_gpu_params = 0;    // parameters on one GPU: what one token multiplies through
   // Of the two above, the quantisation scales (0 in BF16).
   uint64_t checkpoint_scale_bytes = 0;
   uint64_t per_gpu_scale_bytes = 0;
@@ -36,16 +37,7 @@ struct WeightBreakdown {
   int routed_experts = 0;
   int experts_per_token = 0;
 
-  // Multiply-accumulate work per token on one GPU, as parameters (2 FLOP each), split by the
-  // tensor cores that run it (FP8 for FP8 weights, BF16 for BF16 and dequantised INT4).
-  uint64_t step_params_bf16_per_gpu = 0;  // attention, dense, shared, router, LM head
-  uint64_t step_params_fp8_per_gpu = 0;
-  // Of the two above, the attention and indexer layers. Split over one pool's attention ranks,
-  // they run only that pool's tokens: with data-parallel attention, a share of the replica's.
-  uint64_t attention_params_bf16_per_gpu = 0;
-  uint64_t attention_params_fp8_per_gpu = 0;
   uint64_t expert_params_per_gpu = 0;  // one expert, one layer, on one GPU
-  bool experts_on_fp8_cores = false;
   bool experts_int4 = false;
 
   const ComponentWeights& component(Component c) const { return components[static_cast<int>(c)]; }

@@ -54,6 +54,35 @@ size_t FirstNonUtf8(const std::string& text) {
   return std::string::npos;
 }
 
+// The first key given twice in any mapping under `node` ("a.b" within `prefix`), as an error
+// located at its second appearance: yaml-cpp keeps both and reads the first, so a repeated field
+// would otherwise win or lose silently.
+Status CheckNoDuplicateKeys(const std::string& path, const YAML::Node& node,
+                            const std::string& prefix) {
+  if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) {
+      KVSIM_RETURN_IF_ERROR(CheckNoDuplicateKeys(
+          path, node[i],
+          fmt::format("{}[{}].", prefix.empty() ? "" : prefix.substr(0, prefix.size() - 1), i)));
+    }
+    return Status::Ok();
+  }
+  if (!node.IsMap()) return Status::Ok();
+  std::vector<std::pair<std::string, YAML::Mark>> seen;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string();
+    for (const auto& [other, mark] : seen) {
+      if (other != key) continue;
+      return InvalidArgumentError(
+          fmt::format("{}: field '{}{}': given twice (first at line {}); give it once",
+                      Location(path, it->first.Mark()), prefix, key, mark.line + 1));
+    }
+    seen.emplace_back(key, it->first.Mark());
+    KVSIM_RETURN_IF_ERROR(CheckNoDuplicateKeys(path, it->second, prefix + key + "."));
+  }
+  return Status::Ok();
+}
+
 std::string JoinQuoted(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
@@ -88,6 +117,7 @@ Result<YamlMap> YamlMap::LoadString(const std::string& text, const std::string& 
     return InvalidArgumentError(
         fmt::format("{}: the file must be a YAML mapping of fields (name: value)", name));
   }
+  KVSIM_RETURN_IF_ERROR(CheckNoDuplicateKeys(name, root, ""));
   return YamlMap(path, root, "");
 }
 
@@ -109,6 +139,12 @@ Result<YamlMap> YamlMap::LoadFile(const std::string& path) {
 }
 
 std::string YamlMap::FieldName(const std::string& key) const { return prefix_ + key; }
+
+std::string YamlMap::KeyLocation(const std::string& key) const {
+  const YAML::Node& node = node_;
+  const YAML::Node child = node[key];
+  return Location(*path_, child.IsDefined() ? child.Mark() : node.Mark());
+}
 
 bool YamlMap::Has(const std::string& key) const {
   const YAML::Node& node = node_;

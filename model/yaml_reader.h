@@ -48,6 +48,8 @@ class YamlMap {
   Status KeyError(const std::string& key, const std::string& message) const;
 
   const std::string& path() const { return *path_; }
+  // "file:line:column" of the value of `key` (of this mapping when the key is absent).
+  std::string KeyLocation(const std::string& key) const;
   // The dotted name of `key` inside this mapping ("attention.kv_lora_rank").
   std::string FieldName(const std::string& key) const;
 

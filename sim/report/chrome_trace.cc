@@ -36,10 +36,15 @@ ChromeTrace::ChromeTrace(std::vector<std::string> pool_names)
     : pool_names_(std::move(pool_names)) {}
 
 void ChromeTrace::Step(int pool, SimNs start, SimNs end, int32_t decode_rows,
-                       int64_t prefill_tokens) {
-  spans_.push_back(
-      {'X', pool, 0, start, end - start, "step",
-       fmt::format("\"decode_rows\":{},\"prefill_tokens\":{}", decode_rows, prefill_tokens)});
+                       int64_t prefill_tokens,
+                       const std::vector<std::pair<std::string, double>>& operator_us) {
+  std::string operators;
+  for (const auto& [name, us] : operator_us) {
+    operators += fmt::format("{}\"{}\":{:.3f}", operators.empty() ? "" : ",", name, us);
+  }
+  spans_.push_back({'X', pool, 0, start, end - start, "step",
+                    fmt::format("\"decode_rows\":{},\"prefill_tokens\":{},\"operators_us\":{{{}}}",
+                                decode_rows, prefill_tokens, operators)});
 }
 
 void ChromeTrace::Request(int64_t id, SimNs arrival, SimNs first_scheduled, SimNs first_token,

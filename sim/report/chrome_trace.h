@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/engine/event_queue.h"
@@ -19,8 +20,10 @@ class ChromeTrace {
   // The tracks of the pools, in pool order ("pool", or "prefill" and "decode").
   explicit ChromeTrace(std::vector<std::string> pool_names);
 
-  // A step of `pool` from `start` to `end`: its decode rows and prefill tokens.
-  void Step(int pool, SimNs start, SimNs end, int32_t decode_rows, int64_t prefill_tokens);
+  // A step of `pool` from `start` to `end`: its decode rows and prefill tokens, and the step-time
+  // model's time of each operator in microseconds ("routed experts", 812.5), as it priced them.
+  void Step(int pool, SimNs start, SimNs end, int32_t decode_rows, int64_t prefill_tokens,
+            const std::vector<std::pair<std::string, double>>& operator_us);
   // A request's life: queued from arrival to its first step, prefilling to its first token,
   // decoding to its end; `outcome` ("finished", "cancelled", ...) names its end.
   void Request(int64_t id, SimNs arrival, SimNs first_scheduled, SimNs first_token, SimNs end,

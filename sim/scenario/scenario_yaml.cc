@@ -84,15 +84,17 @@ void WriteDeployment(YAML::Emitter& out, const model::PlanSettings& settings) {
   Field(out, "gpu", settings.gpu);
   Field(out, "gpus", d.gpus);
   Field(out, "tp", d.tp);
-  Field(out, "pools", d.pools);
+  // Fields at their defaults are left out: pools 0 (one per replica) is not a value to give, and
+  // the MLA and MTP fields have no effect on other models, where giving them is refused.
+  if (d.pools != 0) Field(out, "pools", d.pools);
   Field(out, "mem_fraction", Number(d.memory_fraction));
   Field(out, "reserved_gib",
         Number(static_cast<double>(d.reserved_bytes) / static_cast<double>(kGiB)));
   Field(out, "kv_dtype", KvFormatName(d.kv_format));
   Field(out, "page_size", d.page_size);
   if (!d.weight_variant.empty()) Field(out, "weights", d.weight_variant);
-  Field(out, "latent_projections", d.replicate_latent_projections ? "replicated" : "sharded");
-  Field(out, "mtp", d.load_mtp);
+  if (!d.replicate_latent_projections) Field(out, "latent_projections", "sharded");
+  if (d.load_mtp) Field(out, "mtp", "on");
   Field(out, "context", d.context_tokens);
   if (d.usd_per_gpu_hour >= 0) Field(out, "usd_per_gpu_hour", Number(d.usd_per_gpu_hour));
   out << YAML::EndMap;

@@ -414,7 +414,8 @@ Status Server::StartStep(size_t pool, EventQueue& queue) {
     }
   }
   p.decode_rows = static_cast<int32_t>(batch_.decode_contexts.size());
-  const SimNs duration = batch_.empty() ? 0 : SecondsToNs(p.step_time.Step(batch_).total_s);
+  p.step_cost = batch_.empty() ? model::StepTimeBreakdown{} : p.step_time.Step(batch_);
+  const SimNs duration = batch_.empty() ? 0 : SecondsToNs(p.step_cost.total_s);
   p.in_flight = true;
   p.step_start_ns = now;
   queue.Push(now + duration, kStepEnd, kStepEnd, static_cast<int64_t>(pool));
@@ -443,7 +444,13 @@ Status Server::OnStepEnd(size_t pool, EventQueue& queue) {
   KVSIM_RETURN_IF_ERROR(CheckStepClock(p.step_start_ns, now));
   p.in_flight = false;
   if (trace_ != nullptr) {
-    trace_->Step(static_cast<int>(pool), p.step_start_ns, now, p.decode_rows, p.prefill_tokens);
+    std::vector<std::pair<std::string, double>> operator_us;
+    for (int op = 0; op < model::kOperatorCount; ++op) {
+      const double s = p.step_cost.operator_s[static_cast<size_t>(op)];
+      if (s > 0) operator_us.emplace_back(model::OperatorName(model::Operator(op)), s * 1e6);
+    }
+    trace_->Step(static_cast<int>(pool), p.step_start_ns, now, p.decode_rows, p.prefill_tokens,
+                 operator_us);
   }
   std::vector<SimNs> last_token_before;
   for (size_t i = 0; i < p.plan.rows.size(); ++i) {

@@ -125,8 +125,9 @@ class Server final : public EventHandler {
     StepPlan plan;
     std::vector<bool> proceed;
     std::vector<int32_t> generated_before;
-    int32_t decode_rows = 0;     // of the step in flight
-    int64_t prefill_tokens = 0;  // of the step in flight
+    int32_t decode_rows = 0;             // of the step in flight
+    int64_t prefill_tokens = 0;          // of the step in flight
+    model::StepTimeBreakdown step_cost;  // of the step in flight, by operator (for the trace)
   };
 
   // Where a live request is: its slot in the first pool, and in the decode pool once handed over.

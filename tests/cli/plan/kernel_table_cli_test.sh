@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `kvsim plan --kernel-table`: where the INT4 expert speed comes from, as --explain says it, the
-# numbers without a table (unchanged) and with the synthetic test fixture (changed), the
-# configs/measured/ default, and the exit code and message of a bad or foreign table.
+# numbers without a table (the published efficiencies) and with the synthetic test fixture
+# (changed), the configs/measured/ default, and the exit code and message of a bad or foreign
+# table.
 set -uo pipefail
 kvsim="$1"
 failures=0
@@ -13,12 +14,11 @@ source tests/cli/cli_expect.sh
 
 expect_exit 0 "--kernel-table" plan --help
 
-# No table shipped (nothing measured on a GPU yet): the calibration's assumption, said so.
-assumed='int4 dequant = assumed 0\.80 \(calibration, assumed\.int4_dequant_efficiency\)'
-expect_exit 0 "$assumed; no kernel table at configs/measured/h200-sxm\.yaml" plan --explain
-expect_exit 0 "$assumed; --kernel-table none" plan --explain --kernel-table none
-expect_exit 0 "INT4 experts at 0\.800 of the BF16 rate" plan --explain
-expect_no_match "int4 dequant" plan --explain --model glm-5.2 --weights fp8
+# No table shipped (nothing measured on a GPU yet): the published efficiencies, said so.
+assumed='weight-only 0\.69.*\[published efficiencies'
+expect_exit 0 "$assumed: no kernel table at configs/measured/h200-sxm\.yaml\]" plan --explain
+expect_exit 0 "$assumed: --kernel-table none\]" plan --explain --kernel-table none
+expect_no_match "published efficiencies" plan --explain --model glm-5.2 --weights fp8
 default_json=$("$kvsim" plan --json)
 none_json=$("$kvsim" plan --json --kernel-table none)
 fixture_json=$("$kvsim" plan --json --kernel-table "$fixture")
@@ -28,13 +28,15 @@ fixture_json=$("$kvsim" plan --json --kernel-table "$fixture")
 [ "$default_json" != "$fixture_json" ] || {
   echo "FAIL: the fixture's table changed nothing"; failures=$((failures + 1))
 }
-expect_exit 0 '"prefill_tokens_per_s": 34275\.24803518558' plan --json
+expect_exit 0 '"step_time_source": "calibration kimi-k2\.6-8xh200 \(kimi-k2\.6 on 8 x h200-sxm\), kernel profile published"' \
+  plan --json
+expect_exit 0 '"step_time_source": "calibration .*; INT4 experts from TEST FIXTURE, not a measurement' \
+  plan --json --kernel-table "$fixture"
 
 # The fixture: labelled as one wherever it is applied, never as a measurement.
-expect_exit 0 "int4 dequant = TEST FIXTURE, not a measurement \($fixture; shapes Kimi-K2\.6 gate_up, Kimi-K2\.6 down \(this model's experts\)\): BF16 time / INT4 time at 438 rows per expert, between m 256 \(1\.000\) and m 4096 \(0\.500\), linear in log m" \
+expect_exit 0 "routed experts = BF16 time of the same GEMMs [0-9.]+ ms / INT4 speed 0\.903 \(TEST FIXTURE, not a measurement \($fixture; shapes Kimi-K2\.6 gate_up, Kimi-K2\.6 down \(this model's experts\)\): BF16 time / INT4 time at 438 rows per expert, between m 256 \(1\.000\) and m 4096 \(0\.500\), linear in log m" \
   plan --explain --kernel-table "$fixture"
-expect_exit 0 "INT4 experts at 0\.903 of the BF16 rate" plan --explain --kernel-table "$fixture"
-expect_exit 0 "at or below the smallest measured m 1: held at its ratio" \
+expect_exit 0 "INT4 speed 4\.000 .* at or below the smallest measured m 1: held at its ratio" \
   plan --explain --kernel-table "$fixture" --concurrency 1
 expect_no_match "measured \(" plan --explain --kernel-table "$fixture"
 
@@ -42,11 +44,11 @@ expect_no_match "measured \(" plan --explain --kernel-table "$fixture"
 cp -r configs "$tmp/configs"
 mkdir -p "$tmp/configs/measured"
 cp "$fixture" "$tmp/configs/measured/h200-sxm.yaml"
-expect_exit 0 "int4 dequant = TEST FIXTURE, not a measurement \($tmp/configs/measured/h200-sxm\.yaml" \
+expect_exit 0 "INT4 speed 0\.903 \(TEST FIXTURE, not a measurement \($tmp/configs/measured/h200-sxm\.yaml" \
   plan --configs "$tmp/configs" --explain
-expect_exit 0 "$assumed; no kernel table at $tmp/configs/measured/b200\.yaml" \
+expect_exit 0 "$assumed: no kernel table at $tmp/configs/measured/b200\.yaml\]" \
   plan --configs "$tmp/configs" --explain --gpu b200
-expect_exit 0 "$assumed; --kernel-table none" \
+expect_exit 0 "$assumed: --kernel-table none\]" \
   plan --configs "$tmp/configs" --explain --kernel-table none
 
 # Bad input: exit 2, naming the file, line, column and field, and what is allowed.

@@ -19,8 +19,9 @@ expect_exit 0 "requests that fit at once +32 +65" plan --compare kv-dtype=bf16,f
 expect_exit 0 "first request that does not fit +#33 +#66" plan --compare kv-dtype=bf16,fp8_e4m3
 expect_exit 0 "tokens in all pools +685,120 +1,370,240" plan --compare kv-dtype=bf16,fp8_e4m3
 expect_exit 0 "bytes per token per GPU +70,272 +35,136" plan --compare kv-dtype=bf16,fp8_e4m3
-expect_exit 0 "^  64 +out of memory +- +- +1962 " plan --compare kv-dtype=bf16,fp8_e4m3
-expect_exit 0 "largest prediction error: 10.5%" plan --calibration-report
+expect_exit 0 "^  64 +out of memory +- +- +10,688 +1411 " plan --compare kv-dtype=bf16,fp8_e4m3
+expect_exit 0 "largest leave-one-out error: 9.2%" plan --calibration-report
+expect_exit 0 "attended_context +5637 +bounds 1 to 21000" plan --calibration-report
 expect_exit 0 "bf16 +64 +predicted +out of memory +out of memory +agrees" plan --calibration-report
 expect_exit 0 "checkpoint \(all GPUs, GiB\) +703.65 +419.93" plan --model glm-5.2 \
   --compare weights=fp8,int4
@@ -41,7 +42,7 @@ expect_exit 0 ",kv_bytes_per_token_per_gpu,kv_keys,kv_values,kv_latent,kv_rope,k
   plan --csv --concurrency 1
 expect_exit 0 ",47700,0,0,39936,4992,0,2688,84,[0-9]+," plan --csv --concurrency 1 --model glm-5.2 \
   --kv-dtype fp8_e4m3
-expect_exit 0 '^"",kimi-k2.6,h200-sxm,8,8,1,bf16,int4,21000,.*,64,false,,,$' plan --csv
+expect_exit 0 '^"",kimi-k2.6,h200-sxm,8,8,1,bf16,int4,21000,,.*,64,false,10688,,,,$' plan --csv
 rows=$("$kvsim" plan --csv --compare kv-dtype=bf16,fp8_e4m3 | wc -l)
 [ "$rows" -eq 11 ] || { echo "FAIL: --csv gave $rows lines, expected 11"; failures=$((failures + 1)); }
 # Every KV format plans. Per-token-head adds one fp32 per token and head: Kimi K2.6 4 B x 61
@@ -55,23 +56,31 @@ all_formats=bf16,fp8_e4m3,fp8_e5m2,fp8_e4m3_per_token_head,fp8_e5m2_per_token_he
 rows=$("$kvsim" plan --csv --model glm-5.2 --compare "kv-dtype=$all_formats" | wc -l)
 [ "$rows" -eq 31 ] || { echo "FAIL: six formats gave $rows CSV lines, expected 31"; failures=$((failures + 1)); }
 expect_exit 0 "kv_lora_rank 512 x layers 61 x 2 B" plan --explain
-expect_exit 0 "experts touched per MoE layer = 384 x \(1 - \(1 - 8/384\)\^32 tokens\)" plan --explain
+expect_exit 0 "routed experts = 60 MoE layers x 188.2 experts touched \(384 x \(1 - \(1 - 8/384\)\^32 tokens\)\)" plan --explain
 expect_exit 0 "requests per pool = ceil\(64 / pools 1\)" plan --explain
 # Every term shown: quantisation scales apart from the values, and the INT4 speed.
 expect_exit 0 "= 66.45 GiB per GPU: values 59.06 GiB \+ scales 7.38 GiB" plan --explain --concurrency 1
-expect_exit 0 "linear layers time = 2 x 1 tokens x \(.* routed-expert params / \(989 TFLOP/s BF16 x 0.50 x INT4 speed 0.8\)\)" \
+# Every operator of a step, with its formula: bytes over bandwidth, FLOPs over the format's rate,
+# the kernels' latency.
+expect_exit 0 "attention projections = attention: max\([0-9]+ B / \(4.80 TB/s x BF16 0.69\), 2 x [0-9.e+]+ params x 1 rows / \(989 TFLOP/s BF16 x 0.44\)\) \+ 427 kernels x 3.18 us" \
   plan --explain --concurrency 1
-expect_exit 0 "compute time = linear layers [0-9.]+ ms \+ attention .* FLOP / \(989 TFLOP/s BF16 x 0.50\)" \
+expect_exit 0 "decode attention = max\(.* B / \(4.80 TB/s x 0.90\), .* FLOP / \(989 TFLOP/s BF16 x 0.67\)\) \+ 122 kernels x 3.18 us" \
   plan --explain --concurrency 1
-expect_exit 0 "x 4719744 B per expert \(scales 1152 B of it\)" plan --model glm-5.2 --explain \
-  --concurrency 1
+expect_exit 0 "all-reduce = 123 collectives x \(6.00 us \+ 14336 B x 2 x 7/8 / \(450 GB/s x 0.82\)\)" \
+  plan --explain --concurrency 1
+expect_exit 0 "x 8.0 experts touched .* x 4719744 B, 1 rows per expert: .* / \(1979 TFLOP/s FP8 x 0.44\)\)" \
+  plan --model glm-5.2 --explain --concurrency 1
+expect_exit 0 "DSA indexer scoring = max\(" plan --model glm-5.2 --explain --concurrency 1
+expect_exit 0 "decode attention = .* FP8 values x 0.109 cycles / \(2.416e\+11 SM cycles/s\)\)" \
+  plan --explain --concurrency 1 --kv-dtype fp8_e4m3
+expect_exit 0 '"operators_ms": \{' plan --json --concurrency 1
 # --explain with --json: the same terms in each configuration; with --csv: refused.
 expect_exit 0 '"quantity": "requests at once"' plan --json --explain --concurrency 1
 expect_exit 0 '"section": "decode at concurrency 1"' plan --json --explain --concurrency 1
 expect_no_match '"explain"' plan --json --concurrency 1
 expect_exit 2 "^kvsim plan: --explain does not go with --csv" plan --csv --explain
 # --calibration-report: as JSON with --json; options it would ignore are refused.
-expect_exit 0 '"largest_prediction_error": 0.104' plan --calibration-report --json
+expect_exit 0 '"largest_leave_one_out_error": 0.09' plan --calibration-report --json
 expect_exit 0 '"role": "predicted"' plan --calibration-report --json
 expect_no_match "^calibration:" plan --calibration-report --json
 for option in --explain --csv "--plot $tmp/c.svg" "--compare tp=4,8" "--model glm-5.2" \
@@ -104,7 +113,7 @@ expect_exit 0 '"does_not_fit": "weights do not fit: 79.3 GiB needed per GPU, 66.
   plan --model deepseek-v3 --compare gpu=h100-sxm,h200-sxm --json
 expect_exit 0 '^"gpu=h100-sxm",deepseek-v3,h100-sxm,.*,false,"weights do not fit: 79.3 GiB needed per GPU, 66.1 available",' \
   plan --model deepseek-v3 --compare gpu=h100-sxm,h200-sxm --csv
-expect_exit 1 "fit in none of the 2 configurations:" plan --model deepseek-v3 --gpu h100-sxm \
+expect_exit 1 "none of the 2 configurations can be planned:" plan --model deepseek-v3 --gpu h100-sxm \
   --compare tp=4,8
 expect_exit 1 "  tp=8: weights do not fit: 79.3 GiB needed per GPU, 66.1 available" \
   plan --model deepseek-v3 --gpu h100-sxm --compare tp=4,8
@@ -151,6 +160,61 @@ fi
 expect_exit 2 "configs folder 'nowhere' not found" plan --configs nowhere
 expect_exit 2 "--concurrency '1,0'" plan --concurrency 1,0
 expect_exit 2 "--mem-fraction: mem-fraction 0 is out of range" plan --mem-fraction 0
+
+# Inputs that used to plan something other than what was asked: each refused, naming what is
+# allowed, with exit 2.
+for option in --configs --plot --deployment --calibration --kernel-table; do
+  expect_exit 2 "^kvsim plan: $option must not be empty; give a value or leave the option out$" \
+    plan "$option" ""
+done
+expect_exit 2 "^kvsim plan: --model: model must not be empty$" plan --model ""
+expect_exit 2 "^kvsim plan: --pools: pools 0 is out of range; allowed: 1 to 4096$" plan --pools 0
+expect_exit 2 "^kvsim plan: --mtp: mtp 'true' is not allowed; allowed: on, off$" plan --mtp true
+expect_exit 2 "^kvsim plan: --mem-fraction: mem-fraction '0x1p-1' is not a number" \
+  plan --mem-fraction 0x1p-1
+expect_exit 2 "^kvsim plan: --mem-fraction: mem-fraction ' 0.8' is not a number" \
+  plan --mem-fraction " 0.8"
+expect_exit 2 "^kvsim plan: latent-projections has no effect on llama-3.1-70b: .*; remove it$" \
+  plan --model llama-3.1-70b --latent-projections sharded
+expect_exit 2 "^kvsim plan: mtp has no effect on kimi-k2.6: it has no MTP layers; remove it$" \
+  plan --mtp off
+expect_exit 2 "^kvsim plan: kimi-k2.6 has no MTP layers to load$" plan --mtp on
+expect_exit 2 "^kvsim plan: --tp is given 2 times; give it once$" plan --tp 4 --tp 8
+expect_exit 2 "^kvsim plan: --compare 'tp=2': field 'tp' is compared twice" \
+  plan --compare tp=4,8 --compare tp=2
+expect_exit 2 "^kvsim plan: --compare 'tp=4,8': tp is also set" plan --tp 8 --compare tp=4,8
+expect_exit 2 "^kvsim plan: unknown option '--kv_dtype'; did you mean --kv-dtype\?$" \
+  plan --kv_dtype fp8_e4m3
+expect_exit 2 "^kvsim plan: unknown option '--concurency'; did you mean --concurrency\?$" \
+  plan --concurency 8
+expect_exit 2 "^kvsim plan: --model needs a value after it$" plan --model
+expect_exit 2 "^kvsim accuracy: kv: --requests 'many' is not an integer$" accuracy kv --requests many
+printf 'model: glm-5.2\nkv_dtype: bf16\nkv-dtype: fp8_e4m3\n' >"$tmp/twice.yaml"
+expect_exit 2 "twice.yaml:3:1: field 'kv-dtype': given twice \('-' and '_' spell the same field" \
+  plan --deployment "$tmp/twice.yaml"
+# A model path in a deployment file is read beside it, whatever the working folder.
+mkdir -p "$tmp/deploy/models"
+cp configs/models/glm-5.2.yaml "$tmp/deploy/models/glm.yaml"
+printf 'model: models/glm.yaml\n' >"$tmp/deploy/d.yaml"
+expect_exit 0 "model +glm-5.2" plan --deployment "$tmp/deploy/d.yaml" --concurrency 1
+printf 'model: models/none.yaml\n' >"$tmp/deploy/d.yaml"
+expect_exit 2 "d.yaml:1:8: field 'model'" plan --deployment "$tmp/deploy/d.yaml" --concurrency 1
+# A context beyond the model's maximum, and a cache that holds no request: exit 1 with numbers.
+expect_exit 1 "^kvsim plan: context 300000 tokens exceeds glm-5.2's maximum of 202752" \
+  plan --model glm-5.2 --context 300000
+# --need: the cheapest deployments that meet it, why the others fail; exit 1 when none does.
+expect_exit 0 "^  h200-sxm +16 +8 +bf16 +int4 " plan --need concurrency=64,ms-per-token=30 --output 1000
+expect_exit 0 "cheapest on b200: " plan --need concurrency=64,ms-per-token=30 --output 1000
+expect_exit 1 "no deployment of the 224 searched meets --need concurrency=64,ms-per-token=1" \
+  plan --need concurrency=64,ms-per-token=1
+expect_exit 0 "first token within 300 ms" plan --model glm-5.2 --context 8192 \
+  --need concurrency=8,ms-per-token=20,ttft-ms=300
+expect_exit 2 "^kvsim plan: --need searches deployments and prints its own table; --json does not go with it$" \
+  plan --need concurrency=8,ms-per-token=20 --json
+expect_exit 2 "^kvsim plan: --need concurrency 'x' is not allowed" plan --need concurrency=x,ms-per-token=20
+expect_exit 0 "--need TEXT +concurrency=N,ms-per-token=T" plan --help
+# A paired sweep: gpus and tp together.
+expect_exit 0 "gpus\+tp=4 +gpus\+tp=8" plan --compare gpus+tp=4,8 --concurrency 1
 
 # Names from user YAML are CSV fields even with a comma or a quote in them.
 sed 's/^name: kimi-k2.6$/name: kimi "k2", six/' configs/models/kimi-k2.6.yaml >"$tmp/comma.yaml"

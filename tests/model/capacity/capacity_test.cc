@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <cmath>
 
 #include "model/catalog.h"
 #include "model/plan.h"
+#include "tests/model/capacity/shipped_configs.h"
 
 namespace kvsim::model {
 namespace {
@@ -138,7 +141,7 @@ TEST(CapacityTest, PlanOrShortfallMarksAConfigurationWhoseWeightsDoNotFit) {
   settings.model = "deepseek-v3";
   settings.gpu = "h100-sxm";
   const Result<PlanResult> r =
-      PlanOrShortfall(settings, *catalog, StepTimeParams{}, {1, 8}, nullptr);
+      PlanOrShortfall(settings, *catalog, ShippedParams(), {1, 8}, nullptr);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_FALSE(r->capacity.weights_fit);
   EXPECT_EQ(r->capacity.weight_bytes, r->weights.per_gpu_bytes());
@@ -148,17 +151,67 @@ TEST(CapacityTest, PlanOrShortfallMarksAConfigurationWhoseWeightsDoNotFit) {
   EXPECT_FALSE(r->decode[0].fits);
   EXPECT_FALSE(r->decode[1].fits);
   EXPECT_EQ(r->prefill.tokens_per_s, 0);
-  const Result<PlanResult> refused = Plan(settings, *catalog, StepTimeParams{}, {1, 8}, nullptr);
+  const Result<PlanResult> refused = Plan(settings, *catalog, ShippedParams(), {1, 8}, nullptr);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(ExitCodeFor(refused.status()), 1);
   EXPECT_EQ(refused.status().message(),
             WeightsDoNotFitError(r->gpu, settings.deployment, r->capacity).message());
   settings.gpu = "h200-sxm";
   const Result<PlanResult> fits =
-      PlanOrShortfall(settings, *catalog, StepTimeParams{}, {1}, nullptr);
+      PlanOrShortfall(settings, *catalog, ShippedParams(), {1}, nullptr);
   ASSERT_TRUE(fits.ok());
   EXPECT_TRUE(fits->capacity.weights_fit);
   EXPECT_TRUE(fits->decode[0].fits);
+}
+
+// The other configurations that cannot be planned: each is a result with its reason from
+// PlanOrShortfall (a --compare column) and an error from Plan: exit 2 for a deployment that does
+// not suit the model, exit 1 with the numbers for one that cannot be met.
+TEST(CapacityTest, ConfigurationsThatCannotBePlannedSayWhy) {
+  const Catalog& catalog = ShippedCatalog();
+  const auto both = [&catalog](const PlanSettings& s) {
+    const Result<PlanResult> shortfall = PlanOrShortfall(s, catalog, ShippedParams(), {1}, nullptr);
+    KVSIM_CHECK(shortfall.ok()) << shortfall.status().ToString();
+    const Result<PlanResult> plan = Plan(s, catalog, ShippedParams(), {1}, nullptr);
+    KVSIM_CHECK(!plan.ok());
+    return std::make_pair(*shortfall, plan.status());
+  };
+  PlanSettings too_long;
+  too_long.deployment.context_tokens = 300000;
+  auto [r, status] = both(too_long);
+  EXPECT_EQ(r.status, PlanStatus::kContextTooLong);
+  EXPECT_EQ(r.shortfall, "context 300000 tokens exceeds kimi-k2.6's maximum of 262144");
+  EXPECT_EQ(ExitCodeFor(status), 1);
+  EXPECT_FALSE(r.decode[0].fits);
+
+  PlanSettings invalid;
+  invalid.deployment.gpus = 4;  // tp 8 does not divide 4
+  std::tie(r, status) = both(invalid);
+  EXPECT_EQ(r.status, PlanStatus::kInvalid);
+  EXPECT_EQ(r.shortfall, "tp 8 must divide the GPU count 4 (gpus / tp replicas)");
+  EXPECT_EQ(ExitCodeFor(status), 2);
+
+  PlanSettings none_fits;
+  none_fits.deployment.context_tokens = 262144;
+  none_fits.deployment.memory_fraction = 0.52;
+  std::tie(r, status) = both(none_fits);
+  EXPECT_EQ(r.status, PlanStatus::kNoRequestFits);
+  EXPECT_NE(r.shortfall.find("no request of 262144 tokens fits: "), std::string::npos)
+      << r.shortfall;
+  EXPECT_EQ(ExitCodeFor(status), 1);
+}
+
+// The longest context at a concurrency: whole pages per request out of the pool, at most the
+// model's maximum.
+TEST(CapacityTest, LongestContextAtAConcurrency) {
+  const Result<PlanResult> r =
+      Plan(PlanSettings(), ShippedCatalog(), ShippedParams(), {1, 32, 33}, nullptr);
+  ASSERT_TRUE(r.ok());
+  const int64_t pages = r->capacity.pages_per_pool;  // 10,705 pages of 64 for Kimi in BF16
+  EXPECT_EQ(r->decode[0].longest_context, 262144);   // 685,120 tokens, capped at the maximum
+  EXPECT_EQ(r->decode[1].longest_context, pages / 32 * 64);
+  EXPECT_GE(r->decode[1].longest_context, 21000);  // 32 requests of 21,000 fit
+  EXPECT_LT(r->decode[2].longest_context, 21000);  // 33 do not
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ attention:
 weights:
   - name: bf16
     default: {format: bf16}
+max_context: 4096
 )";
 
 std::string Replace(std::string text, const std::string& from, const std::string& to) {
@@ -72,6 +73,7 @@ TEST(ConfigLoaderTest, ReadsTheFieldsItIsGiven) {
   EXPECT_EQ(glm->mla.v_head_dim, 256);
   ASSERT_TRUE(glm->indexer.has_value());
   EXPECT_EQ(glm->indexer->layers, 21);
+  EXPECT_EQ(glm->max_context_tokens, 202752);
   EXPECT_EQ(glm->variants.front().name, "fp8");
   const WeightVariant* int4 = glm->FindVariant("int4");
   ASSERT_NE(int4, nullptr);
@@ -89,6 +91,9 @@ TEST(ConfigLoaderTest, ReadsTheFieldsItIsGiven) {
   EXPECT_DOUBLE_EQ(h200->bf16_flop_per_s, 989e12);
   EXPECT_DOUBLE_EQ(h200->fp8_flop_per_s, 1979e12);
   EXPECT_TRUE(h200->has_fp8_cores());
+  EXPECT_EQ(h200->sm_count, 132);
+  EXPECT_DOUBLE_EQ(h200->sm_cycles_per_s(), 132 * 1830e6);
+  EXPECT_DOUBLE_EQ(h200->link_bytes_per_s, 450e9);
 
   // An A100 has no FP8 tensor cores: its file leaves the rate out, and FP8 work runs at BF16's.
   const Result<GpuSpec> a100 = catalog->LoadGpu("a100-sxm-80gb");
@@ -136,9 +141,14 @@ TEST(ConfigLoaderTest, RejectsInconsistentModels) {
                                "topk: 4, layers: 1}\nweights:"))
                 .find("needs attention kind 'mla'"),
             std::string::npos);
-  EXPECT_NE(ModelError(std::string(kMinimalModel) + "  - name: bf16\n    default: {format: bf16}\n")
+  EXPECT_NE(ModelError(Replace(kMinimalModel, "    default: {format: bf16}\n",
+                               "    default: {format: bf16}\n  - name: bf16\n    default: {format: "
+                               "bf16}\n"))
                 .find("variant 'bf16' is listed twice"),
             std::string::npos);
+  // Every model states the longest context it serves.
+  EXPECT_EQ(ModelError(Replace(kMinimalModel, "max_context: 4096\n", "")),
+            "m.yaml:1:1: field 'max_context': missing; expected an integer from 1 to 16777216");
 }
 
 TEST(ConfigLoaderTest, GpuErrorsAreLocatedToo) {
@@ -147,6 +157,9 @@ memory_mib: 81559
 memory_bandwidth_tb_s: fast
 bf16_dense_tflop_s: 989
 fp8_dense_tflop_s: 1979
+sm_count: 132
+clock_mhz: 1830
+nvlink_gb_s: 450
 usd_per_gpu_hour: 2
 )";
   const Result<GpuSpec> spec = ParseGpuSpec(gpu, "g.yaml");

@@ -141,7 +141,20 @@ TEST(KernelTableTest, BadTablesNameTheFileLineFieldAndWhatIsAllowed) {
       {"device: NVIDIA H200\n", "", "field 'device': missing; expected a string"},
       {"gpu: h200-sxm", "gpu: ''", "t.yaml:4:6: field 'gpu': must not be empty"},
       {"date: 2026-12-01T10:22:03Z", "date: yesterday",
-       "t.yaml:6:7: field 'date': 'yesterday' is not a date; expected YYYY-MM-DD"},
+       "t.yaml:6:7: field 'date': 'yesterday' is not a date; expected a day that exists as "
+       "YYYY-MM-DD"},
+      // Days that do not exist, and times of day that do not.
+      {"date: 2026-12-01T10:22:03Z", "date: 2026-02-30",
+       "field 'date': '2026-02-30' is not a date"},
+      {"date: 2026-12-01T10:22:03Z", "date: 2025-02-29",
+       "field 'date': '2025-02-29' is not a date"},
+      {"date: 2026-12-01T10:22:03Z", "date: 2026-13-01",
+       "field 'date': '2026-13-01' is not a date"},
+      {"date: 2026-12-01T10:22:03Z", "date: 2026-12-01T25:00:00Z",
+       "field 'date': '2026-12-01T25:00:00Z' is not a date"},
+      // Keys given twice: refused, not read first-wins.
+      {"version: 1", "version: 1\nversion: 1",
+       "t.yaml:3:1: field 'version': given twice (first at line 2); give it once"},
       {"date:", "colour: red\ndate:",
        "t.yaml:6:1: field 'colour': unknown field; allowed here: kind, version, source, gpu, "
        "device, date, shapes"},
@@ -271,40 +284,28 @@ TEST(Int4SpeedTest, InterpolatesInLogRowsAndHoldsTheEnds) {
   s.speed = {4, 2, 1, 0.5};
   s.source = "test";
   for (size_t i = 0; i < s.rows.size(); ++i) {
-    EXPECT_DOUBLE_EQ(Int4SpeedAt(s, 0.8, s.rows[i]), s.speed[i]);
+    EXPECT_DOUBLE_EQ(Int4SpeedAt(s, s.rows[i]), s.speed[i]);
   }
   // 4 rows is half way from 1 to 16 in log m; 64 half way from 16 to 256.
-  EXPECT_NEAR(Int4SpeedAt(s, 0.8, 4), 3, 1e-12);
-  EXPECT_NEAR(Int4SpeedAt(s, 0.8, 64), 1.5, 1e-12);
-  EXPECT_NEAR(Int4SpeedAt(s, 0.8, 2), 4 - 2 * 0.25, 1e-12);
+  EXPECT_NEAR(Int4SpeedAt(s, 4), 3, 1e-12);
+  EXPECT_NEAR(Int4SpeedAt(s, 64), 1.5, 1e-12);
+  EXPECT_NEAR(Int4SpeedAt(s, 2), 4 - 2 * 0.25, 1e-12);
   // Outside the measured m: the nearest end's ratio.
-  EXPECT_DOUBLE_EQ(Int4SpeedAt(s, 0.8, 0.5), 4);
-  EXPECT_DOUBLE_EQ(Int4SpeedAt(s, 0.8, 65536), 0.5);
-  EXPECT_EQ(Int4SpeedFormula(s, 0.8, 4),
+  EXPECT_DOUBLE_EQ(Int4SpeedAt(s, 0.5), 4);
+  EXPECT_DOUBLE_EQ(Int4SpeedAt(s, 65536), 0.5);
+  EXPECT_EQ(Int4SpeedFormula(s, 4),
             "test: BF16 time / INT4 time at 4 rows per expert, between m 1 (4.000) and m 16 "
             "(2.000), linear in log m");
-  EXPECT_EQ(Int4SpeedFormula(s, 0.8, 0.5),
+  EXPECT_EQ(Int4SpeedFormula(s, 0.5),
             "test: BF16 time / INT4 time at 0.5 rows per expert, at or below the smallest "
             "measured m 1: held at its ratio");
-  EXPECT_EQ(Int4SpeedFormula(s, 0.8, 1e5),
+  EXPECT_EQ(Int4SpeedFormula(s, 1e5),
             "test: BF16 time / INT4 time at 1e+05 rows per expert, at or above the largest "
             "measured m 4096: held at its ratio");
   // One measured m: that ratio everywhere.
   const Int4Speed one{{64}, {1.25}, "one"};
-  EXPECT_DOUBLE_EQ(Int4SpeedAt(one, 0.8, 1), 1.25);
-  EXPECT_DOUBLE_EQ(Int4SpeedAt(one, 0.8, 1e4), 1.25);
-  // Nothing measured: the assumption, said to be one.
-  const Int4Speed nothing{{}, {}, "no kernel table at x"};
-  EXPECT_DOUBLE_EQ(Int4SpeedAt(nothing, 0.8, 4), 0.8);
-  EXPECT_EQ(Int4SpeedFormula(nothing, 0.8, 4),
-            "assumed 0.80 (calibration, assumed.int4_dequant_efficiency); no kernel table at x");
-}
-
-TEST(Int4SpeedTest, RowsPerExpertAreTheTokensRoutedOverTheExpertsTouched) {
-  EXPECT_NEAR(RowsPerExpert(384, 8, 1), 1, 1e-12);
-  // 12288 tokens touch all 384 experts: 12288 x 8 / 384.
-  EXPECT_DOUBLE_EQ(RowsPerExpert(384, 8, 12288), 256);
-  EXPECT_NEAR(RowsPerExpert(384, 8, 32), 32 * 8 / ExpectedExpertsTouched(384, 8, 32), 1e-12);
+  EXPECT_DOUBLE_EQ(Int4SpeedAt(one, 1), 1.25);
+  EXPECT_DOUBLE_EQ(Int4SpeedAt(one, 1e4), 1.25);
 }
 
 }  // namespace

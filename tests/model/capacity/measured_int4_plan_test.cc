@@ -1,9 +1,11 @@
 // Plans with and without a kernel table. Without one (the shipped configs: nothing has been
-// measured on a GPU yet) every number is what it was before tables existed. With the synthetic
-// test fixture (testdata/synthetic_kernel_table.yaml, invented numbers, not a measurement) the
-// INT4 expert term changes exactly as derived by hand from the fixture's ratios, and nothing else.
+// measured on a GPU yet) INT4 experts take the kernel profile's published weight-only
+// efficiencies. With the synthetic test fixture (testdata/synthetic_kernel_table.yaml, invented
+// numbers, not a measurement) the routed experts take the BF16 time of the same GEMMs over the
+// fixture's speedup, derived here by hand, and nothing else moves.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -30,14 +32,21 @@ class MeasuredInt4PlanTest : public ::testing::Test {
     return PlanOf(*catalog_, settings, concurrencies);
   }
 
-  // Seconds the routed experts' multiplies take per token on one GPU at INT4 speed `speed`:
-  // 2 x experts per token x MoE layers x parameters of one expert on one GPU over the BF16
-  // tensor-core rate x compute efficiency x speed.
-  double ExpertSecondsPerToken(const PlanResult& r, double speed) const {
+  // The routed experts' time by hand: the BF16 GEMMs of the same work (every touched expert's
+  // parameters read at 2 bytes, every row multiplied), at the profile's BF16 efficiencies for
+  // `rows` per expert, over `speed`, plus the experts' kernels.
+  double ExpertSeconds(const PlanResult& r, double replica_tokens, double speed) const {
     const WeightBreakdown& w = r.weights;
-    const double params = static_cast<double>(w.experts_per_token) * w.moe_layers *
-                          static_cast<double>(w.expert_params_per_gpu);
-    return 2 * params / (r.gpu.bf16_flop_per_s * params_.compute_efficiency * speed);
+    const KernelProfile& k = *params_.kernels;
+    const double touched = ExpectedExpertsTouched(w.routed_experts, w.experts_per_token,
+                                                  static_cast<int64_t>(replica_tokens));
+    const double rows = replica_tokens * w.experts_per_token / touched;
+    const double params = static_cast<double>(w.expert_params_per_gpu) * w.moe_layers;
+    const double bf16_s =
+        std::max(2 * params * touched / (r.gpu.memory_bytes_per_s * k.bf16.memory.At(rows)),
+                 2 * params * replica_tokens * w.experts_per_token /
+                     (r.gpu.bf16_flop_per_s * k.bf16.compute.At(rows)));
+    return bf16_s / speed + w.moe_layers * k.kernels.routed_experts * params_.kernel_latency_s;
   }
 
   const Catalog* catalog_ = &ShippedCatalog();
@@ -54,35 +63,25 @@ double FixtureSpeed(double rows) {
   return 0.5;
 }
 
-TEST_F(MeasuredInt4PlanTest, WithoutATableTheNumbersAreThoseOfTheAssumption) {
-  PlanSettings s;  // Kimi K2.6, INT4 experts, 8 x H200
+TEST_F(MeasuredInt4PlanTest, WithoutATableInt4ExpertsTakeThePublishedWeightOnlyEfficiencies) {
+  PlanSettings s;  // Kimi K2.6, INT4 experts, 8 x H200; no configs/measured/h200-sxm.yaml
   const PlanResult by_default = PlanOf(s, {1, 8, 32});
   s.kernel_table = "none";
   const PlanResult none = PlanOf(s, {1, 8, 32});
-  // The figures pinned before kernel tables existed (kvsim plan --json, prefill_tokens_per_s and
-  // step_ms at concurrency 8).
-  EXPECT_NEAR(by_default.prefill.tokens_per_s / 34275.24803518558, 1, 1e-13);
-  EXPECT_NEAR(by_default.decode[1].step_s * 1e3 / 10.625009861290485, 1, 1e-13);
-  EXPECT_EQ(by_default.prefill.int4_speed, params_.int4_dequant_efficiency);
   EXPECT_EQ(by_default.prefill.tokens_per_s, none.prefill.tokens_per_s);
   for (size_t i = 0; i < by_default.decode.size(); ++i) {
-    EXPECT_EQ(by_default.decode[i].int4_speed, 0.8);
-    EXPECT_EQ(by_default.decode[i].compute_s, none.decode[i].compute_s);
     EXPECT_EQ(by_default.decode[i].step_s, none.decode[i].step_s);
   }
-  // GLM 5.2 with INT4 experts too, and the FP8 variant, untouched by the INT4 term.
-  PlanSettings glm;
-  glm.model = "glm-5.2";
-  glm.deployment.weight_variant = "int4";
-  EXPECT_NEAR(PlanOf(glm, {1}).prefill.tokens_per_s / 31700.37515229116, 1, 1e-13);
-  glm.deployment.weight_variant = "fp8";
-  const PlanResult fp8 = PlanOf(glm, {1});
-  EXPECT_NEAR(fp8.prefill.tokens_per_s / 61778.22095307549, 1, 1e-13);
-  EXPECT_EQ(fp8.prefill.int4_speed, 1);
-  EXPECT_EQ(fp8.decode[0].int4_speed, 1);
+  // One request reads its 8 experts per layer at the weight-only bandwidth fraction.
+  const KernelProfile& k = *params_.kernels;
+  const double bytes = 8.0 * none.weights.moe_layers * none.weights.expert_bytes_per_gpu;
+  const double expected =
+      bytes / (none.gpu.memory_bytes_per_s * k.weight_only_memory.At(1)) +
+      none.weights.moe_layers * k.kernels.routed_experts * params_.kernel_latency_s;
+  EXPECT_NEAR(none.decode[0].step.of(Operator::kRoutedExperts) / expected, 1, 1e-12);
 }
 
-TEST_F(MeasuredInt4PlanTest, WithTheFixtureTheInt4TermChangesAsDerived) {
+TEST_F(MeasuredInt4PlanTest, WithTheFixtureTheExpertTermChangesAsDerived) {
   PlanSettings assumed;
   assumed.kernel_table = "none";
   PlanSettings table = assumed;
@@ -99,50 +98,29 @@ TEST_F(MeasuredInt4PlanTest, WithTheFixtureTheInt4TermChangesAsDerived) {
   // between the fixture's m 256 (1) and 4096 (0.5).
   const double prefill_rows = 21000.0 * 8 / ExpectedExpertsTouched(384, 8, 21000);
   EXPECT_NEAR(prefill_rows, 437.5, 1e-9);
-  const double prefill_speed = 1 - 0.5 * std::log2(437.5 / 256) / 4;
-  EXPECT_NEAR(t.prefill.int4_speed, prefill_speed, 1e-12);
-  EXPECT_NEAR(prefill_speed, 0.903, 1e-3);
-  // replicas / tokens/s is the time per token; only the expert term differs.
-  const double replicas = t.settings.deployment.replicas();
-  const double time_delta = replicas / t.prefill.tokens_per_s - replicas / a.prefill.tokens_per_s;
-  const double derived = ExpertSecondsPerToken(t, prefill_speed) - ExpertSecondsPerToken(a, 0.8);
-  EXPECT_NEAR(time_delta / derived, 1, 1e-9);
-  EXPECT_GT(t.prefill.tokens_per_s, a.prefill.tokens_per_s);  // 0.903 > 0.8
-
-  // Decode: concurrency c puts c tokens on the replica; each touched expert multiplies
-  // c x 8 / touched rows.
+  EXPECT_NEAR(t.prefill.step.of(Operator::kRoutedExperts) /
+                  ExpertSeconds(t, 21000, FixtureSpeed(prefill_rows)),
+              1, 1e-9);
+  // Decode: concurrency c puts c tokens on the replica.
   for (size_t i = 0; i < concurrencies.size(); ++i) {
     const DecodeEstimate& de = t.decode[i];
-    const double tokens = static_cast<double>(de.tokens_per_replica);
-    const double rows = tokens * 8 / ExpectedExpertsTouched(384, 8, de.tokens_per_replica);
-    const double speed = FixtureSpeed(rows);
-    EXPECT_NEAR(de.int4_speed, speed, 1e-9) << de.concurrency;
-    const double compute_delta = de.compute_s - a.decode[i].compute_s;
-    EXPECT_NEAR(compute_delta /
-                    (tokens * (ExpertSecondsPerToken(t, speed) - ExpertSecondsPerToken(a, 0.8))),
+    const double tokens = static_cast<double>(de.step.replica_tokens);
+    const double rows = tokens * 8 / ExpectedExpertsTouched(384, 8, de.step.replica_tokens);
+    EXPECT_NEAR(de.step.of(Operator::kRoutedExperts) / ExpertSeconds(t, tokens, FixtureSpeed(rows)),
                 1, 1e-9)
         << de.concurrency;
-    // Memory-bound at these batches: the step time does not move.
-    EXPECT_LT(de.compute_s, de.memory_s);
-    EXPECT_EQ(de.step_s, a.decode[i].step_s);
-    EXPECT_EQ(de.memory_s, a.decode[i].memory_s);
+    // Every other operator is the same as without the table.
+    for (int op = 0; op < kOperatorCount; ++op) {
+      if (static_cast<Operator>(op) == Operator::kRoutedExperts) continue;
+      EXPECT_EQ(de.step.operator_s[static_cast<size_t>(op)],
+                a.decode[i].step.operator_s[static_cast<size_t>(op)])
+          << OperatorName(static_cast<Operator>(op));
+    }
   }
-  EXPECT_NEAR(t.decode[0].int4_speed, 4, 1e-9);  // one token: 1 row per expert, m = 1
-  // Concurrency 32: 32 x 8 / 188.2 = 1.36 rows, just above m = 1.
-  EXPECT_NEAR(t.decode[1].int4_speed, 4 - 2 * std::log2(256 / 188.23137871150965) / 4, 1e-9);
 }
 
-TEST_F(MeasuredInt4PlanTest, APromptThatFillsEveryExpertWithAMeasuredMUsesThatRatio) {
-  PlanSettings s;
-  s.kernel_table = kFixture;
-  s.deployment.context_tokens = 12288;  // x 8 / 384 = 256 rows per expert: the fixture's 1.0
-  EXPECT_DOUBLE_EQ(PlanOf(s, {1}).prefill.int4_speed, 1);
-  s.deployment.context_tokens = 1 << 20;  // 21,845 rows: beyond m 4096, held at 0.5
-  EXPECT_DOUBLE_EQ(PlanOf(s, {1}).prefill.int4_speed, 0.5);
-}
-
-TEST_F(MeasuredInt4PlanTest, TheExplanationSaysWhichSourceEachInt4TermUsed) {
-  const auto int4_lines = [&](const std::string& kernel_table) {
+TEST_F(MeasuredInt4PlanTest, TheExplanationSaysWhereTheExpertTermComesFrom) {
+  const auto expert_lines = [&](const std::string& kernel_table) {
     PlanSettings s;
     s.kernel_table = kernel_table;
     Trace trace;
@@ -151,27 +129,24 @@ TEST_F(MeasuredInt4PlanTest, TheExplanationSaysWhichSourceEachInt4TermUsed) {
     std::vector<std::string> lines;
     for (const auto& group : trace.groups()) {
       for (const auto& term : group.terms) {
-        if (term.quantity == "int4 dequant") lines.push_back(term.formula + " = " + term.value);
+        if (term.quantity == "routed experts") lines.push_back(term.formula);
       }
     }
     return lines;
   };
-  const std::vector<std::string> assumed = int4_lines("");
-  ASSERT_EQ(assumed.size(), 2u);  // prefill and decode at concurrency 1
-  EXPECT_EQ(assumed[0],
-            "assumed 0.80 (calibration, assumed.int4_dequant_efficiency); no kernel table at "
-            "configs/measured/h200-sxm.yaml = INT4 experts at 0.800 of the BF16 rate");
-  const std::vector<std::string> fixture = int4_lines(kFixture);
+  const std::vector<std::string> published = expert_lines("");
+  ASSERT_EQ(published.size(), 2u);  // prefill and decode at concurrency 1
+  EXPECT_NE(published[1].find("TB/s x weight-only 0.69"), std::string::npos) << published[1];
+  const std::vector<std::string> fixture = expert_lines(kFixture);
   ASSERT_EQ(fixture.size(), 2u);
-  EXPECT_EQ(fixture[0].rfind(std::string("TEST FIXTURE, not a measurement (") + kFixture, 0), 0u)
+  EXPECT_NE(fixture[0].find(std::string("TEST FIXTURE, not a measurement (") + kFixture),
+            std::string::npos)
       << fixture[0];
   EXPECT_NE(fixture[0].find("at 438 rows per expert, between m 256 (1.000) and m 4096 (0.500), "
-                            "linear in log m = INT4 experts at 0.903 of the BF16 rate"),
+                            "linear in log m"),
             std::string::npos)
       << fixture[0];
-  EXPECT_NE(fixture[1].find("held at its ratio = INT4 experts at 4.000 of the BF16 rate"),
-            std::string::npos)
-      << fixture[1];
+  EXPECT_NE(fixture[1].find("INT4 speed 4.000"), std::string::npos) << fixture[1];
 }
 
 TEST_F(MeasuredInt4PlanTest, TheConfigsMeasuredFolderIsUsedForItsGpuOnly) {
@@ -191,14 +166,16 @@ TEST_F(MeasuredInt4PlanTest, TheConfigsMeasuredFolderIsUsedForItsGpuOnly) {
   ASSERT_TRUE(with_table.ok());
   PlanSettings s;
   const PlanResult h200 = PlanOf(*with_table, s, {1});
-  EXPECT_NEAR(h200.decode[0].int4_speed, 4, 1e-9);
-  // No table for the B200 there: its plan keeps the assumption.
+  EXPECT_NE(h200.step_time_source.find("TEST FIXTURE"), std::string::npos) << h200.step_time_source;
+  // No table for the B200 there: its plan keeps the published efficiencies.
   s.gpu = "b200";
-  EXPECT_EQ(PlanOf(*with_table, s, {1}).decode[0].int4_speed, 0.8);
-  // A named table wins over the folder; "none" turns the folder's off.
+  EXPECT_EQ(PlanOf(*with_table, s, {1}).step_time_source.find("TEST FIXTURE"), std::string::npos);
+  // "none" turns the folder's table off.
   s.gpu = "h200-sxm";
   s.kernel_table = "none";
-  EXPECT_EQ(PlanOf(*with_table, s, {1}).decode[0].int4_speed, 0.8);
+  const PlanResult none = PlanOf(*with_table, s, {1});
+  EXPECT_EQ(none.step_time_source.find("TEST FIXTURE"), std::string::npos);
+  EXPECT_NE(none.decode[0].step_s, h200.decode[0].step_s);
 }
 
 TEST_F(MeasuredInt4PlanTest, ABadOrForeignTableStopsThePlan) {

@@ -45,8 +45,6 @@ TEST(WeightFormatTest, NamesAndEquality) {
   EXPECT_EQ(Describe(int4), "int4 (group 64, bf16 scales)");
   EXPECT_EQ(Describe(WeightFormat{WeightDtype::kFp8, 128, 0, 4}),
             "fp8 e4m3 (128x128 blocks, fp32 scales)");
-  EXPECT_TRUE(UsesFp8TensorCores(WeightFormat{WeightDtype::kFp8, 128, 0, 4}));
-  EXPECT_FALSE(UsesFp8TensorCores(int4));
   // Fields a format does not use do not make two formats differ.
   EXPECT_EQ(WeightFormat{}, (WeightFormat{WeightDtype::kBf16, 1, 2, 3}));
   EXPECT_FALSE(int4 == (WeightFormat{WeightDtype::kInt4, 0, 32, 2}));

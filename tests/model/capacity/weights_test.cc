@@ -172,7 +172,6 @@ TEST(WeightsTest, DecodeReadsAndWorkSplitByFormat) {
   Deployment d;
   d.weight_variant = "fp8";
   const WeightBreakdown fp8 = ComputeWeights(glm, d, nullptr);
-  EXPECT_TRUE(fp8.experts_on_fp8_cores);
   EXPECT_FALSE(fp8.experts_int4);
   EXPECT_EQ(fp8.moe_layers, 75);
   // One expert's share on one GPU: gate and up split by rows, down by columns, 8 ways.
@@ -189,8 +188,11 @@ TEST(WeightsTest, DecodeReadsAndWorkSplitByFormat) {
   d.weight_variant = "int4";
   const WeightBreakdown int4 = ComputeWeights(glm, d, nullptr);
   EXPECT_TRUE(int4.experts_int4);
-  EXPECT_FALSE(int4.experts_on_fp8_cores);
-  EXPECT_EQ(int4.step_params_fp8_per_gpu, 0u);
+  // What one token multiplies on one GPU: the attention's sharded projections and the whole
+  // replicated ones (q_a 2048 x 6144 and kv_a 576 x 6144 per layer).
+  const uint64_t attention = int4.component(Component::kAttention).per_gpu_params;
+  EXPECT_GT(attention, 78u * (2048 + 576) * 6144);
+  EXPECT_LT(attention, int4.component(Component::kAttention).params);
 }
 
 TEST(WeightsTest, TraceNamesEveryComponentWithItsFormula) {

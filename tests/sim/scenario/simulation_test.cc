@@ -267,7 +267,15 @@ TEST(SimulationTest, TheTraceParsesAndHoldsEveryStepRequestAndTransfer) {
     const std::string name = event.at("name");
     EXPECT_TRUE(event.contains("pid"));
     if (phase == "M") ++names;
-    if (phase == "X" && name == "step") ++steps;
+    if (phase == "X" && name == "step") {
+      ++steps;
+      // The step-time model's operators add up to the step's duration (microseconds).
+      double operators_us = 0;
+      for (const auto& [op, us] : event.at("args").at("operators_us").items()) {
+        operators_us += us.get<double>();
+      }
+      EXPECT_NEAR(operators_us, event.at("dur").get<double>(), 0.01 * operators_us + 0.01);
+    }
     if (phase == "X" && event.at("pid") == 101) ++transfers;
     if (phase == "b") ++begins;
     if (phase == "e") ++ends;
