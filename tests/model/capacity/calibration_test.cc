@@ -1,5 +1,6 @@
-// The step-time calibration against the published Kimi K2.6 decode table: fitted points are
-// reproduced, predicted ones land within 15%, and the fit follows the data it is given.
+// The step-time calibration against the published Kimi K2.6 decode table: predicted points land
+// within 15% (validation, with the source), the coefficients are pinned (regression pins, named as
+// such), and the fit follows the data it is given.
 #include "model/calibration.h"
 
 #include <gtest/gtest.h>
@@ -34,7 +35,13 @@ std::string Replace(std::string text, const std::string& from, const std::string
   return text.replace(at, from.size(), to);
 }
 
-TEST(CalibrationTest, FittedPointsAreExactAndPredictionsWithin15Percent) {
+// Validation against published figures. Source: the decode throughput table (8xH200, by
+// concurrency, BF16 and FP8 KV cache) of the published production write-up on serving Kimi K2.6
+// with an FP8 KV cache, as configs/calibration/kimi-k2.6-8xh200.yaml and
+// docs/capacity-validation.md reproduce it. Two BF16 and two FP8 points
+// are fitted, so the model meets them by construction and they validate nothing: only the
+// predicted points, which the fit never saw, are checked against the table.
+TEST(CalibrationValidationTest, PredictedPointsWithin15PercentOfThePublishedTable) {
   const Result<Calibration> c = FromText(ShippedText());
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   ASSERT_EQ(c->rows.size(), 10u);
@@ -47,7 +54,6 @@ TEST(CalibrationTest, FittedPointsAreExactAndPredictionsWithin15Percent) {
     if (row.point.out_of_memory) continue;
     if (row.point.fit) {
       ++fitted;
-      EXPECT_LT(std::fabs(row.relative_error), 1e-9);
     } else {
       ++predicted;
       EXPECT_LT(std::fabs(row.relative_error), 0.15);
@@ -57,10 +63,11 @@ TEST(CalibrationTest, FittedPointsAreExactAndPredictionsWithin15Percent) {
   EXPECT_EQ(predicted, 5);
 }
 
-TEST(CalibrationTest, CoefficientsArePinned) {
+// Regression pins of the fitted coefficients (docs/capacity-validation.md quotes them): the current
+// output, not validation.
+TEST(CalibrationRegressionPinTest, Coefficients) {
   const Result<Calibration> c = FromText(ShippedText());
   ASSERT_TRUE(c.ok());
-  // Regression pins (docs/capacity-validation.md quotes them).
   EXPECT_NEAR(c->params.step_overhead_s * 1e3, 6.045, 0.001);
   EXPECT_NEAR(c->params.bandwidth_fraction, 1.247, 0.001);
   EXPECT_NEAR(c->params.fp8_kv_overhead_s * 1e3, 0.693, 0.001);
