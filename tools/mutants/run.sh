@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # tools/mutants/run.sh [--cuda] [--check] [--bundle DIR] [NAME...]: the mutation test (manual; it
-# rebuilds per mutant, about an hour for the CPU catalogue on two cores; docs/testing.md).
+# rebuilds per mutant: 22 minutes for the CPU catalogue on two shared cores; docs/testing.md).
 #
 # Each file tools/mutants/cpu/NAME.mutant (with --cuda: tools/mutants/cuda/) is one named source
 # mutation and the tests expected to kill it:
 #
 #   # What the mutation does, in one line (the table's description).
 #   file: path/from/the/repository/root
-#   find: one whole line of that file, exactly, found exactly once
+#   find: one whole line of that file, its indentation included, found there exactly once
 #   replace: what the line becomes
 #   kill: //a/test:target          (one or more; CPU mutants: tests of the default suite)
 #
