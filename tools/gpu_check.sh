@@ -5,13 +5,18 @@
 #                              binary tagged `gpu_benchmark` with static project libraries and C++
 #                              runtime, and copies them into .gpu-bundle/ with this script. The
 #                              binaries need nothing on the GPU machine but the NVIDIA driver.
+#                              `build --mutants` also builds, for each CUDA-only mutant of
+#                              tools/mutants/cuda/, the tests expected to kill it, with the mutation
+#                              applied, into .gpu-bundle/mutants/NAME/ (minutes per mutant).
 #   tools/gpu_check.sh run     (on the GPU machine, from the repository root or the bundle) runs
 #                              them all and prints a summary table last. Full logs go to
 #                              $OUT (if set) or .gpu-bundle/logs/, and with them the GEMM
 #                              benchmark's kernel table, gemm_table.yaml (docs/kernels.md): review
 #                              it, then copy it to configs/measured/GPU.yaml for `kvsim plan`.
 #                              KVSIM_GPU names the GPU as configs/gpus/ does; by default it is
-#                              read off nvidia-smi for the GPUs there.
+#                              read off nvidia-smi for the GPUs there. With mutants in the bundle
+#                              it then runs each mutant's tests and prints which failed (killed
+#                              by) or SURVIVED.
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,6 +24,8 @@ bundle="$root/.gpu-bundle"
 
 build() {
   set -e
+  local mutants=0
+  [ "${1:-}" != "--mutants" ] || mutants=1
   "$root/tools/bootstrap.sh"
   cd "$root"
   mapfile -t tests < <(bazel query 'attr(tags, "\bgpu\b", tests(//...))' 2>/dev/null)
@@ -52,6 +59,45 @@ build() {
       exit 1
     fi
   done
+  if [ "$mutants" -eq 1 ]; then
+    # The runner reports "not run (no GPU here)" for each; the bundle carries them to one.
+    "$root/tools/mutants/run.sh" --cuda --bundle "$bundle/mutants" || true
+    echo "gpu_check: mutants bundled: $(ls "$bundle/mutants" | tr '\n' ' ')"
+  fi
+}
+
+# Runs each bundled CUDA mutant's tests (from $here/mutants/NAME/) and prints a table: the tests
+# that failed, which killed it, or SURVIVED. Returns the number of survivors.
+run_mutants() {
+  local here="$1" logs="$2" survivors=0 rows=()
+  for dir in "$here"/mutants/*/; do
+    [ -d "$dir" ] || continue
+    local name killed=() skipped=0 result log
+    name="$(basename "$dir")"
+    for binary in "$dir"*; do
+      [ -f "$binary" ] || continue
+      log="$logs/mutant-$name-$(basename "$binary").log"
+      if ! "$binary" --gtest_color=no > "$log" 2>&1; then
+        killed+=("$(basename "$binary")")
+      elif grep -q "SKIPPED" "$log"; then
+        skipped=1
+      fi
+    done
+    if [ ${#killed[@]} -gt 0 ]; then
+      result="${killed[*]}"
+    elif [ "$skipped" -eq 1 ]; then
+      result="NOT RUN (a test skipped: no usable GPU)"; survivors=$((survivors + 1))
+    else
+      result="SURVIVED"; survivors=$((survivors + 1))
+    fi
+    rows+=("$(printf '%-40s %s' "$name" "$result")")
+  done
+  [ ${#rows[@]} -gt 0 ] || return 0
+  echo
+  echo "== CUDA mutants (tools/mutants/cuda/)"
+  printf '%-40s %s\n' "mutant" "killed by"
+  printf '%s\n' "${rows[@]}"
+  return "$survivors"
 }
 
 # The configs/gpus/ name of the first GPU nvidia-smi lists (exact device names only, so an H100
@@ -131,14 +177,17 @@ run() {
     echo "kernel table for $KVSIM_GPU: $KVSIM_GEMM_TABLE (review it, then copy it to configs/measured/$KVSIM_GPU.yaml)"
   fi
   echo "$failed failed or skipped"
-  [ "$failed" -eq 0 ]
+  local survivors=0
+  run_mutants "$here" "$logs" || survivors=$?
+  [ "$survivors" -eq 0 ] || echo "$survivors CUDA mutants survived"
+  [ "$failed" -eq 0 ] && [ "$survivors" -eq 0 ]
 }
 
 case "${1:-}" in
-  build) build ;;
+  build) build "${2:-}" ;;
   run) run ;;
   *)
-    echo "usage: tools/gpu_check.sh build|run (see the comment at the top of this script)" >&2
+    echo "usage: tools/gpu_check.sh build [--mutants] | run (see the comment at the top of this script)" >&2
     exit 2
     ;;
 esac

@@ -87,7 +87,38 @@ void DequantizeRow(const HostKvCache& cache, const std::vector<uint8_t>& pool,
   }
 }
 
+int CeilDiv(int a, int b) { return (a + b - 1) / b; }
+
 }  // namespace
+
+bool PlanWithinBound(const DecodeSplitPlan& plan) {
+  return plan.split_tokens >= kBoundMinSplitTokens && plan.split_tokens <= kBoundMaxSplitTokens &&
+         plan.split_tokens % kBoundTileTokens == 0;
+}
+
+DecodeRoundingModel WorstCaseRoundingModel(int head_dim, int seq_len) {
+  KVSIM_CHECK_GE(seq_len, 1);
+  KVSIM_CHECK_GE(head_dim, 1);
+  DecodeRoundingModel worst;
+  // A score: head_dim products and head_dim - 1 additions in any order, the token's K scale, and
+  // the factor softmax_scale * k_scale * log2(e) (the float log2(e), two products, one applying
+  // it).
+  worst.score_depth = head_dim + 5;
+  for (int split = kBoundMinSplitTokens; split <= kBoundMaxSplitTokens; split += kBoundTileTokens) {
+    const int split_length = std::min(split, seq_len);
+    const int tiles = CeilDiv(split_length, kBoundTileTokens);
+    const int splits = CeilDiv(seq_len, split);
+    // A weight's path to the sums: at most split_length - 1 additions inside its split (any tree),
+    // a rescaling per later tile, the products by the V token scale and by v, the combine's
+    // product, splits - 1 additions across splits, the division and the per-tensor V scale.
+    const int sum_depth = (split_length - 1) + (tiles - 1) + 2 + 1 + (splits - 1) + 1 + 1;
+    // Its exp2 factors: its own, one rescaling per later tile, the combine's.
+    const int exp_count = tiles + 1;
+    worst.sum_depth = std::max(worst.sum_depth, sum_depth);
+    worst.exp_count = std::max(worst.exp_count, exp_count);
+  }
+  return worst;
+}
 
 Result<HostKvCache> DownloadKvCache(Backend& backend, const KvCache& cache) {
   HostKvCache host;

@@ -43,6 +43,22 @@ struct DequantizedKv {
 DequantizedKv DequantizeRequest(const HostKvCache& cache, const std::vector<int32_t>& pages,
                                 int seq_len, int kv_head);
 
+// What the bound assumes of a decode kernel's order of operations (docs/numerics.md, "Decode
+// attention within a derived bound"): scores of tiles of 32 tokens, one online-softmax update per
+// tile, splits of whole tiles from 256 to 4,096 tokens, combined in the end. Stated here, apart
+// from the kernels' plan, so that a plan that strays cannot widen the bound it is checked against.
+inline constexpr int kBoundTileTokens = 32;
+inline constexpr int kBoundMinSplitTokens = 256;
+inline constexpr int kBoundMaxSplitTokens = 4096;
+
+// Whether a kernel's split plan is one the bound covers: a whole number of tiles within the range.
+bool PlanWithinBound(const DecodeSplitPlan& plan);
+
+// The longest chains of roundings in one request of `seq_len` tokens (>= 1) with K rows of
+// `head_dim` values, the largest over every split length the bound covers, whatever the kernel's
+// plan chose.
+DecodeRoundingModel WorstCaseRoundingModel(int head_dim, int seq_len);
+
 // Exact attention of one query head, with the kernels' error bound for each output.
 struct DecodeReference {
   Eigen::VectorXd out;             // [v_head_dim]: sum_j p_j v_j
@@ -53,7 +69,8 @@ struct DecodeReference {
 };
 
 // `q` holds the query's values (bf16 widened to double). The bound follows docs/numerics.md for
-// fp32 arithmetic in the order `model` describes, then the rounding of `out_dtype`.
+// fp32 arithmetic within the counts of `model`, then the rounding of `out_dtype`; it is infinite
+// when the rounding factors overflow (then it bounds nothing, and checks must say so).
 DecodeReference ReferenceDecode(const DequantizedKv& kv, const Eigen::VectorXd& q,
                                 double softmax_scale, const DecodeRoundingModel& model,
                                 AttentionOutputDtype out_dtype);

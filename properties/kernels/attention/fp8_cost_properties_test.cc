@@ -130,10 +130,9 @@ void CheckFp8Bound(double* worst) {
   const int heads = params.num_q_heads;
   const int group = mla ? heads : heads / c8.shape.num_kv_heads;
   const int v_dim = c8.shape.v_head_dim;
-  const DecodeSplitPlan plan = testing::PlanFor(c8);
   for (int r = 0; r < c8.batch; ++r) {
     const int seq_len = c8.seq_lens[static_cast<size_t>(r)];
-    const DecodeRoundingModel model = DecodeRoundingModelFor(plan, c8.shape.head_dim, seq_len);
+    const DecodeRoundingModel model = reference::WorstCaseRoundingModel(c8.shape.head_dim, seq_len);
     const std::vector<int32_t> pages = testing::RequestPages(c8, r);
     for (int kv_head = 0; kv_head < (mla ? 1 : c8.shape.num_kv_heads); ++kv_head) {
       const DequantizedKv kv8 = reference::DequantizeRequest(cache8, pages, seq_len, kv_head);

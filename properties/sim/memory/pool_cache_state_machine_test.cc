@@ -5,13 +5,19 @@
 // equals its holders; the free list is in LIFO/FIFO order; tags change on every allocation and
 // only then; every holder of a page holds its current allocation, so no two live grants of
 // different allocations share (page, tag); free + owned = capacity; the cache holds exactly the
-// model's prefixes. RC_PARAMS (.bazelrc) pins the seed; a failure prints the shrunk commands.
+// model's prefixes. The edges are drawn too: allocation from an exhausted pool, sharing a page
+// that is not owned, inserting a stale or free page and evicting a negative count are errors that
+// leave the whole state unchanged, and each test asserts that its runs reached every one of them
+// (and forks and evictions on an exhausted pool). RC_PARAMS (.bazelrc) pins the seed; a failure
+// prints the shrunk commands.
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 #include <rapidcheck/state.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <utility>
@@ -34,11 +40,51 @@ struct SystemRequest {
   PrefixNodeId node = kNoNode;
 };
 
+// How often a test's runs reached each edge: its assertions that the generators get there.
+struct EdgeCounts {
+  int64_t allocations_refused = 0;  // Allocate on an exhausted pool
+  int64_t shares_refused = 0;       // Share of a free, dummy or out-of-range page
+  int64_t inserts_refused = 0;      // Insert with a stale or free page
+  int64_t evictions_refused = 0;    // Evict of a negative count
+  int64_t exhausted_forks = 0;      // Fork (sharing only) while no page is free
+  int64_t exhausted_evictions = 0;  // Evict while no page is free
+};
+
 struct System {
   PagePool pool;
   PrefixCache cache;
   std::vector<SystemRequest> requests = std::vector<SystemRequest>(kRequestSlots);
+  EdgeCounts* reached = nullptr;  // the harness's tally, not part of the system under test
 };
+
+// Everything a refused operation must leave as it was: the pool's pages, tags, free-list order and
+// pending tag changes, and what the cache holds and can evict.
+struct Snapshot {
+  std::vector<int32_t> refcounts;
+  std::vector<uint64_t> tags;
+  std::vector<int32_t> free_pages;
+  std::vector<bool> tag_changes_pending;
+  std::vector<PageGrant> cached;
+  int32_t evictable = 0;
+  bool operator==(const Snapshot& other) const {
+    return refcounts == other.refcounts && tags == other.tags && free_pages == other.free_pages &&
+           tag_changes_pending == other.tag_changes_pending && cached == other.cached &&
+           evictable == other.evictable;
+  }
+};
+
+Snapshot Take(const System& sut) {
+  Snapshot snapshot;
+  for (int32_t page = 0; page < sut.pool.num_pages(); ++page) {
+    snapshot.refcounts.push_back(sut.pool.refcount(page));
+    snapshot.tag_changes_pending.push_back(sut.pool.tag_change_pending(page));
+  }
+  snapshot.tags = sut.pool.tags();
+  snapshot.free_pages = sut.pool.FreePagesInOrder();
+  snapshot.cached = sut.cache.HeldGrants();
+  snapshot.evictable = sut.cache.evictable_pages();
+  return snapshot;
+}
 
 using Command = rc::state::Command<PoolCacheModel, System>;
 
@@ -109,6 +155,19 @@ void RunChecked(const Command& command, const PoolCacheModel& before, System& su
   const std::vector<uint64_t> tags_before = sut.pool.tags();
   body();
   CheckInvariants(command.nextState(before), sut, tags_before, allocated);
+}
+
+// Runs `refused` (which returns the operation's Status) on the system: it must fail, with the
+// state left as it was; then every invariant is checked against the unchanged model.
+template <typename Refused>
+void ExpectRefused(const PoolCacheModel& m, System& sut, int64_t& tally, Refused refused) {
+  const std::vector<uint64_t> tags_before = sut.pool.tags();
+  const Snapshot before = Take(sut);
+  const Status status = refused();
+  RC_ASSERT(!status.ok());
+  RC_ASSERT(Take(sut) == before);
+  CheckInvariants(m, sut, tags_before, {});
+  ++tally;
 }
 
 int32_t DrawRequest() { return *rc::gen::inRange(0, kRequestSlots); }
@@ -245,6 +304,7 @@ struct Fork : Command {
         model::Request{true, parent.ns, parent.tokens, parent.pages, -1};
   }
   void run(const PoolCacheModel& m, System& sut) const override {
+    if (m.free_list.empty()) ++sut.reached->exhausted_forks;
     RunChecked(*this, m, sut, {}, [&] {
       const std::vector<PageGrant> pages = sut.requests[static_cast<size_t>(s)].pages;
       for (const PageGrant& grant : pages) RC_ASSERT(sut.pool.Share(grant.page).ok());
@@ -341,6 +401,7 @@ struct Evict : Command {
   void run(const PoolCacheModel& m, System& sut) const override {
     PoolCacheModel after = m;
     const int32_t expected = after.Evict(pages);
+    if (m.free_list.empty()) ++sut.reached->exhausted_evictions;
     RunChecked(*this, m, sut, {}, [&] {
       const Result<int32_t> evicted = sut.cache.Evict(pages, sut.pool);
       RC_ASSERT(evicted.ok());
@@ -350,29 +411,135 @@ struct Evict : Command {
   void show(std::ostream& os) const override { os << "Evict(" << pages << ")"; }
 };
 
-void CheckStateMachine(TagPolicy policy) {
+// Every page is owned: an allocation is refused and changes nothing (no page, no tag, no pending
+// tag change).
+struct AllocateExhausted : Command {
+  explicit AllocateExhausted(const PoolCacheModel&) {}
+  void checkPreconditions(const PoolCacheModel& m) const override { RC_PRE(m.free_list.empty()); }
+  void apply(PoolCacheModel&) const override {}
+  void run(const PoolCacheModel& m, System& sut) const override {
+    ExpectRefused(m, sut, sut.reached->allocations_refused,
+                  [&] { return sut.pool.Allocate().status(); });
+  }
+  void show(std::ostream& os) const override { os << "AllocateExhausted"; }
+};
+
+// A share of a page no one holds (a free page, the dummy page, an id outside the pool) is refused.
+struct ShareUnowned : Command {
+  // Drawn one time in four, as Evict: always possible, it would crowd out the commands that build
+  // up state.
+  bool drawn = *rc::gen::inRange(0, 4) == 0;
+  int32_t page;
+  explicit ShareUnowned(const PoolCacheModel& m) {
+    std::vector<int32_t> candidates = {-1, m.pool.num_pages};
+    if (m.pool.reserve_dummy_page) candidates.push_back(0);
+    candidates.insert(candidates.end(), m.free_list.begin(), m.free_list.end());
+    page = *rc::gen::elementOf(candidates);
+  }
+  void checkPreconditions(const PoolCacheModel&) const override { RC_PRE(drawn); }
+  void apply(PoolCacheModel&) const override {}
+  void run(const PoolCacheModel& m, System& sut) const override {
+    ExpectRefused(m, sut, sut.reached->shares_refused, [&] { return sut.pool.Share(page); });
+  }
+  void show(std::ostream& os) const override { os << "ShareUnowned(" << page << ")"; }
+};
+
+// An insert whose last, not yet cached, page is stale (its tag changed since the grant) or free is
+// refused before it changes anything.
+struct InsertRefused : Command {
+  int32_t r = DrawRequest();
+  bool free_page = *rc::gen::arbitrary<bool>();
+  explicit InsertRefused(const PoolCacheModel&) {}
+  void checkPreconditions(const PoolCacheModel& m) const override {
+    const model::Request& request = m.requests[static_cast<size_t>(r)];
+    RC_PRE(request.live && !request.pages.empty());
+    const std::vector<int32_t> tokens(
+        request.tokens.begin(),
+        request.tokens.begin() + static_cast<long>(request.pages.size()) * m.cache.page_size);
+    RC_PRE(m.MatchLength(request.ns, tokens) < request.pages.size());
+    RC_PRE(!free_page || !m.free_list.empty());
+  }
+  void apply(PoolCacheModel&) const override {}
+  void run(const PoolCacheModel& m, System& sut) const override {
+    const model::Request& request = m.requests[static_cast<size_t>(r)];
+    std::vector<PageGrant> pages = sut.requests[static_cast<size_t>(r)].pages;
+    if (free_page) {
+      pages.back() = sut.pool.CurrentGrant(m.free_list.front());
+    } else {
+      pages.back().tag ^= 1;  // any other tag within the width
+    }
+    const std::vector<int32_t> tokens(
+        request.tokens.begin(),
+        request.tokens.begin() + static_cast<long>(pages.size()) * m.cache.page_size);
+    ExpectRefused(m, sut, sut.reached->inserts_refused,
+                  [&] { return sut.cache.Insert(request.ns, tokens, pages, sut.pool).status(); });
+  }
+  void show(std::ostream& os) const override {
+    os << "InsertRefused(r" << r << ", " << (free_page ? "a free page" : "a stale tag") << ")";
+  }
+};
+
+struct EvictRefused : Command {
+  int32_t pages = *rc::gen::inRange(-3, 0);
+  bool drawn = *rc::gen::inRange(0, 4) == 0;  // as ShareUnowned
+  explicit EvictRefused(const PoolCacheModel&) {}
+  void checkPreconditions(const PoolCacheModel&) const override { RC_PRE(drawn); }
+  void apply(PoolCacheModel&) const override {}
+  void run(const PoolCacheModel& m, System& sut) const override {
+    ExpectRefused(m, sut, sut.reached->evictions_refused,
+                  [&] { return sut.cache.Evict(pages, sut.pool).status(); });
+  }
+  void show(std::ostream& os) const override { os << "EvictRefused(" << pages << ")"; }
+};
+
+void CheckStateMachine(TagPolicy policy, EdgeCounts& reached) {
   PagePoolConfig pool_config;
   pool_config.num_pages = *rc::gen::inRange(2, 10);
   pool_config.reuse_order = *rc::gen::element(ReuseOrder::kLifo, ReuseOrder::kFifo);
   pool_config.reserve_dummy_page = *rc::gen::arbitrary<bool>();
-  pool_config.tags = {*rc::gen::element(2, 4, 8, 16, 32, 64), policy, *rc::gen::arbitrary<uint64_t>()};
+  pool_config.tags = {*rc::gen::element(2, 4, 8, 16, 32, 64), policy,
+                      *rc::gen::arbitrary<uint64_t>()};
   PrefixCacheConfig cache_config;
   cache_config.page_size = *rc::gen::inRange(1, 3);
   cache_config.eviction = *rc::gen::element(EvictionPolicy::kLru, EvictionPolicy::kLfu);
   System sut{PagePool::Create(pool_config).value(),
              PrefixCache::Create(cache_config, pool_config.num_pages).value()};
+  sut.reached = &reached;
   const PoolCacheModel initial(pool_config, cache_config, kRequestSlots);
   rc::state::check(initial, sut,
                    rc::state::gen::execOneOfWithArgs<Admit, Allocate, ReleaseLast, Fork, Insert,
-                                                     Unlock, Finish, Evict>());
+                                                     Unlock, Finish, Evict, AllocateExhausted,
+                                                     ShareUnowned, InsertRefused, EvictRefused>());
 }
 
-RC_GTEST_PROP(PoolCacheStateMachineTest, GenerationTagsMatchThePlainModel, ()) {
-  CheckStateMachine(TagPolicy::kGeneration);
+// Runs the property as RC_GTEST_PROP does (RC_PARAMS's seed and cases, the same test id for
+// `reproduce`), then asserts that its runs reached every edge.
+void CheckStateMachineReachingTheEdges(TagPolicy policy) {
+  EdgeCounts reached;
+  rc::detail::checkGTest([&] { CheckStateMachine(policy, reached); });
+  EXPECT_GT(reached.allocations_refused, 0);
+  EXPECT_GT(reached.shares_refused, 0);
+  EXPECT_GT(reached.inserts_refused, 0);
+  EXPECT_GT(reached.evictions_refused, 0);
+  EXPECT_GT(reached.exhausted_forks, 0);
+  EXPECT_GT(reached.exhausted_evictions, 0);
+  std::printf(
+      "edges reached: %lld allocations, %lld shares, %lld inserts and %lld evictions refused; "
+      "%lld forks and %lld evictions on an exhausted pool\n",
+      static_cast<long long>(reached.allocations_refused),
+      static_cast<long long>(reached.shares_refused),
+      static_cast<long long>(reached.inserts_refused),
+      static_cast<long long>(reached.evictions_refused),
+      static_cast<long long>(reached.exhausted_forks),
+      static_cast<long long>(reached.exhausted_evictions));
 }
 
-RC_GTEST_PROP(PoolCacheStateMachineTest, RandomTagsChangeOnEveryAllocationOnly, ()) {
-  CheckStateMachine(TagPolicy::kRandom);
+TEST(PoolCacheStateMachineTest, GenerationTagsMatchThePlainModel) {
+  CheckStateMachineReachingTheEdges(TagPolicy::kGeneration);
+}
+
+TEST(PoolCacheStateMachineTest, RandomTagsChangeOnEveryAllocationOnly) {
+  CheckStateMachineReachingTheEdges(TagPolicy::kRandom);
 }
 
 }  // namespace

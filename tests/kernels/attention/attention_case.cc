@@ -51,6 +51,26 @@ float AbsMax(const std::vector<uint16_t>& values) {
   return absmax;
 }
 
+// Request 0's first query head := its newest key (KV head 0) times a factor that makes the score
+// softmax_scale * q . k about `score`.
+void PointAtNewestToken(double score, AttentionCase& c) {
+  const int dim = c.shape.head_dim;
+  const size_t row_values = static_cast<size_t>(c.shape.num_kv_heads) * dim;
+  for (size_t t = 0; t < c.token_request.size(); ++t) {
+    if (c.token_request[t] != 0 || c.token_position[t] != c.seq_lens[0] - 1) continue;
+    const uint16_t* key = &c.k_new[t * row_values];
+    double norm_squared = 0;
+    for (int i = 0; i < dim; ++i) norm_squared += std::pow(DecodeBf16(key[i]), 2);
+    KVSIM_CHECK_GT(norm_squared, 0);
+    const double factor = score * std::sqrt(static_cast<double>(dim)) / norm_squared;
+    for (int i = 0; i < dim; ++i) {
+      c.q[static_cast<size_t>(i)] = EncodeBf16(static_cast<float>(factor * DecodeBf16(key[i])));
+    }
+    return;
+  }
+  KVSIM_CHECK(false) << "request 0's newest token is on a shared page";
+}
+
 }  // namespace
 
 const char* ValueDistributionName(ValueDistribution distribution) {
@@ -170,6 +190,7 @@ AttentionCase MakeAttentionCase(const AttentionCaseParams& params) {
   }
   c.q.resize(static_cast<size_t>(c.batch) * params.num_q_heads * dim);
   for (uint16_t& value : c.q) value = EncodeBf16(static_cast<float>(SampleGaussian(prng)));
+  if (params.newest_token_score > 0) PointAtNewestToken(params.newest_token_score, c);
 
   const float max_finite = Fp8MaxFinite(c.shape.format.dtype);
   c.k_scale = 1.0f;
@@ -206,6 +227,12 @@ std::vector<AttentionCaseParams> LongContextCases() {
     p.seed = 0x32768u + static_cast<uint64_t>(gqa.head_dim);
     cases.push_back(p);
   }
+  // A Gaussian query attends to 32,768 keys almost evenly, so no one token moves the output beyond
+  // the bound; this one attends to its newest token (score 8 against about N(0, 1/2) for the rest).
+  AttentionCaseParams newest = cases[1];
+  newest.newest_token_score = 8;
+  newest.seed = 0x32768u + 1;
+  cases.push_back(newest);
   struct Mla {
     KvFormat format;
     int num_q_heads;
@@ -355,7 +382,9 @@ std::string DescribeParams(const AttentionCaseParams& params) {
       << " head_dim " << params.shape.head_dim << " " << ValueDistributionName(params.distribution)
       << " x" << params.value_scale << " shared_pages " << params.shared_pages << " spare_pages "
       << params.spare_pages << " row_padding " << params.row_padding << " seed "
-      << FormatSeed(params.seed) << " seq_lens [";
+      << FormatSeed(params.seed);
+  if (params.newest_token_score > 0) out << " newest_token_score " << params.newest_token_score;
+  out << " seq_lens [";
   for (size_t r = 0; r < params.seq_lens.size(); ++r) out << (r ? " " : "") << params.seq_lens[r];
   out << "]";
   return out.str();

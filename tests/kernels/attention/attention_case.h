@@ -37,6 +37,9 @@ struct AttentionCaseParams {
   int row_padding = 2;  // block-table entries past max_pages_per_request in each row
   ValueDistribution distribution = ValueDistribution::kGaussian;
   double value_scale = 1.0;  // K and V values are multiplied by this
+  // When > 0, request 0's first query head points at the request's newest key, scaled so that its
+  // score is about this (the newest token then matters: a kernel that drops it must fail).
+  double newest_token_score = 0;
   uint64_t seed = 1;
 };
 
@@ -66,9 +69,9 @@ struct AttentionCase {
 AttentionCase MakeAttentionCase(const AttentionCaseParams& params);
 
 // The longest named cases, checked against the reference on the CPU (decode_attention_test) and on
-// a GPU (attention_gpu_test): 32,768 tokens for GQA head dims 64, 128 and 256, and 21,531 and
-// 32,768 tokens for MLA in BF16, e4m3 per-tensor and FlashMLA blocks. Few heads, so the FP64
-// reference stays quick.
+// a GPU (attention_gpu_test): 32,768 tokens for GQA head dims 64, 128 and 256 (128 twice, once with
+// a query that attends to its newest token), and 21,531 and 32,768 tokens for MLA in BF16, e4m3
+// per-tensor and FlashMLA blocks. Few heads, so the FP64 reference stays quick.
 std::vector<AttentionCaseParams> LongContextCases();
 
 // Overwrites about one value in 64 of the case's new K and V rows with a bf16 value the NaN and

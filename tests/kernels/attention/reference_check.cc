@@ -1,13 +1,19 @@
 // Reference comparison of decode outputs.
 #include "tests/kernels/attention/reference_check.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
+#include "base/check.h"
 #include "kernels/attention/decode_plan.h"
 #include "kernels/formats.h"
 
 namespace kvsim::testing {
+
+// The bound counts the exp2 factors of 32-token tiles; a kernel with other tiles needs another.
+static_assert(kDecodeTileTokens == reference::kBoundTileTokens,
+              "the kernels' tile is the one the bound assumes");
 
 ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
                                            const reference::HostKvCache& cache,
@@ -19,10 +25,14 @@ ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
   const int group = mla ? heads : heads / c.shape.num_kv_heads;
   const int head_dim = c.shape.head_dim;
   const int v_dim = c.shape.v_head_dim;
-  const DecodeSplitPlan plan = PlanFor(c);
   auto fail = [&](const std::string& what) {
     if (check.failure.empty()) check.failure = what + " in " + DescribeCase(c);
   };
+  const DecodeSplitPlan plan = PlanFor(c);
+  if (!reference::PlanWithinBound(plan)) {
+    fail("the kernels' plan splits at " + std::to_string(plan.split_tokens) +
+         " tokens, outside what the bound covers");
+  }
   for (int r = 0; r < c.batch; ++r) {
     if (outputs.status[static_cast<size_t>(r)] != 0) {
       fail("request " + std::to_string(r) + " status " +
@@ -30,7 +40,7 @@ ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
       continue;
     }
     const int seq_len = c.seq_lens[static_cast<size_t>(r)];
-    const DecodeRoundingModel model = DecodeRoundingModelFor(plan, head_dim, seq_len);
+    const DecodeRoundingModel model = reference::WorstCaseRoundingModel(head_dim, seq_len);
     const std::vector<int32_t> pages = RequestPages(c, r);
     for (int kv_head = 0; kv_head < (mla ? 1 : c.shape.num_kv_heads); ++kv_head) {
       const reference::DequantizedKv kv =
@@ -49,7 +59,10 @@ ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
           const double error = std::fabs(got - expected.out(i));
           const double ratio = error / expected.tolerance(i);
           ++check.checked;
-          if (!(ratio <= 1.0)) {
+          if (!std::isfinite(expected.tolerance(i))) {
+            fail("request " + std::to_string(r) + " head " + std::to_string(h) +
+                 ": the bound is not finite");
+          } else if (!(ratio <= 1.0)) {
             std::ostringstream message;
             message << "request " << r << " head " << h << " dim " << i << ": got " << got
                     << ", reference " << expected.out(i) << ", |error| " << error << " > bound "
@@ -59,7 +72,7 @@ ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
           if (ratio > check.worst_ratio) check.worst_ratio = ratio;
         }
         const double lse_error = std::fabs(outputs.lse[head_row] - expected.lse);
-        if (!(lse_error <= expected.lse_tolerance)) {
+        if (!(lse_error <= expected.lse_tolerance) || !std::isfinite(expected.lse_tolerance)) {
           std::ostringstream message;
           message << "request " << r << " head " << h << ": lse " << outputs.lse[head_row]
                   << ", reference " << expected.lse << ", |error| " << lse_error << " > bound "
@@ -70,6 +83,42 @@ ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
     }
   }
   return check;
+}
+
+double DroppedTokenSeparation(const AttentionCase& c, const reference::HostKvCache& cache, int r,
+                              AttentionOutputDtype out_dtype) {
+  const bool mla = c.shape.kind == AttentionKind::kMla;
+  const int heads = c.params.num_q_heads;
+  const int group = mla ? heads : heads / c.shape.num_kv_heads;
+  const int head_dim = c.shape.head_dim;
+  const int seq_len = c.seq_lens.at(static_cast<size_t>(r));
+  KVSIM_CHECK_GE(seq_len, 2);
+  const std::vector<int32_t> pages = RequestPages(c, r);
+  double separation = 0;
+  for (int kv_head = 0; kv_head < (mla ? 1 : c.shape.num_kv_heads); ++kv_head) {
+    const reference::DequantizedKv with =
+        reference::DequantizeRequest(cache, pages, seq_len, kv_head);
+    const reference::DequantizedKv without =
+        reference::DequantizeRequest(cache, pages, seq_len - 1, kv_head);
+    for (int h = kv_head * group; h < (kv_head + 1) * group; ++h) {
+      const size_t head_row = static_cast<size_t>(r) * heads + static_cast<size_t>(h);
+      Eigen::VectorXd q(head_dim);
+      for (int i = 0; i < head_dim; ++i) {
+        q(i) = DecodeBf16(c.q[head_row * static_cast<size_t>(head_dim) + static_cast<size_t>(i)]);
+      }
+      const reference::DecodeReference a = reference::ReferenceDecode(
+          with, q, c.softmax_scale, reference::WorstCaseRoundingModel(head_dim, seq_len),
+          out_dtype);
+      const reference::DecodeReference b = reference::ReferenceDecode(
+          without, q, c.softmax_scale, reference::WorstCaseRoundingModel(head_dim, seq_len - 1),
+          out_dtype);
+      const Eigen::ArrayXd outputs =
+          (a.out - b.out).array().abs() / (a.tolerance + b.tolerance).array();
+      separation = std::max({separation, outputs.maxCoeff(),
+                             std::fabs(a.lse - b.lse) / (a.lse_tolerance + b.lse_tolerance)});
+    }
+  }
+  return separation;
 }
 
 }  // namespace kvsim::testing

@@ -1,5 +1,5 @@
 // Compares decode attention outputs with the FP64 reference, element by element, within the
-// bound of docs/numerics.md.
+// bound of docs/numerics.md; and measures whether that bound can tell a dropped token.
 #pragma once
 
 #include <cstdint>
@@ -23,5 +23,12 @@ ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
                                            const reference::HostKvCache& cache,
                                            const DecodeOutputs& outputs,
                                            AttentionOutputDtype out_dtype);
+
+// How far apart the check holds request `r`'s exact outputs with and without its last token
+// (seq_len >= 2): the largest, over its heads' outputs and log-sum-exps, of |without - with| /
+// (bound with + bound without). Above 1, no output is within its bound of both, so a kernel that
+// dropped the token fails the check; at or below 1 the check cannot tell.
+double DroppedTokenSeparation(const AttentionCase& c, const reference::HostKvCache& cache, int r,
+                              AttentionOutputDtype out_dtype);
 
 }  // namespace kvsim::testing

@@ -19,6 +19,7 @@ std::string GemmCase::ToString() const {
   text += std::string(" weights=") + WeightDistributionName(weights) +
           " activations=" + WeightDistributionName(activations) + (bias ? " bias" : " no-bias") +
           " seed=" + FormatSeed(seed);
+  if (skipped_k_step >= 0) text += " k-step " + std::to_string(skipped_k_step) + " skipped";
   return text;
 }
 
@@ -32,17 +33,25 @@ Result<GemmCaseResult> RunGemmCase(Backend& backend, const GemmCase& c, Accumula
   const std::vector<uint16_t> bias =
       c.bias ? SampleBf16(activation_stream, c.n, WeightDistribution::kGaussian, 0.5)
              : std::vector<uint16_t>();
+  std::vector<uint16_t> kernel_x = x;
+  if (c.skipped_k_step >= 0) {
+    for (int i = 0; i < c.m; ++i) {
+      for (int j = 16 * c.skipped_k_step; j < 16 * (c.skipped_k_step + 1); ++j) {
+        kernel_x.at(static_cast<size_t>(i) * c.k + j) = 0;
+      }
+    }
+  }
   GemmCaseResult result;
   std::vector<uint16_t> dequantized;
   if (c.fp8) {
     KVSIM_ASSIGN_OR_RETURN(Fp8BlockMatrix matrix, QuantizeFp8Blocks(weights, c.k, c.n));
     KVSIM_ASSIGN_OR_RETURN(Fp8PackedWeights packed, PackFp8(matrix));
-    KVSIM_ASSIGN_OR_RETURN(result.output, RunFp8GemmOnHost(backend, x, c.m, packed, bias));
+    KVSIM_ASSIGN_OR_RETURN(result.output, RunFp8GemmOnHost(backend, kernel_x, c.m, packed, bias));
     dequantized = DequantizeFp8Matrix(matrix);
   } else {
     KVSIM_ASSIGN_OR_RETURN(Int4Matrix matrix, QuantizeInt4Matrix(weights, c.k, c.n, c.int4));
     KVSIM_ASSIGN_OR_RETURN(Int4PackedWeights packed, PackInt4(matrix));
-    KVSIM_ASSIGN_OR_RETURN(result.output, RunInt4GemmOnHost(backend, x, c.m, packed, bias));
+    KVSIM_ASSIGN_OR_RETURN(result.output, RunInt4GemmOnHost(backend, kernel_x, c.m, packed, bias));
     dequantized = DequantizeInt4Matrix(matrix);
   }
   const GemmReference reference = ReferenceGemm(x, c.m, c.k, dequantized, c.n, bias);

@@ -25,6 +25,9 @@ struct GemmCase {
   WeightDistribution activations = WeightDistribution::kGaussian;  // at scale 1
   bool bias = true;
   uint64_t seed = 1;
+  // For tests of the check itself: when >= 0, the kernel runs with the 16 columns of x of this k
+  // step zeroed, which is what a kernel that skipped the step computes; the reference keeps them.
+  int skipped_k_step = -1;
 
   // "m=1 k=128 n=128 int4 g32 sym bf16 weights=gaussian activations=gaussian bias seed=0x1".
   std::string ToString() const;

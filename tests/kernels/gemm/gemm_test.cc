@@ -34,25 +34,30 @@ const Int4Config kInt4Configs[] = {
 };
 
 // Runs cases on the CPU backend and records, in the test's XML output and on stdout, the largest
-// error / bound ratio over all of them.
+// error / bound ratio over all of them, element by element and for the RMS over each output.
 class GemmBoundTest : public ::testing::Test {
  protected:
   void ExpectWithinBound(const GemmCase& c) {
     const Result<GemmCaseResult> result = RunGemmCase(*cpu_, c, Accumulation::kIeeeFp32);
     ASSERT_TRUE(result.ok()) << c.ToString() << ": " << result.status().ToString();
-    EXPECT_EQ(result->check.violations, 0) << c.ToString() << "\n" << result->check.report;
+    EXPECT_TRUE(result->check.passed()) << c.ToString() << "\n" << result->check.report;
     worst_ratio_ = std::max(worst_ratio_, result->check.worst_ratio);
+    worst_rms_ratio_ =
+        std::max(worst_rms_ratio_, result->check.rms_error / result->check.rms_bound);
     ++cases_;
   }
 
   void TearDown() override {
     if (cases_ == 0) return;
     RecordProperty("worst_error_over_bound", std::to_string(worst_ratio_));
-    std::printf("worst error / bound over %d cases: %.3f\n", cases_, worst_ratio_);
+    RecordProperty("worst_rms_error_over_bound", std::to_string(worst_rms_ratio_));
+    std::printf("worst error / bound over %d cases: %.3f elementwise, %.3f RMS\n", cases_,
+                worst_ratio_, worst_rms_ratio_);
   }
 
   std::unique_ptr<Backend> cpu_ = CreateCpuBackend();
   double worst_ratio_ = 0;
+  double worst_rms_ratio_ = 0;
   int cases_ = 0;
 };
 
@@ -150,19 +155,36 @@ TEST_F(Int4GemmTest, SquareMatrixOf8192MeetsTheBound) {
   ExpectWithinBound(c);
 }
 
-TEST_F(Int4GemmTest, SameInputsSameBits) {
-  GemmCase c;
-  c.m = 17;
-  c.k = 256;
-  c.n = 256;
-  const Result<GemmCaseResult> first = RunGemmCase(*cpu_, c, Accumulation::kIeeeFp32);
-  const Result<GemmCaseResult> second = RunGemmCase(*cpu_, c, Accumulation::kIeeeFp32);
-  ASSERT_TRUE(first.ok() && second.ok());
-  EXPECT_EQ(first->output, second->output);
-  c.seed = 2;
-  const Result<GemmCaseResult> other = RunGemmCase(*cpu_, c, Accumulation::kIeeeFp32);
-  ASSERT_TRUE(other.ok());
-  EXPECT_NE(first->output, other->output);
+// The check the GPU tests apply (tensor-core accumulation, 2^-21 per product) at Kimi K2.6's
+// hidden size, k = 7168, shown on the CPU kernel: its honest output passes, and the same kernel
+// run as if it skipped one k step (16 of the 7168 products of every output) fails. The
+// elementwise bound alone, sized for the worst case, lets most skipped steps through here; the
+// RMS statistic does not.
+TEST(GemmCheckTest, ASkippedKStepAtK7168FailsTheTensorCoreCheck) {
+  std::unique_ptr<Backend> cpu = CreateCpuBackend();
+  for (bool fp8 : {false, true}) {
+    GemmCase c;
+    c.m = 16;
+    c.k = 7168;
+    c.n = 256;
+    c.fp8 = fp8;
+    c.weights = WeightDistribution::kStudentT3;
+    c.seed = 7168;
+    const Result<GemmCaseResult> honest = RunGemmCase(*cpu, c, Accumulation::kTensorCores);
+    ASSERT_TRUE(honest.ok()) << honest.status().ToString();
+    EXPECT_TRUE(honest->check.passed()) << c.ToString() << "\n" << honest->check.report;
+    for (int step : {0, 201, 447}) {
+      c.skipped_k_step = step;
+      const Result<GemmCaseResult> skipped = RunGemmCase(*cpu, c, Accumulation::kTensorCores);
+      ASSERT_TRUE(skipped.ok()) << skipped.status().ToString();
+      EXPECT_FALSE(skipped->check.rms_passed()) << c.ToString();
+      std::printf(
+          "%s: RMS error %.3g, bound %.3g (honest: %.3g); %lld of %d elements beyond "
+          "their own bound\n",
+          c.ToString().c_str(), skipped->check.rms_error, skipped->check.rms_bound,
+          honest->check.rms_error, static_cast<long long>(skipped->check.violations), c.m * c.n);
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -262,8 +284,10 @@ TEST(GemmWorkspaceTest, UnsupportedShapesAreErrorsNotAborts) {
   EXPECT_FALSE(AllocateGemmWorkspace(*cpu, 1, 0, 128).ok());
   EXPECT_FALSE(AllocateGemmWorkspace(*cpu, 1, 128, 65536 + 16).ok());
   // A shape that splits k gets the counters and its partial sums; one that does not, 4 bytes.
-  EXPECT_EQ(AllocateGemmWorkspace(*cpu, 1, 4096, 6144).value().bytes(),
-            GemmWorkspaceBytes(1, 4096, 6144));
+  // m = 1, n = 4096, k = 6144: 32 column blocks of 128 want ceil(264 / 32) = 9 splits, and 384 k
+  // steps allow 384 / (4 warps x 4) = 24, so 9 splits of 43 steps; 264 int32 counters, then
+  // 9 x 1 x 4096 fp32 partial sums: 1,056 + 147,456 bytes.
+  EXPECT_EQ(AllocateGemmWorkspace(*cpu, 1, 4096, 6144).value().bytes(), 148'512u);
   EXPECT_EQ(AllocateGemmWorkspace(*cpu, 4096, 4096, 6144).value().bytes(), 4u);
 }
 

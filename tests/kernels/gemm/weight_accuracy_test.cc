@@ -1,5 +1,5 @@
-// The weight accuracy study: deterministic per seed, errors ordered as the formats' precision
-// says (bf16 < fp8 < int4, finer groups better), and the clipping search never worse.
+// The weight accuracy study: errors ordered as the formats' precision says (bf16 < fp8 < int4,
+// finer groups better), and the clipping search never worse.
 #include "kernels/gemm/weight_accuracy.h"
 
 #include <gtest/gtest.h>
@@ -34,19 +34,9 @@ class WeightAccuracyTest : public ::testing::TestWithParam<uint64_t> {
   std::unique_ptr<Backend> cpu_ = CreateCpuBackend();
 };
 
-TEST_P(WeightAccuracyTest, SameSeedSameNumbers) {
-  const auto a = Measure(false);
-  const auto b = Measure(false);
-  ASSERT_EQ(a.size(), b.size());
-  ASSERT_EQ(a.size(), 3u * 8);
-  for (size_t i = 0; i < a.size(); ++i) {
-    EXPECT_EQ(a[i].output_error.relative_rms(), b[i].output_error.relative_rms());
-    EXPECT_EQ(a[i].weight_error.relative_rms(), b[i].weight_error.relative_rms());
-  }
-}
-
 TEST_P(WeightAccuracyTest, ErrorsFollowPrecision) {
   const auto rows = Measure(false);
+  ASSERT_EQ(rows.size(), 3u * 8);  // three distributions, eight formats
   for (const char* distribution : {"gaussian", "student-t3", "outlier channels"}) {
     const double bf16 = Find(rows, distribution, "bf16").output_error.relative_rms();
     const double fp8 = Find(rows, distribution, "fp8 block128").output_error.relative_rms();

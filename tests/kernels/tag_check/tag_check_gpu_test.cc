@@ -1,6 +1,7 @@
-// The tag check on the GPU gives bit-identical verdicts to the CPU backend, on random faulty
-// batches at awkward sizes and at the production shape (64 requests x 21K tokens, page size 64).
-// Skips (with the reason) where no GPU is usable.
+// The tag check on the GPU gives the verdicts of the independent reference (written from the rule
+// in docs/integrity.md, not from the kernels' per-page function) and bit-identical verdicts to the
+// CPU backend, on random faulty batches at awkward sizes and at the production shape (64 requests
+// x 21K tokens, page size 64). Skips (with the reason) where no GPU is usable.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -28,7 +29,8 @@ class TagCheckGpuTest : public ::testing::Test {
     cuda_ = std::move(backend).value();
   }
 
-  // Verdicts of `requests` on both backends, compared bit for bit; returns how many failed.
+  // Verdicts of `requests` on both backends, compared bit for bit with each other and with the
+  // reference; returns how many failed.
   int CompareBackends(const std::vector<reference::TagCheckRequest>& requests, int32_t page_size,
                       const std::vector<uint64_t>& tags, bool with_first_tokens) {
     std::vector<std::vector<TagCheckResult>> verdicts;
@@ -41,6 +43,18 @@ class TagCheckGpuTest : public ::testing::Test {
       verdicts.push_back(*results);
     }
     EXPECT_EQ(verdicts[0].size(), verdicts[1].size());
+    // Without first tokens the kernels check reads, from token 0: so does the reference then.
+    std::vector<reference::TagCheckRequest> as_checked = requests;
+    if (!with_first_tokens) {
+      for (reference::TagCheckRequest& request : as_checked) request.first_token = 0;
+    }
+    const std::vector<TagCheckResult> expected =
+        reference::ReferenceTagCheck(as_checked, page_size, tags);
+    EXPECT_EQ(expected.size(), verdicts[1].size());
+    for (size_t b = 0; b < expected.size() && b < verdicts[1].size(); ++b) {
+      EXPECT_EQ(verdicts[1][b].code, expected[b].code) << "request " << b << ": cuda";
+      EXPECT_EQ(verdicts[1][b].logical_page, expected[b].logical_page) << "request " << b;
+    }
     int failing = 0;
     for (size_t b = 0; b < verdicts[0].size(); ++b) {
       EXPECT_EQ(std::memcmp(&verdicts[0][b], &verdicts[1][b], sizeof(TagCheckResult)), 0)
@@ -56,7 +70,7 @@ class TagCheckGpuTest : public ::testing::Test {
   std::unique_ptr<Backend> cuda_;
 };
 
-TEST_F(TagCheckGpuTest, VerdictsEqualTheCpuBackendAtAwkwardSizes) {
+TEST_F(TagCheckGpuTest, VerdictsEqualTheReferenceAndTheCpuAtAwkwardSizes) {
   Prng prng(0x6b7c);
   for (int32_t page_size : {1, 3, 16, 64}) {
     for (int32_t batch_size : {1, 7, 33, 130}) {
@@ -76,7 +90,7 @@ TEST_F(TagCheckGpuTest, VerdictsEqualTheCpuBackendAtAwkwardSizes) {
   }
 }
 
-TEST_F(TagCheckGpuTest, VerdictsEqualTheCpuBackendAtTheProductionShape) {
+TEST_F(TagCheckGpuTest, VerdictsEqualTheReferenceAndTheCpuAtTheProductionShape) {
   Prng prng(0x21000);
   testing::RandomBatchShape shape;
   shape.batch = 64;

@@ -46,10 +46,17 @@ Hash128 HashWords(const std::vector<uint64_t>& words) {
 
 class Explorer {
  public:
-  Explorer(int32_t requests, ExhaustiveTotals& totals) : requests_(requests), totals_(totals) {}
+  Explorer(int32_t requests, bool merge, ExhaustiveTotals& totals)
+      : requests_(requests), merge_(merge), totals_(totals) {}
 
-  // The number of sequences starting at `world` (itself included) within `ops_left`.
-  Result<int64_t> Visit(const IntegrityWorld& world, int32_t ops_left) {
+  // What a visit found: the sequences starting at the world (itself included) within the budget,
+  // and the key of the world's class.
+  struct Visited {
+    int64_t sequences = 0;
+    Hash128 key{0, 0};
+  };
+
+  Result<Visited> Visit(const IntegrityWorld& world, int32_t ops_left) {
     // The smallest encoding over all orders of the requests: one name per class of states equal
     // up to renaming requests and pages.
     std::vector<int32_t> order(static_cast<size_t>(requests_));
@@ -63,20 +70,38 @@ class Explorer {
     if (seen_states_.insert(HashWords(best_)).second) ++totals_.states;
     best_.push_back(static_cast<uint64_t>(ops_left));
     const Hash128 key = HashWords(best_);
-    const auto known = sequences_from_.find(key);
-    if (known != sequences_from_.end()) return known->second;
-    ++totals_.explored;
+    if (merge_) {
+      const auto known = sequences_from_.find(key);
+      if (known != sequences_from_.end()) return Visited{known->second, key};
+    }
+    // Unmerged, a class met again is walked again but counted once.
+    const bool first = expanded_.insert(key).second;
+    if (first) ++totals_.explored;
     int64_t sequences = 1;
+    std::vector<uint64_t> transitions;  // what each operation did and led to, for comparison
     for (const Op& op : ops_left > 0 ? world.EnabledOps() : std::vector<Op>()) {
       KVSIM_ASSIGN_OR_RETURN(IntegrityWorld next, world.Clone());
       KVSIM_ASSIGN_OR_RETURN(const OpReport report, next.Apply(op));
-      ++totals_.transitions;
-      Count(next, report);
-      KVSIM_ASSIGN_OR_RETURN(const int64_t below, Visit(next, ops_left - 1));
-      sequences = SaturatingAdd(sequences, below);
+      if (first) {
+        ++totals_.transitions;
+        Count(next, report);
+      }
+      KVSIM_ASSIGN_OR_RETURN(const Visited below, Visit(next, ops_left - 1));
+      sequences = SaturatingAdd(sequences, below.sequences);
+      if (!merge_) transitions.push_back(Digest(next, report, below.key));
     }
-    sequences_from_.emplace(key, sequences);
-    return sequences;
+    if (merge_) {
+      sequences_from_.emplace(key, sequences);
+    } else {
+      std::sort(transitions.begin(), transitions.end());
+      const auto [known, inserted] = transitions_from_.emplace(key, HashWords(transitions));
+      if (!inserted && !(known->second == HashWords(transitions))) {
+        return InternalError(
+            "two states the key merges differ in their transitions; one is reached by: " +
+            world.History());
+      }
+    }
+    return Visited{sequences, key};
   }
 
  private:
@@ -98,13 +123,32 @@ class Explorer {
     }
   }
 
+  // One transition as a word: its report, the divergence injected by then, and where it led.
+  static uint64_t Digest(const IntegrityWorld& next, const OpReport& report, const Hash128& to) {
+    std::vector<uint64_t> words = {
+        static_cast<uint64_t>(report.requests_checked),
+        static_cast<uint64_t>(report.escapes),
+        static_cast<uint64_t>(report.out_of_scope_passes),
+        static_cast<uint64_t>(report.silent_corruptions),
+        static_cast<uint64_t>(report.intra_page_overruns),
+        static_cast<uint64_t>(report.pool_refusals),
+        next.fault_injected() ? static_cast<uint64_t>(*next.fault()) : ~uint64_t{0},
+        to.low,
+        to.high};
+    for (int64_t aborts : report.aborts) words.push_back(static_cast<uint64_t>(aborts));
+    return HashWords(words).low;
+  }
+
   const int32_t requests_;
+  const bool merge_;
   ExhaustiveTotals& totals_;
   std::vector<uint64_t> key_;  // reused for every key
   std::vector<uint64_t> best_;
-  // Membership only: never iterated, so their order cannot reach a result.
+  // Membership and look-up only: never iterated, so their order cannot reach a result.
   std::unordered_set<Hash128, Hash128Hasher> seen_states_;
+  std::unordered_set<Hash128, Hash128Hasher> expanded_;
   std::unordered_map<Hash128, int64_t, Hash128Hasher> sequences_from_;
+  std::unordered_map<Hash128, Hash128, Hash128Hasher> transitions_from_;
 };
 
 }  // namespace
@@ -112,8 +156,9 @@ class Explorer {
 Result<ExhaustiveTotals> RunExhaustive(const ExhaustiveBounds& bounds, Backend& backend) {
   ExhaustiveTotals totals;
   KVSIM_ASSIGN_OR_RETURN(const IntegrityWorld start, IntegrityWorld::Create(bounds.world, backend));
-  Explorer explorer(bounds.world.num_requests, totals);
-  KVSIM_ASSIGN_OR_RETURN(totals.sequences, explorer.Visit(start, bounds.max_ops));
+  Explorer explorer(bounds.world.num_requests, bounds.merge_states, totals);
+  KVSIM_ASSIGN_OR_RETURN(const Explorer::Visited visited, explorer.Visit(start, bounds.max_ops));
+  totals.sequences = visited.sequences;
   return totals;
 }
 
@@ -131,7 +176,7 @@ std::string ExhaustiveTotals::Summary(const ExhaustiveBounds& bounds, double sec
   const WorldConfig& w = bounds.world;
   std::string text = fmt::format(
       "pool {} pages, {} requests, page size {}, {}-bit {} tags, {} reuse, writes {}, every "
-      "sequence of up to {} operations with at most one divergence among them\n"
+      "sequence of up to {} operations with at most one divergence among them{}\n"
       "  {} states explored ({} with budget, {} transitions), {} operation sequences, {:.1f} s\n"
       "  {} requests checked; aborts: {} bad range, {} unrecorded, {} out of range, {} wrong "
       "page, {} stale tag\n"
@@ -139,9 +184,10 @@ std::string ExhaustiveTotals::Summary(const ExhaustiveBounds& bounds, double sec
       "overruns, {} pool refusals\n",
       w.num_pages, w.num_requests, w.page_size, w.tags.width_bits, TagPolicyName(w.tags.policy),
       ReuseOrderName(w.reuse_order), w.check_writes ? "checked" : "unchecked", bounds.max_ops,
-      states, explored, transitions, sequences, seconds, requests_checked, aborts[1], aborts[2],
-      aborts[3], aborts[4], aborts[5], escapes, out_of_scope_passes, silent_corruptions,
-      intra_page_overruns, pool_refusals);
+      bounds.merge_states ? "" : " (states not merged: every sequence walked)", states, explored,
+      transitions, sequences, seconds, requests_checked, aborts[1], aborts[2], aborts[3], aborts[4],
+      aborts[5], escapes, out_of_scope_passes, silent_corruptions, intra_page_overruns,
+      pool_refusals);
   for (const auto& [fault, caught] : caught_by_fault) {
     text += fmt::format("  after {:<16} {:>9} aborts, {:>9} silent corruptions\n",
                         DivergenceName(fault), caught, silent_after(fault));

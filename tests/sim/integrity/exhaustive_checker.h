@@ -19,6 +19,11 @@ namespace kvsim::testing {
 struct ExhaustiveBounds {
   WorldConfig world;
   int32_t max_ops = 8;  // operations per sequence, the divergence (if any) included
+  // Whether a state met again (up to renaming) is explored once. Off, every sequence is walked
+  // (small bounds only): the totals count each merged state once all the same, so they must equal
+  // the merged run's, and two states the key merges must show the same transitions, or the run
+  // fails.
+  bool merge_states = true;
 };
 
 // What the checker saw, summed over every transition it explored.

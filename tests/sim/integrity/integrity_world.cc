@@ -59,9 +59,6 @@ std::string Op::ToString() const {
 }
 
 Result<IntegrityWorld> IntegrityWorld::Create(const WorldConfig& config, Backend& backend) {
-  if (config.tags.policy != TagPolicy::kGeneration) {
-    return InvalidArgumentError("the integrity world predicts generation tags only");
-  }
   if (config.num_requests < 1 || config.num_requests > 100 || config.max_pages_per_request < 1 ||
       config.max_pages_per_request > 100 || config.page_size < 1 || config.page_size > 64) {
     return OutOfRangeError(
@@ -174,10 +171,14 @@ std::vector<Op> IntegrityWorld::EnabledOps() const {
   return ops;
 }
 
-Status IntegrityWorld::Violation(const std::string& what) const {
+std::string IntegrityWorld::History() const {
   std::string history;
   for (const Op& op : history_) history += (history.empty() ? "" : "; ") + op.ToString();
-  return InternalError("theorem violated: " + what + "\n  operations: " + history);
+  return history;
+}
+
+Status IntegrityWorld::Violation(const std::string& what) const {
+  return InternalError("theorem violated: " + what + "\n  operations: " + History());
 }
 
 Status IntegrityWorld::Grant(int32_t r, const PageGrant& grant, const Allocation& identity) {
@@ -257,10 +258,19 @@ TagCheckResult IntegrityWorld::Predict(int32_t r, int32_t first, int32_t end) co
     const int32_t q = request.block_row[logical];
     if (q < 0 || q >= config_.num_pages) return verdict(TagCheckCode::kOutOfRange, i);
     if (q != request.recorded[logical].page) return verdict(TagCheckCode::kWrongPage, i);
-    // Generation tags count allocations: the tag differs unless 2^w divides the reallocations.
     const uint64_t reallocations =
         static_cast<uint64_t>(oracle_.epoch(q) - request.identity[logical].epoch);
-    if ((reallocations & mask) != 0) return verdict(TagCheckCode::kStaleTag, i);
+    if (config_.tags.policy == TagPolicy::kGeneration) {
+      // Generation tags count allocations: the tag differs unless 2^w divides the reallocations.
+      if ((reallocations & mask) != 0) return verdict(TagCheckCode::kStaleTag, i);
+    } else {
+      // A random tag changes on every allocation (A4), so one reallocation always shows; after
+      // more, the grant is stale exactly when the pool's tag, the truth the tracker's copy must
+      // follow, differs from the recorded one.
+      if (reallocations == 1 || pool_.tag(q) != request.recorded[logical].tag) {
+        return verdict(TagCheckCode::kStaleTag, i);
+      }
+    }
   }
   return verdict(TagCheckCode::kOk, -1);
 }
@@ -273,7 +283,8 @@ Status IntegrityWorld::CheckPassedAccess(int32_t r, int32_t first, int32_t end, 
     const int32_t q = request.block_row[logical];
     const Allocation& identity = request.identity[logical];
     if (oracle_.epoch(q) != identity.epoch) {
-      // Reallocated a multiple of 2^w times: the theorem's exact escape condition.
+      // Reallocated, yet the tag matched: a multiple of 2^w times with generation tags (the
+      // theorem's exact escape condition), or a random tag that came back.
       ++report.escapes;
       escaped_ = true;
     } else if (oracle_.Current(q) != identity) {

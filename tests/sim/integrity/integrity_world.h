@@ -31,7 +31,9 @@ struct WorldConfig {
   int32_t num_requests = 3;
   int32_t page_size = 1;
   int32_t max_pages_per_request = 4;
-  TagConfig tags;  // generation tags: the oracle predicts them from its allocation counts
+  // Generation tags, which the oracle predicts from its allocation counts, or random ones, which it
+  // predicts from the pool's tags (and never to repeat after one reallocation).
+  TagConfig tags;
   ReuseOrder reuse_order = ReuseOrder::kLifo;
   bool check_writes = true;
 };
@@ -107,6 +109,8 @@ class IntegrityWorld {
   // The divergence injected, if any.
   std::optional<Divergence> fault() const { return fault_; }
   bool escaped() const { return escaped_; }
+  // The operations that led here, "append r0; share r1 <- r0; ...".
+  std::string History() const;
   const PagePool& pool() const { return pool_; }
 
  private:
