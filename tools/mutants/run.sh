@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tools/mutants/run.sh [--cuda] [--check] [--bundle DIR] [NAME...]: the mutation test (manual; it
-# rebuilds per mutant: 22 minutes for the CPU catalogue on two shared cores; docs/testing.md).
+# rebuilds per mutant: 7 minutes for the CPU catalogue on two idle cores; docs/testing.md).
 #
 # Each file tools/mutants/cpu/NAME.mutant (with --cuda: tools/mutants/cuda/) is one named source
 # mutation and the tests expected to kill it:
