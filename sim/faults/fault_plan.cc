@@ -125,12 +125,17 @@ bool FaultPlan::any() const {
   return false;
 }
 
-FaultInjector::FaultInjector(const FaultPlan& plan, uint64_t seed) : plan_(plan), prng_(seed) {}
+// Any other seed gives the control an independent stream (Prng expands its seed by SplitMix64).
+constexpr uint64_t kControlStream = 0xc0a7'2015'0000'0015;
+
+FaultInjector::FaultInjector(const FaultPlan& plan, uint64_t seed)
+    : plan_(plan), prng_(seed), control_prng_(seed ^ kControlStream) {}
 
 bool FaultInjector::Fires(FaultSite site) {
   const int64_t ppm = plan_.ppm[static_cast<size_t>(site)];
   if (ppm <= 0) return false;
-  if (!prng_.chance(static_cast<uint64_t>(ppm), 1'000'000)) return false;
+  Prng& stream = FaultSiteExpected(site) == FaultClass::kControl ? control_prng_ : prng_;
+  if (!stream.chance(static_cast<uint64_t>(ppm), 1'000'000)) return false;
   ++fired_[static_cast<size_t>(site)];
   return true;
 }

@@ -94,6 +94,9 @@ class FaultInjector {
  private:
   FaultPlan plan_;
   Prng prng_;
+  // The negative control's own stream: it is reached in kernel mode only, so drawing it from the
+  // shared stream would make the other sites fire differently in kernel and timing mode.
+  Prng control_prng_;
   std::array<int64_t, kFaultSites> fired_{};
 };
 

@@ -50,6 +50,23 @@ TEST(CampaignRunnerTest, NarrowTagsEscapeOnlyWhereTheEscapeConditionSays) {
   EXPECT_EQ(results.total_surprises(), 0) << ResultsToJson(results);
 }
 
+// The negative control acts in kernel mode only, from a stream of its own: the other planted bugs
+// fire alike in both modes, so a swarm case takes the same steps in kernel mode as in timing mode.
+TEST(CampaignRunnerTest, SwarmCasesTakeTheSameStepsInKernelAndTimingMode) {
+  CampaignSpec spec = CampaignOverBases(0x5eed, 24);
+  spec.arms = ParseArms("swarm").value();
+  spec.modes = {TrackerMode::kTags};
+  spec.kernel_cases = 24;
+  const CampaignResults results = RunShard(spec, 2);
+  const Tally& timing = results.tallies.at({"swarm", TrackerMode::kTags, RunMode::kTiming});
+  const Tally& kernel = results.tallies.at({"swarm", TrackerMode::kTags, RunMode::kKernel});
+  EXPECT_EQ(timing.runs, 24);
+  EXPECT_EQ(kernel.runs, 24);
+  EXPECT_EQ(kernel.steps, timing.steps);
+  // The control did fire in kernel mode: the equality is not for want of it.
+  EXPECT_GT(results.site_runs[static_cast<size_t>(FaultSite::kBatchCompositionNoise)], 0);
+}
+
 TEST(CampaignRunnerTest, ShardsMergedEqualTheCampaignRunWhole) {
   const CampaignResults whole = RunShard(Spec(), 2);
   EXPECT_EQ(whole.cases, 90);
