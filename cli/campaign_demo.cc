@@ -3,8 +3,8 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "base/seed.h"
@@ -37,35 +37,26 @@ Status PrintCampaignDemo(std::ostream& out, const std::string& configs_root, uin
       "with bookkeeping\nbugs planted where the real ones lived (docs/faults.md), each run without "
       "a check and with the tag check;\nthe ownership oracle judges every access.\n\n",
       Grouped(cases));
-  struct Sums {
-    int arms = 0;
-    sim::Tally off;
-    sim::Tally tags;
-  };
-  std::map<std::pair<int, std::string>, Sums> classes;
-  std::map<std::pair<int, std::string>, std::vector<std::string>> rows_seen;
+  // The result rows (arms, and narrow tags by width and policy) of each class.
+  std::map<std::pair<int, std::string>, std::set<std::string>> rows_of_class;
   for (const auto& [key, tally] : r.tallies) {
-    const std::pair<int, std::string> c = ResultClass(std::get<0>(key));
-    Sums& sums = classes[c];
-    (std::get<1>(key) == sim::TrackerMode::kOff ? sums.off : sums.tags).Merge(tally);
-    std::vector<std::string>& rows = rows_seen[c];
-    if (std::find(rows.begin(), rows.end(), std::get<0>(key)) == rows.end()) {
-      rows.push_back(std::get<0>(key));
-    }
+    rows_of_class[ResultClass(std::get<0>(key))].insert(std::get<0>(key));
   }
+  const std::map<ClassKey, sim::Tally> classes = TalliesByClass(r);
   TextTable table({"class", "arms", "runs", "bug fired", "no check: silent", "tags: caught",
                    "silent", "false alarms"});
-  for (auto& [c, sums] : classes) {
-    table.AddRow({c.second, Grouped(static_cast<int64_t>(rows_seen[c].size())),
-                  Grouped(sums.off.runs), Grouped(sums.off.fired_runs),
-                  Percent(sums.off.silent_runs, sums.off.fired_runs), Grouped(sums.tags.caught_tag),
-                  Percent(sums.tags.silent_runs, sums.tags.fired_runs),
-                  Grouped(sums.tags.false_alarms)});
+  for (const auto& [c, rows] : rows_of_class) {
+    const sim::Tally& off = classes.at({c, sim::TrackerMode::kOff});
+    const sim::Tally& tags = classes.at({c, sim::TrackerMode::kTags});
+    table.AddRow({c.second, Grouped(static_cast<int64_t>(rows.size())), Grouped(off.runs),
+                  Grouped(off.fired_runs), Percent(off.silent_runs, off.fired_runs),
+                  Grouped(tags.caught_tag), Percent(tags.silent_runs, tags.fired_runs),
+                  Grouped(tags.false_alarms)});
   }
   table.Print(out, 3);
   out << "\n   bug fired: runs (without a check) in which a planted bug fired; silent: of those, "
-         "the "
-         "runs with an\n   access that ran and was wrong. R, W and RW bugs are the tags' to catch; "
+         "the runs with an\n   access that ran and was wrong. R, W and RW bugs are the tags' to "
+         "catch; "
          "S bugs need the seal\n   (kvsim campaign --modes seal); N bugs no ownership check can "
          "catch; narrow tags wrap as predicted.\n";
   out << fmt::format("   surprises: {}\n", r.surprises.empty()

@@ -46,10 +46,7 @@ std::vector<sim::TallyKey> OrderedKeys(const sim::CampaignResults& r) {
 // in which a bug fired and those in which none did, what the checks caught, how many of the fired
 // runs corrupted silently, false alarms and surprises. The guarantee reads off it.
 void PrintClassSummary(const sim::CampaignResults& r, std::ostream& out) {
-  std::map<std::pair<std::pair<int, std::string>, sim::TrackerMode>, sim::Tally> classes;
-  for (const auto& [key, tally] : r.tallies) {
-    classes[{ResultClass(std::get<0>(key)), std::get<1>(key)}].Merge(tally);
-  }
+  const std::map<ClassKey, sim::Tally> classes = TalliesByClass(r);
   TextTable table({"class", "mode", "runs", "bug fired", "no bug fired", "caught: tags", "seal",
                    "silent runs", "silent rate", "false alarms", "stopped", "surprises"});
   for (const auto& [key, t] : classes) {
@@ -90,6 +87,14 @@ std::pair<int, std::string> ResultClass(const std::string& row) {
       return {6, "control"};
   }
   return {9, row};
+}
+
+std::map<ClassKey, sim::Tally> TalliesByClass(const sim::CampaignResults& r) {
+  std::map<ClassKey, sim::Tally> classes;
+  for (const auto& [key, tally] : r.tallies) {
+    classes[{ResultClass(std::get<0>(key)), std::get<1>(key)}].Merge(tally);
+  }
+  return classes;
 }
 
 std::string Percent(int64_t part, int64_t whole) {
