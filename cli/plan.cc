@@ -32,6 +32,9 @@ const std::vector<FieldHelp>& FieldHelps() {
       {"gpu", "GPU name (configs/gpus/NAME.yaml) or a YAML path (default h200-sxm)"},
       {"gpus", "GPUs in the deployment (default 8)"},
       {"tp", "Tensor-parallel size; gpus / tp replicas (default 8)"},
+      {"ep",
+       "Expert-parallel size: 1 splits each routed expert across the tp GPUs (default); tp puts "
+       "whole experts on each GPU, with an all-to-all dispatch and combine per MoE layer"},
       {"pools", "Independent KV pools (data-parallel attention); default gpus / tp"},
       {"mem-fraction", "Share of GPU memory for weights + KV cache (default 0.83)"},
       {"reserved-gib",

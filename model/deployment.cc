@@ -48,6 +48,23 @@ Status ValidateDeployment(const Deployment& d, const ModelSpec& model) {
     return InvalidArgumentError(
         fmt::format("tp {} must divide the GPU count {} (gpus / tp replicas)", d.tp, d.gpus));
   }
+  if (d.ep != 1 && d.ep != d.tp) {
+    return InvalidArgumentError(fmt::format(
+        "ep {} is not allowed with tp {}; allowed: 1 (experts split by tensor parallelism) or {} "
+        "(whole experts on each of the replica's GPUs)",
+        d.ep, d.tp, d.tp));
+  }
+  if (d.ep > 1) {
+    if (!model.moe) {
+      return InvalidArgumentError(fmt::format(
+          "ep {} has no effect on {}: it has no routed experts; remove it", d.ep, model.name));
+    }
+    if (model.moe->routed_experts % d.ep != 0) {
+      return InvalidArgumentError(
+          fmt::format("ep {} must divide {}'s {} routed experts (whole experts per GPU)", d.ep,
+                      model.name, model.moe->routed_experts));
+    }
+  }
   const int pools = d.pool_count();
   if (pools < 1 || pools > d.gpus || d.gpus % pools != 0 || pools % d.replicas() != 0) {
     return InvalidArgumentError(fmt::format(

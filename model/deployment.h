@@ -16,6 +16,11 @@ struct Deployment {
   int gpus = 8;
   // Tensor-parallel size of the model's MLP and expert weights; gpus / tp replicas of the model.
   int tp = 8;
+  // Expert-parallel size of the routed experts: 1 splits every expert's matrices across the tp
+  // GPUs (tensor parallelism, the default); tp places whole experts, routed_experts / tp of them,
+  // on each GPU of a replica, and every MoE layer then sends each token to the GPUs of its experts
+  // and back (an all-to-all dispatch and combine, as DeepEP does) instead of all-reducing.
+  int ep = 1;
   // Independent KV-cache pools across all GPUs: gpus / tp (one per replica) unless attention runs
   // data-parallel inside a replica (SGLang's DP attention), where each attention rank has its own
   // pool. 0 means gpus / tp.

@@ -136,11 +136,18 @@ Result<KernelProfile> LoadKernelProfile(const std::string& path) {
                          ParseEfficiency(attention, "sparse_prefill_compute"));
 
   KVSIM_ASSIGN_OR_RETURN(const YamlMap comm, map.Map("communication"));
-  KVSIM_RETURN_IF_ERROR(comm.CheckKnownKeys({"all_reduce_latency_us", "link_efficiency"}));
+  KVSIM_RETURN_IF_ERROR(
+      comm.CheckKnownKeys({"all_reduce_latency_us", "link_efficiency", "all_to_all_latency_us",
+                           "all_to_all_link_efficiency"}));
   KVSIM_ASSIGN_OR_RETURN(p.all_reduce_latency_s,
                          ParseSourced(comm, "all_reduce_latency_us", 0, 10000));
   p.all_reduce_latency_s.value *= 1e-6;
   KVSIM_ASSIGN_OR_RETURN(p.link_efficiency, ParseEfficiency(comm, "link_efficiency"));
+  KVSIM_ASSIGN_OR_RETURN(p.all_to_all_latency_s,
+                         ParseSourced(comm, "all_to_all_latency_us", 0, 10000));
+  p.all_to_all_latency_s.value *= 1e-6;
+  KVSIM_ASSIGN_OR_RETURN(p.all_to_all_link_efficiency,
+                         ParseEfficiency(comm, "all_to_all_link_efficiency"));
 
   KVSIM_ASSIGN_OR_RETURN(const YamlMap engine, map.Map("engine"));
   KVSIM_RETURN_IF_ERROR(engine.CheckKnownKeys({"host_overhead_ms", "kernels_per_layer"}));

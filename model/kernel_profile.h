@@ -66,6 +66,10 @@ struct KernelProfile {
   SourcedValue attention_sparse_prefill_compute;  // DSA's top-k prefill (MQA form)
   SourcedValue all_reduce_latency_s;
   SourcedValue link_efficiency;  // of the NVLink line rate a collective reaches
+  // Expert parallelism's dispatch and combine (an all-to-all each): the fixed time of one, and
+  // the share of the NVLink line rate its kernels reach.
+  SourcedValue all_to_all_latency_s;
+  SourcedValue all_to_all_link_efficiency;
   SourcedValue host_overhead_s;  // per step, not hidden behind the GPU
   KernelCounts kernels;
 };

@@ -66,21 +66,11 @@ std::string FieldNameList() {
 }  // namespace
 
 const std::vector<std::string>& PlanFieldNames() {
-  static const std::vector<std::string> kNames = {"model",
-                                                  "gpu",
-                                                  "gpus",
-                                                  "tp",
-                                                  "pools",
-                                                  "mem-fraction",
-                                                  "reserved-gib",
-                                                  "kv-dtype",
-                                                  "page-size",
-                                                  "weights",
-                                                  "latent-projections",
-                                                  "mtp",
-                                                  "context",
-                                                  "output",
-                                                  "usd-per-gpu-hour"};
+  static const std::vector<std::string> kNames = {
+      "model",    "gpu",       "gpus",         "tp",
+      "ep",       "pools",     "mem-fraction", "reserved-gib",
+      "kv-dtype", "page-size", "weights",      "latent-projections",
+      "mtp",      "context",   "output",       "usd-per-gpu-hour"};
   return kNames;
 }
 
@@ -110,6 +100,9 @@ Status SetPlanField(PlanSettings& s, const std::string& raw_field, const std::st
   } else if (field == "tp") {
     KVSIM_ASSIGN_OR_RETURN(const int64_t v, ParseInt(field, value, 1, 4096));
     d.tp = static_cast<int>(v);
+  } else if (field == "ep") {
+    KVSIM_ASSIGN_OR_RETURN(const int64_t v, ParseInt(field, value, 1, 4096));
+    d.ep = static_cast<int>(v);
   } else if (field == "pools") {
     KVSIM_ASSIGN_OR_RETURN(const int64_t v, ParseInt(field, value, 1, 4096));
     d.pools = static_cast<int>(v);

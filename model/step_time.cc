@@ -72,6 +72,8 @@ const char* OperatorName(Operator op) {
       return "LM head";
     case Operator::kAllReduce:
       return "all-reduce";
+    case Operator::kAllToAll:
+      return "all-to-all";
     case Operator::kOtherKernels:
       return "other kernels";
     case Operator::kHostOverhead:
@@ -85,6 +87,37 @@ double ExpectedExpertsTouched(int experts, int k, int64_t tokens) {
   KVSIM_CHECK_LE(k, experts);
   const double miss = 1.0 - static_cast<double>(k) / experts;
   return experts * (1.0 - std::pow(miss, static_cast<double>(tokens)));
+}
+
+ExpertParallelLoad ExpertParallelLoadFor(int experts, int k, int ep, int64_t tokens) {
+  KVSIM_CHECK_GT(ep, 0);
+  KVSIM_CHECK_EQ(experts % ep, 0);
+  KVSIM_CHECK_LE(k, experts);
+  ExpertParallelLoad load;
+  const int local = experts / ep;
+  const double pairs = static_cast<double>(tokens) * k;
+  const double share = 1.0 / ep;
+  const double mean = pairs * share;
+  const double sd = std::sqrt(pairs * share * (1 - share));
+  const double spread = ep > 1 ? std::sqrt(2.0 * std::log(static_cast<double>(ep))) : 0.0;
+  load.busiest_pairs =
+      std::min(mean + spread * sd, static_cast<double>(tokens) * std::min(k, local));
+  // Each local expert is touched by a token with chance k / experts; the busiest GPU's pairs are
+  // those of busiest_pairs x ep / k such tokens (exactly `tokens` at ep 1).
+  const double busiest_tokens = load.busiest_pairs * ep / k;
+  load.busiest_experts =
+      local * (1.0 - std::pow(1.0 - static_cast<double>(k) / experts, busiest_tokens));
+  // P(none of the k experts, drawn without replacement, lives on a given GPU).
+  double none = 1;
+  for (int i = 0; i < k; ++i) {
+    none *= static_cast<double>(experts - local - i) / (experts - i);
+    if (none <= 0) {
+      none = 0;
+      break;
+    }
+  }
+  load.remote_gpus_per_token = (ep - 1) * (1.0 - none);
+  return load;
 }
 
 double DeploymentUsdPerHour(const GpuSpec& gpu, const Deployment& d) {
@@ -110,6 +143,7 @@ BatchStepTime::BatchStepTime(const ModelSpec& m, const GpuSpec& gpu, const Deplo
   link_bytes_per_s_ = gpu.link_bytes_per_s;
   pools_per_replica_ = d.pool_count() / d.replicas();
   tp_ = d.tp;
+  ep_ = d.ep;
   attention_tp_ = d.attention_tp();
   layers_ = m.layers;
   moe_layers_ = w.moe_layers;
@@ -291,21 +325,36 @@ StepTimeBreakdown BatchStepTime::Compute(const StepBatch& batch, Trace* trace) c
   }
 
   // Routed experts: the distinct experts the replica's tokens route to, each read once and
-  // multiplying its share of the rows.
+  // multiplying its share of the rows. Tensor parallelism: every GPU reads its slice of each.
+  // Expert parallelism: each GPU reads its touched experts whole, and the busiest GPU sets the
+  // time.
   if (experts_ > 0) {
     e.experts_touched = ExpectedExpertsTouched(experts_, experts_per_token_, e.replica_tokens);
-    const double rows_per_expert = replica_rows * experts_per_token_ / e.experts_touched;
-    const double bytes = moe_layers_ * e.experts_touched * expert_bytes_;
-    const double flop = 2 * replica_rows * experts_per_token_ * expert_params_ * moe_layers_;
+    double reads = e.experts_touched;  // expert matrices read per MoE layer on the timed GPU
+    double pairs = replica_rows * experts_per_token_;  // (token, expert) rows it multiplies
+    double read_bytes = expert_bytes_;
+    double read_params = expert_params_;
+    if (ep_ > 1) {
+      const ExpertParallelLoad load =
+          ExpertParallelLoadFor(experts_, experts_per_token_, ep_, e.replica_tokens);
+      e.busiest_gpu_pairs = load.busiest_pairs;
+      e.busiest_gpu_experts = reads = load.busiest_experts;
+      pairs = load.busiest_pairs;
+      read_bytes = expert_bytes_ * tp_;
+      read_params = expert_params_ * tp_;
+    }
+    const double rows_per_expert = pairs / reads;
+    const double bytes = moe_layers_ * reads * read_bytes;
+    const double flop = 2 * pairs * read_params * moe_layers_;
     double seconds = 0;
     std::string formula;
     if (experts_int4_ && params_.measured_int4.measured()) {
       // Measured: the BF16 GEMM of the same work, as the profile prices it, over the measured
       // INT4 speedup at these rows.
       const Family& f = families_[kBf16];
-      const double bf16_s = std::max(moe_layers_ * e.experts_touched * expert_params_ * 2 /
-                                         (bandwidth_ * f.memory->At(rows_per_expert)),
-                                     flop / (f.peak_flop_per_s * f.compute->At(rows_per_expert)));
+      const double bf16_s = std::max(
+          moe_layers_ * reads * read_params * 2 / (bandwidth_ * f.memory->At(rows_per_expert)),
+          flop / (f.peak_flop_per_s * f.compute->At(rows_per_expert)));
       const double speed = Int4SpeedAt(params_.measured_int4, rows_per_expert);
       seconds = bf16_s / speed;
       if (trace != nullptr) {
@@ -319,12 +368,18 @@ StepTimeBreakdown BatchStepTime::Compute(const StepBatch& batch, Trace* trace) c
       seconds =
           std::max(bytes / (bandwidth_ * memory_eff), flop / (f.peak_flop_per_s * compute_eff));
       if (trace != nullptr) {
+        const std::string read =
+            ep_ > 1
+                ? fmt::format(
+                      "{:.1f} whole experts of the busiest GPU (ep {}: {:.1f} of its "
+                      "{} routed rows, {:.1f} experts touched in all)",
+                      reads, ep_, pairs, e.replica_tokens * experts_per_token_, e.experts_touched)
+                : fmt::format("{:.1f} experts touched ({} x (1 - (1 - {}/{})^{} tokens))", reads,
+                              experts_, experts_per_token_, experts_, e.replica_tokens);
         formula = fmt::format(
-            "{} MoE layers x {:.1f} experts touched ({} x (1 - (1 - {}/{})^{} tokens)) x {:.0f} B, "
-            "{:.3g} rows per expert: max({:.4g} B / ({:.2f} TB/s x {} {:.2f}), {:.4g} FLOP / "
-            "({:.0f} TFLOP/s {} x {:.2f}))",
-            moe_layers_, e.experts_touched, experts_, experts_per_token_, experts_,
-            e.replica_tokens, expert_bytes_, rows_per_expert, bytes, bandwidth_ / 1e12, f.name,
+            "{} MoE layers x {} x {:.0f} B, {:.3g} rows per expert: max({:.4g} B / ({:.2f} TB/s "
+            "x {} {:.2f}), {:.4g} FLOP / ({:.0f} TFLOP/s {} x {:.2f}))",
+            moe_layers_, read, read_bytes, rows_per_expert, bytes, bandwidth_ / 1e12, f.name,
             memory_eff, flop, f.peak_flop_per_s / 1e12, f.name, compute_eff);
         if (experts_int4_ && !params_.measured_int4.source.empty()) {
           formula += fmt::format(" [published efficiencies: {}]", params_.measured_int4.source);
@@ -413,9 +468,11 @@ StepTimeBreakdown BatchStepTime::Compute(const StepBatch& batch, Trace* trace) c
 
   // Tensor parallelism: an all-reduce of the replica's activations (BF16) after attention and
   // after the MLP in every layer, and one gathering the LM head's logits, each latency plus
-  // 2 (n - 1) / n of the bytes over one GPU's links.
+  // 2 (n - 1) / n of the bytes over one GPU's links. With expert parallelism the MoE layers
+  // dispatch and combine instead of all-reducing after the MLP.
+  const bool expert_parallel = ep_ > 1 && experts_ > 0;
   if (tp_ > 1) {
-    const double collectives = 2.0 * layers_ + 1;
+    const double collectives = 2.0 * layers_ + 1 - (expert_parallel ? moe_layers_ : 0);
     const double bytes = replica_rows * hidden_ * 2.0;
     const double wire = bytes * 2.0 * (tp_ - 1) / tp_;
     const double each =
@@ -429,6 +486,30 @@ StepTimeBreakdown BatchStepTime::Compute(const StepBatch& batch, Trace* trace) c
                              collectives, k.all_reduce_latency_s.value * 1e6, bytes, tp_ - 1, tp_,
                              link_bytes_per_s_ / 1e9, k.link_efficiency.value),
                  Ms(collectives * each));
+    }
+  }
+  // Expert parallelism: each GPU sends its share of the tokens to the other GPUs holding their
+  // experts, FP8 with a 4-byte scale per 128 values (dispatch), and takes the BF16 results back
+  // (combine), as DeepEP does.
+  if (expert_parallel) {
+    const ExpertParallelLoad load =
+        ExpertParallelLoadFor(experts_, experts_per_token_, ep_, e.replica_tokens);
+    const double sent = replica_rows / ep_ * load.remote_gpus_per_token;
+    const double bytes = sent * hidden_ * ((1.0 + 4.0 / 128) + 2.0);
+    const double link = link_bytes_per_s_ * k.all_to_all_link_efficiency.value;
+    const double per_layer = 2 * k.all_to_all_latency_s.value + bytes / link;
+    add(Operator::kAllToAll, moe_layers_ * per_layer);
+    e.latency_s += moe_layers_ * 2 * k.all_to_all_latency_s.value;
+    if (trace != nullptr) {
+      trace->Add(
+          OperatorName(Operator::kAllToAll),
+          fmt::format("{} MoE layers x (2 x {:.2f} us + {:.4g} tokens sent ({:g} rows / ep {} "
+                      "x {:.2f} other GPUs each) x {} x (1.03 B FP8 + 2 B BF16) / ({:.0f} "
+                      "GB/s x {:.2f}))",
+                      moe_layers_, k.all_to_all_latency_s.value * 1e6, sent, replica_rows, ep_,
+                      load.remote_gpus_per_token, hidden_, link_bytes_per_s_ / 1e9,
+                      k.all_to_all_link_efficiency.value),
+          Ms(moe_layers_ * per_layer));
     }
   }
   const double other_s = kernel_s(Operator::kOtherKernels);

@@ -39,10 +39,11 @@ enum class Operator {
   kDenseMlp,
   kLmHead,
   kAllReduce,     // tensor parallelism: two per layer and one after the LM head
+  kAllToAll,      // expert parallelism: dispatch and combine around every MoE layer
   kOtherKernels,  // norms, rotary embedding, residual adds: their launch latency
   kHostOverhead,  // per step, what the engine's host work adds
 };
-inline constexpr int kOperatorCount = 13;
+inline constexpr int kOperatorCount = 14;
 
 // "attention projections", "routed experts", ...: the names --explain, JSON and traces use.
 const char* OperatorName(Operator op);
@@ -91,6 +92,10 @@ struct StepTimeBreakdown {
   int64_t pool_tokens = 0;     // decode requests plus prefill tokens
   int64_t replica_tokens = 0;  // what the replica's MoE and MLP layers see
   double experts_touched = 0;  // expected distinct routed experts per MoE layer
+  // Expert parallelism: the (token, expert) pairs and the distinct experts of the busiest GPU
+  // per MoE layer, which every GPU waits for; 0 without expert parallelism.
+  double busiest_gpu_pairs = 0;
+  double busiest_gpu_experts = 0;
   double weight_read_bytes = 0;
   double kv_read_bytes = 0;
   std::array<double, kOperatorCount> operator_s{};
@@ -156,6 +161,7 @@ class BatchStepTime {
   double link_bytes_per_s_ = 0;
   int pools_per_replica_ = 1;
   int tp_ = 1;
+  int ep_ = 1;
   int attention_tp_ = 1;
   int layers_ = 0;
   int moe_layers_ = 0;
@@ -184,6 +190,22 @@ class BatchStepTime {
   // Fixed kernel launches per step, by operator.
   std::array<double, kOperatorCount> kernels_{};
 };
+
+// Expert parallelism over `ep` GPUs holding experts / ep whole experts each, `tokens` tokens each
+// routing to `k` of `experts` uniformly at random. Every GPU waits for the busiest one.
+struct ExpertParallelLoad {
+  // Expected (token, expert) pairs of the busiest GPU: the mean tokens x k / ep plus
+  // sqrt(2 ln ep) standard deviations of the binomial count (the normal approximation of the
+  // largest of ep such counts), at most every token's min(k, experts / ep) local experts.
+  double busiest_pairs = 0;
+  // Distinct local experts those pairs touch: as ExpectedExpertsTouched, for the tokens that
+  // would put that many pairs on one GPU on average.
+  double busiest_experts = 0;
+  // Other GPUs one token is sent to (dispatch) and returned from (combine): ep - 1 times the
+  // chance that at least one of its k experts lives on a given other GPU.
+  double remote_gpus_per_token = 0;
+};
+ExpertParallelLoad ExpertParallelLoadFor(int experts, int k, int ep, int64_t tokens);
 
 // Expected number of distinct experts `tokens` tokens route to, each picking `k` of `experts`
 // uniformly at random: experts x (1 - (1 - k / experts)^tokens).

@@ -176,6 +176,12 @@ expect_exit 2 "^kvsim plan: --mem-fraction: mem-fraction ' 0.8' is not a number"
   plan --mem-fraction " 0.8"
 expect_exit 2 "^kvsim plan: latent-projections has no effect on llama-3.1-70b: .*; remove it$" \
   plan --model llama-3.1-70b --latent-projections sharded
+expect_exit 2 "^kvsim plan: ep 8 has no effect on llama-3.1-70b: it has no routed experts; remove it$" \
+  plan --model llama-3.1-70b --ep 8
+expect_exit 2 "^kvsim plan: ep 4 is not allowed with tp 8; allowed: 1 \(experts split by tensor parallelism\) or 8 " \
+  plan --ep 4
+expect_exit 2 "^kvsim plan: ep 6 must divide glm-5.2's 256 routed experts \(whole experts per GPU\)$" \
+  plan --model glm-5.2 --gpus 6 --tp 6 --ep 6
 expect_exit 2 "^kvsim plan: mtp has no effect on kimi-k2.6: it has no MTP layers; remove it$" \
   plan --mtp off
 expect_exit 2 "^kvsim plan: kimi-k2.6 has no MTP layers to load$" plan --mtp on

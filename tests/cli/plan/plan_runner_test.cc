@@ -104,6 +104,7 @@ TEST(PlanFieldsTest, EveryFieldSetsItsSetting) {
       {"gpu", "b200"},
       {"gpus", "16"},
       {"tp", "4"},
+      {"ep", "4"},
       {"pools", "8"},
       {"mem-fraction", "0.9"},
       {"reserved-gib", "1.5"},
@@ -123,6 +124,7 @@ TEST(PlanFieldsTest, EveryFieldSetsItsSetting) {
   EXPECT_EQ(s.model, "glm-5.2");
   EXPECT_EQ(s.gpu, "b200");
   EXPECT_EQ(d.gpus, 16);
+  EXPECT_EQ(d.ep, 4);
   EXPECT_EQ(d.tp, 4);
   EXPECT_EQ(d.pools, 8);
   EXPECT_EQ(d.memory_fraction, 0.9);
