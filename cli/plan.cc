@@ -102,8 +102,9 @@ class PlanCommand : public Command {
         "concurrency=N,ms-per-token=T[,ttft-ms=F]: the cheapest deployments that serve N "
         "requests of --context tokens at once at T ms per output token (and the first token "
         "within F ms: one prompt's prefill on an idle pool), searching the GPU kind, GPU count "
-        "(1 to 16), tp (1 to 8), KV dtype (bf16, fp8_e4m3) and weight variant, except the "
-        "fields given; and why the others fail (exit 1 when none meets it)");
+        "(1 to 16), tp (1 to 8), ep (1 or tp, for models with routed experts), KV dtype (bf16, "
+        "fp8_e4m3) and weight variant, except the fields given; and why the others fail (exit 1 "
+        "when none meets it). With --json, every deployment searched as JSON");
     plan_only_.push_back(need);
     text_options_.push_back({need, &need_text_});
     plan_only_.push_back(
@@ -137,8 +138,8 @@ class PlanCommand : public Command {
         "--plot", plot_, "Draw tokens/s against concurrency into FILE.png or FILE.svg");
     plan_only_.push_back(plot);
     text_options_.push_back({plot, &plot_});
-    for (const char* name : {"--concurrency", "--compare", "--calibration-report", "--explain",
-                             "--json", "--csv", "--plot"}) {
+    for (const char* name :
+         {"--concurrency", "--compare", "--calibration-report", "--explain", "--csv", "--plot"}) {
       need_excludes_.push_back(app.get_option(name));
     }
   }
@@ -203,11 +204,15 @@ class PlanCommand : public Command {
                  const model::StepTimeParams& params, const model::PlanSettings& base) const {
     KVSIM_ASSIGN_OR_RETURN(const Need need, ParseNeed(need_text_));
     KVSIM_ASSIGN_OR_RETURN(const NeedReport report, SolveNeed(catalog, params, base, need));
-    PrintNeed(out, need, base, report, kNeedShown);
+    if (json_) {
+      out << NeedJson(need, base, report).dump(2) << "\n";
+    } else {
+      PrintNeed(out, need, base, report, kNeedShown);
+    }
     if (!report.meeting.empty()) return Status::Ok();
-    return FailedPreconditionError(
-        fmt::format("no deployment of the {} searched meets --need {} (the reasons are above)",
-                    report.failing.size(), need_text_));
+    return FailedPreconditionError(fmt::format(
+        "no deployment of the {} searched meets --need {} (the reasons are {})",
+        report.failing.size(), need_text_, json_ ? "in the JSON's failing list" : "above"));
   }
 
   // Options that would be silently dropped are refused instead, saying what goes together.

@@ -56,7 +56,8 @@ std::string Failure(const model::PlanResult& r, const Need& need) {
 
 std::string Deployment(const model::PlanResult& r) {
   const model::Deployment& d = r.settings.deployment;
-  return fmt::format("{} x {} tp {}, {} cache, {} weights", d.gpus, r.settings.gpu, d.tp,
+  return fmt::format("{} x {} tp {}{}, {} cache, {} weights", d.gpus, r.settings.gpu, d.tp,
+                     d.ep > 1 ? fmt::format(" ep {}", d.ep) : std::string(),
                      KvFormatName(d.kv_format), d.weight_variant);
 }
 
@@ -131,33 +132,44 @@ Result<NeedReport> SolveNeed(const model::Catalog& catalog, const model::StepTim
     variants.clear();
     for (const model::WeightVariant& v : spec.variants) variants.push_back(v.name);
   }
+  // Expert parallelism: whole experts per GPU (ep = tp) beside split experts (ep 1), for models
+  // with routed experts, unless --ep is given.
+  const bool search_ep = spec.moe.has_value() && !Given(base, "ep");
   NeedReport report;
   report.searched = {"gpu " + Joined(gpus), "gpus " + Joined(Texts(counts)),
                      "tp " + Joined(Texts(tps)) + " (dividing gpus)", "kv-dtype " + Joined(kvs),
                      "weights " + Joined(variants)};
+  if (search_ep) report.searched.push_back("ep 1, tp");
   for (const std::string& gpu : gpus) {
     KVSIM_ASSIGN_OR_RETURN(const model::GpuSpec gpu_spec, catalog.LoadGpu(gpu));
     for (int count : counts) {
       for (int tp : tps) {
         if (tp > count || count % tp != 0) continue;
-        for (const std::string& kv : kvs) {
-          for (const std::string& variant : variants) {
-            model::PlanSettings s = base;
-            s.gpu = gpu;
-            s.deployment.gpus = count;
-            s.deployment.tp = tp;
-            KVSIM_ASSIGN_OR_RETURN(s.deployment.kv_format, ParseKvFormat(kv));
-            s.deployment.weight_variant = variant;
-            KVSIM_ASSIGN_OR_RETURN(
-                model::PlanResult r,
-                model::PlanOrShortfall(s, catalog, params, {need.concurrency}, nullptr));
-            NeedCandidate c;
-            const double price = s.deployment.usd_per_gpu_hour >= 0 ? s.deployment.usd_per_gpu_hour
-                                                                    : gpu_spec.usd_per_gpu_hour;
-            c.usd_per_hour = price * count;
-            c.failure = Failure(r, need);
-            c.result = std::move(r);
-            (c.failure.empty() ? report.meeting : report.failing).push_back(std::move(c));
+        std::vector<int> eps = {d.ep};
+        if (search_ep) eps = tp > 1 ? std::vector<int>{1, tp} : std::vector<int>{1};
+        for (const int ep : eps) {
+          if (ep != 1 && ep != tp) continue;
+          for (const std::string& kv : kvs) {
+            for (const std::string& variant : variants) {
+              model::PlanSettings s = base;
+              s.gpu = gpu;
+              s.deployment.gpus = count;
+              s.deployment.tp = tp;
+              s.deployment.ep = ep;
+              KVSIM_ASSIGN_OR_RETURN(s.deployment.kv_format, ParseKvFormat(kv));
+              s.deployment.weight_variant = variant;
+              KVSIM_ASSIGN_OR_RETURN(
+                  model::PlanResult r,
+                  model::PlanOrShortfall(s, catalog, params, {need.concurrency}, nullptr));
+              NeedCandidate c;
+              const double price = s.deployment.usd_per_gpu_hour >= 0
+                                       ? s.deployment.usd_per_gpu_hour
+                                       : gpu_spec.usd_per_gpu_hour;
+              c.usd_per_hour = price * count;
+              c.failure = Failure(r, need);
+              c.result = std::move(r);
+              (c.failure.empty() ? report.meeting : report.failing).push_back(std::move(c));
+            }
           }
         }
       }
@@ -188,23 +200,23 @@ void PrintNeed(std::ostream& out, const Need& need, const model::PlanSettings& b
                      Joined(report.searched));
   if (!report.meeting.empty()) {
     out << fmt::format("{} meet it; the cheapest:\n", report.meeting.size());
-    TextTable table({"gpu", "gpus", "tp", "kv-dtype", "weights", "ms/tok", "tok/s", "TTFT ms",
+    TextTable table({"gpu", "gpus", "tp", "ep", "kv-dtype", "weights", "ms/tok", "tok/s", "TTFT ms",
                      "USD/h", "USD/Mtok"},
                     {TextTable::Align::kLeft, TextTable::Align::kRight, TextTable::Align::kRight,
-                     TextTable::Align::kLeft, TextTable::Align::kLeft, TextTable::Align::kRight,
+                     TextTable::Align::kRight, TextTable::Align::kLeft, TextTable::Align::kLeft,
                      TextTable::Align::kRight, TextTable::Align::kRight, TextTable::Align::kRight,
-                     TextTable::Align::kRight});
+                     TextTable::Align::kRight, TextTable::Align::kRight});
     for (size_t i = 0; i < report.meeting.size() && i < shown; ++i) {
       const model::PlanResult& r = report.meeting[i].result;
       const model::DecodeEstimate& e = r.decode.front();
-      table.AddRow({r.gpu.name, std::to_string(r.settings.deployment.gpus),
-                    std::to_string(r.settings.deployment.tp),
-                    KvFormatName(r.settings.deployment.kv_format), r.weight_variant,
-                    fmt::format("{:.1f}", e.ms_per_token),
-                    Grouped(static_cast<int64_t>(e.tokens_per_s)),
-                    fmt::format("{:.0f}", r.prefill.step.total_s * 1e3),
-                    fmt::format("{:.2f}", report.meeting[i].usd_per_hour),
-                    fmt::format("{:.2f}", e.usd_per_million_tokens)});
+      table.AddRow(
+          {r.gpu.name, std::to_string(r.settings.deployment.gpus),
+           std::to_string(r.settings.deployment.tp), std::to_string(r.settings.deployment.ep),
+           KvFormatName(r.settings.deployment.kv_format), r.weight_variant,
+           fmt::format("{:.1f}", e.ms_per_token), Grouped(static_cast<int64_t>(e.tokens_per_s)),
+           fmt::format("{:.0f}", r.prefill.step.total_s * 1e3),
+           fmt::format("{:.2f}", report.meeting[i].usd_per_hour),
+           fmt::format("{:.2f}", e.usd_per_million_tokens)});
     }
     table.Print(out);
     // The question is often "how many of which GPU": the cheapest that meets it on each kind.
@@ -240,6 +252,54 @@ void PrintNeed(std::ostream& out, const Need& need, const model::PlanSettings& b
     const NeedCandidate& any = report.meeting.empty() ? report.failing[0] : report.meeting[0];
     out << "step times fitted to: " << any.result.step_time_source << "\n";
   }
+}
+
+namespace {
+
+nlohmann::json CandidateJson(const NeedCandidate& c) {
+  const model::PlanResult& r = c.result;
+  const model::Deployment& d = r.settings.deployment;
+  nlohmann::json j = {{"gpu", r.settings.gpu},
+                      {"gpus", d.gpus},
+                      {"tp", d.tp},
+                      {"ep", d.ep},
+                      {"kv_dtype", KvFormatName(d.kv_format)},
+                      {"weights", d.weight_variant},
+                      {"usd_per_hour", c.usd_per_hour}};
+  if (r.planned()) {
+    const model::DecodeEstimate& e = r.decode.front();
+    j["fits"] = e.fits;
+    j["max_requests"] = r.capacity.max_requests_total;
+    j["ms_per_token"] = e.ms_per_token;
+    j["tokens_per_s"] = e.tokens_per_s;
+    j["ttft_ms"] = r.prefill.step.total_s * 1e3;
+    j["usd_per_million_tokens"] = e.usd_per_million_tokens;
+  }
+  if (!c.failure.empty()) j["failure"] = c.failure;
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json NeedJson(const Need& need, const model::PlanSettings& base,
+                        const NeedReport& report) {
+  nlohmann::json j;
+  j["need"] = {{"model", base.model},
+               {"concurrency", need.concurrency},
+               {"context", base.deployment.context_tokens},
+               {"output", base.deployment.output_tokens},
+               {"ms_per_token_max", need.ms_per_token_max}};
+  if (need.ttft_ms_max > 0) j["need"]["ttft_ms_max"] = need.ttft_ms_max;
+  j["searched"] = report.searched;
+  j["meeting"] = nlohmann::json::array();
+  for (const NeedCandidate& c : report.meeting) j["meeting"].push_back(CandidateJson(c));
+  j["failing"] = nlohmann::json::array();
+  for (const NeedCandidate& c : report.failing) j["failing"].push_back(CandidateJson(c));
+  const NeedCandidate* any = !report.meeting.empty()   ? &report.meeting[0]
+                             : !report.failing.empty() ? &report.failing[0]
+                                                       : nullptr;
+  if (any != nullptr) j["step_times_fitted_to"] = any->result.step_time_source;
+  return j;
 }
 
 }  // namespace kvsim::cli

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -55,5 +56,10 @@ Result<NeedReport> SolveNeed(const model::Catalog& catalog, const model::StepTim
 // counted by reason, each with the closest miss.
 void PrintNeed(std::ostream& out, const Need& need, const model::PlanSettings& base,
                const NeedReport& report, size_t shown);
+
+// The same as JSON: the need, what was searched, every deployment that meets it (cheapest first)
+// and every one that does not with its reason, and where the step times come from.
+nlohmann::json NeedJson(const Need& need, const model::PlanSettings& base,
+                        const NeedReport& report);
 
 }  // namespace kvsim::cli

@@ -371,8 +371,8 @@ StepTimeBreakdown BatchStepTime::Compute(const StepBatch& batch, Trace* trace) c
         const std::string read =
             ep_ > 1
                 ? fmt::format(
-                      "{:.1f} whole experts of the busiest GPU (ep {}: {:.1f} of its "
-                      "{} routed rows, {:.1f} experts touched in all)",
+                      "{:.1f} whole experts of the busiest GPU (ep {}: {:.1f} of the "
+                      "replica's {} (token, expert) rows; {:.1f} experts touched in all)",
                       reads, ep_, pairs, e.replica_tokens * experts_per_token_, e.experts_touched)
                 : fmt::format("{:.1f} experts touched ({} x (1 - (1 - {}/{})^{} tokens))", reads,
                               experts_, experts_per_token_, experts_, e.replica_tokens);

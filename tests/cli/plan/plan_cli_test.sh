@@ -209,14 +209,17 @@ expect_exit 2 "d.yaml:1:8: field 'model'" plan --deployment "$tmp/deploy/d.yaml"
 expect_exit 1 "^kvsim plan: context 300000 tokens exceeds glm-5.2's maximum of 202752" \
   plan --model glm-5.2 --context 300000
 # --need: the cheapest deployments that meet it, why the others fail; exit 1 when none does.
-expect_exit 0 "^  h200-sxm +16 +8 +bf16 +int4 " plan --need concurrency=64,ms-per-token=30 --output 1000
+expect_exit 0 "^  h200-sxm +16 +8 +1 +bf16 +int4 " plan --need concurrency=64,ms-per-token=30 --output 1000
 expect_exit 0 "cheapest on b200: " plan --need concurrency=64,ms-per-token=30 --output 1000
-expect_exit 1 "no deployment of the 224 searched meets --need concurrency=64,ms-per-token=1" \
+expect_exit 1 "no deployment of the 368 searched meets --need concurrency=64,ms-per-token=1 \(the reasons are above\)" \
   plan --need concurrency=64,ms-per-token=1
+expect_exit 1 "the reasons are in the JSON's failing list" \
+  plan --need concurrency=64,ms-per-token=1 --json
+expect_exit 0 '"searched": \[' plan --need concurrency=64,ms-per-token=30 --output 1000 --json
 expect_exit 0 "first token within 300 ms" plan --model glm-5.2 --context 8192 \
   --need concurrency=8,ms-per-token=20,ttft-ms=300
-expect_exit 2 "^kvsim plan: --need searches deployments and prints its own table; --json does not go with it$" \
-  plan --need concurrency=8,ms-per-token=20 --json
+expect_exit 2 "^kvsim plan: --need searches deployments and prints its own table; --csv does not go with it$" \
+  plan --need concurrency=8,ms-per-token=20 --csv
 expect_exit 2 "^kvsim plan: --need concurrency 'x' is not allowed" plan --need concurrency=x,ms-per-token=20
 expect_exit 0 "--need TEXT +concurrency=N,ms-per-token=T" plan --help
 # A paired sweep: gpus and tp together.

@@ -46,8 +46,9 @@ TEST(SolveNeedTest, EveryAnswerMeetsTheNeedCheapestFirst) {
   const Result<NeedReport> report =
       SolveNeed(model::ShippedCatalog(), model::ShippedParams(), base, need);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
-  // 4 GPU kinds x 14 (gpus, tp) pairs x 2 caches x 2 weight variants.
-  EXPECT_EQ(report->meeting.size() + report->failing.size(), 224u);
+  // 4 GPU kinds x 23 (gpus, tp, ep) triples x 2 caches x 2 weight variants: 14 (gpus, tp)
+  // pairs, the 9 with tp > 1 once with ep 1 and once with ep = tp.
+  EXPECT_EQ(report->meeting.size() + report->failing.size(), 368u);
   ASSERT_FALSE(report->meeting.empty());
   for (size_t i = 0; i < report->meeting.size(); ++i) {
     const NeedCandidate& c = report->meeting[i];
@@ -67,7 +68,7 @@ TEST(SolveNeedTest, EveryAnswerMeetsTheNeedCheapestFirst) {
   // Eight H200s hold 65 such requests in an FP8 cache but decode them too slowly.
   std::ostringstream text;
   PrintNeed(text, need, base, *report, 8);
-  EXPECT_NE(text.str().find("searched 224 deployments of kimi-k2.6"), std::string::npos);
+  EXPECT_NE(text.str().find("searched 368 deployments of kimi-k2.6"), std::string::npos);
   EXPECT_NE(text.str().find("decode too slow (closest: "), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("cheapest on h200-sxm: 16 x h200-sxm tp 8"), std::string::npos)
       << text.str();
@@ -82,7 +83,7 @@ TEST(SolveNeedTest, GivenFieldsStayAndAnImpossibleNeedHasReasons) {
       SolveNeed(model::ShippedCatalog(), model::ShippedParams(), base, Need{8, 1, 0});
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_TRUE(report->meeting.empty());
-  EXPECT_EQ(report->failing.size(), 14u * 2);
+  EXPECT_EQ(report->failing.size(), 23u * 2);
   for (const NeedCandidate& c : report->failing) {
     EXPECT_EQ(c.result.settings.gpu, "h200-sxm");
     EXPECT_EQ(KvFormatName(c.result.settings.deployment.kv_format), "fp8_e4m3");
@@ -91,6 +92,48 @@ TEST(SolveNeedTest, GivenFieldsStayAndAnImpossibleNeedHasReasons) {
   PrintNeed(text, Need{8, 1, 0}, base, *report, 8);
   EXPECT_NE(text.str().find("none meets it"), std::string::npos);
   EXPECT_NE(text.str().find("weights do not fit (closest: "), std::string::npos) << text.str();
+}
+
+// Expert parallelism is searched only where there are routed experts; the JSON lists every
+// deployment searched, the failing ones with their reason.
+TEST(SolveNeedTest, ExpertParallelismIsSearchedForMoeModelsAndJsonListsEveryDeployment) {
+  model::PlanSettings dense;
+  ASSERT_TRUE(model::SetPlanField(dense, "model", "llama-3.1-70b").ok());
+  ASSERT_TRUE(model::SetPlanField(dense, "gpu", "h100-sxm").ok());
+  const Need need{16, 40, 0};
+  const Result<NeedReport> report =
+      SolveNeed(model::ShippedCatalog(), model::ShippedParams(), dense, need);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  const size_t variants = model::ShippedCatalog().LoadModel("llama-3.1-70b")->variants.size();
+  EXPECT_EQ(report->meeting.size() + report->failing.size(), 14u * 2 * variants);
+  for (const auto* list : {&report->meeting, &report->failing}) {
+    for (const NeedCandidate& c : *list) EXPECT_EQ(c.result.settings.deployment.ep, 1);
+  }
+  const nlohmann::json j = NeedJson(need, dense, *report);
+  EXPECT_EQ(j["meeting"].size(), report->meeting.size());
+  EXPECT_EQ(j["failing"].size(), report->failing.size());
+  EXPECT_EQ(j["need"]["concurrency"], 16);
+  for (const nlohmann::json& f : j["failing"]) EXPECT_TRUE(f.contains("failure"));
+  for (const nlohmann::json& m : j["meeting"]) {
+    EXPECT_FALSE(m.contains("failure"));
+    EXPECT_LE(m["ms_per_token"].get<double>(), 40);
+  }
+
+  model::PlanSettings moe;
+  ASSERT_TRUE(model::SetPlanField(moe, "model", "glm-5.2").ok());
+  ASSERT_TRUE(model::SetPlanField(moe, "gpu", "h200-sxm").ok());
+  ASSERT_TRUE(model::SetPlanField(moe, "gpus", "8").ok());
+  ASSERT_TRUE(model::SetPlanField(moe, "tp", "8").ok());
+  const Result<NeedReport> moe_report =
+      SolveNeed(model::ShippedCatalog(), model::ShippedParams(), moe, need);
+  ASSERT_TRUE(moe_report.ok()) << moe_report.status().ToString();
+  int expert_parallel = 0;
+  for (const auto* list : {&moe_report->meeting, &moe_report->failing}) {
+    for (const NeedCandidate& c : *list) expert_parallel += c.result.settings.deployment.ep == 8;
+  }
+  // 2 caches x 3 weight variants, each with ep 1 and ep 8.
+  EXPECT_EQ(moe_report->meeting.size() + moe_report->failing.size(), 12u);
+  EXPECT_EQ(expert_parallel, 6);
 }
 
 }  // namespace
