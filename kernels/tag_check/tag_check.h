@@ -54,6 +54,10 @@ inline constexpr int32_t kTagCheckMaxPagesPerRequest = 1 << 20;
 inline constexpr int32_t kTagCheckMaxPages = 1 << 28;
 inline constexpr int32_t kTagCheckMaxPageSize = 1 << 16;
 
+// Threads per request on the fast path (FastTagCheckKernel and its CPU twin): thread t checks
+// logical pages page_begin + t + i * kFastTagCheckThreads.
+inline constexpr int32_t kFastTagCheckThreads = 1024;
+
 // The buffers of one check, all owned by the backend that runs it. Shapes use the block-table
 // convention of docs/kernels.md; the recorded pages are packed per request (CSR), since requests
 // hold different numbers of pages and only those are uploaded.

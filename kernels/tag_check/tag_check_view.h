@@ -96,9 +96,6 @@ static_assert(static_cast<int32_t>(TagCheckCode::kStaleTag) < kTagCheckCodeRadix
 static_assert(int64_t{kTagCheckMaxPagesPerRequest} * kTagCheckCodeRadix < kTagCheckNoFailure,
               "every failing key is below the no-failure key");
 
-// Threads per request on the fast path: thread t checks pages page_begin + t + i * threads.
-inline constexpr int32_t kFastTagCheckThreads = 1024;
-
 // The fast path's test of one logical page of a request with a valid span: the same tests in the
 // same order as CheckLogicalPage, but the block-table entry, the recorded page and the recorded tag
 // are loaded without waiting for each other (all three indices are in bounds whenever the page is
