@@ -291,8 +291,10 @@ int Run(int argc, char** argv) {
       return 2;
     }
   }
+  const auto gated =
+      std::count_if(gates->begin(), gates->end(), [](const Gate& gate) { return gate.gated; });
   std::cout << "\n"
-            << kernels.size() << " kernels, " << gates->size() << " gates, " << failures.size()
+            << kernels.size() << " kernels, " << gated << " gates, " << failures.size()
             << " failures\n";
   for (const std::string& failure : failures) std::cout << "FAIL " << failure << "\n";
   return failures.empty() ? 0 : 1;
