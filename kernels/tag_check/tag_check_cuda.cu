@@ -55,9 +55,9 @@ __global__ void __launch_bounds__(kFastTagCheckThreads) FastTagCheckKernel(TagCh
   if (span.valid) {
     // No early exit: every pass's loads are independent of the previous pass's verdicts, so the
     // unrolled passes keep their loads in flight together.
+    const int32_t first_page = span.page_begin + static_cast<int32_t>(threadIdx.x);
 #pragma unroll 2
-    for (int32_t page = span.page_begin + static_cast<int32_t>(threadIdx.x); page < span.page_end;
-         page += kFastTagCheckThreads) {
+    for (int32_t page = first_page; page < span.page_end; page += kFastTagCheckThreads) {
       key = min(key, FastTagCheckKey(view, request, span, page));
     }
   }
