@@ -49,3 +49,24 @@ if [ ! -x /usr/local/cuda/bin/nvcc ]; then
        "CUDA kernels, and was not found" >&2
   exit 2
 fi
+
+# NVIDIA's disassembler tools (cuobjdump, nvdisasm) for the static kernel report
+# (tools/kernel_report/): the CUDA toolkit here ships without them and Debian has none, so they
+# come as NVIDIA's pinned PyPI wheels into a virtual environment in .venv-tools/ (ignored by git and
+# Bazel), and .venv-tools/cuda-bin/ links the two binaries where WORKSPACE's @cuda_binutils finds
+# them. Nothing runs when both links already lead to working binaries.
+CUDA_BINUTILS_WHEELS=(nvidia-cuda-cuobjdump==13.2.51 nvidia-cuda-nvdisasm==13.2.51)
+tools_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="$tools_root/.venv-tools"
+links="$venv/cuda-bin"
+if ! { [ -x "$links/cuobjdump" ] && [ -x "$links/nvdisasm" ] &&
+       "$links/cuobjdump" --version >/dev/null 2>&1; }; then
+  echo "kvsim: installing cuobjdump and nvdisasm (${CUDA_BINUTILS_WHEELS[*]}) into $venv" >&2
+  python3 -m venv "$venv" >&2
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "${CUDA_BINUTILS_WHEELS[@]}" >&2
+  binaries="$("$venv/bin/python" -c 'import nvidia, os; print(os.path.join(nvidia.__path__[0], "cu13", "bin"))')"
+  mkdir -p "$links"
+  ln -sfn "$binaries/cuobjdump" "$links/cuobjdump"
+  ln -sfn "$binaries/nvdisasm" "$links/nvdisasm"
+  "$links/cuobjdump" --version >/dev/null
+fi

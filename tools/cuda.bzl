@@ -2,7 +2,10 @@
 
 There is no rules_cuda offline, so a small rule runs nvcc once per source file with the include
 paths and defines of its cc deps, and a cc_library links the objects (alwayslink, so kernels that
-register themselves are kept) together with the static CUDA runtime.
+register themselves are kept) together with the static CUDA runtime. Each compilation also keeps
+ptxas's resource report (registers, spills, stack frame, shared memory per kernel) in a .ptxas file
+beside its object, for the static kernel report (tools/kernel_report/); `NAME_cuda_objs` names
+the objects and `NAME_ptxas` the reports.
 """
 
 load("//tools:copts.bzl", "KVSIM_NVCC_HOST_WARNINGS")
@@ -25,6 +28,8 @@ NVCC_FLAGS = [
     "-Xcompiler=" + ",".join(KVSIM_NVCC_HOST_WARNINGS),
     "-Werror=all-warnings",
     "--expt-relaxed-constexpr",
+    # ptxas's per-kernel resource report, kept in the .ptxas file beside each object.
+    "-Xptxas=-v",
 ]
 
 def _cuda_objects_impl(ctx):
@@ -42,23 +47,36 @@ def _cuda_objects_impl(ctx):
 
     inputs = depset(ctx.files.hdrs, transitive = [compilation.headers])
     objects = []
+    reports = []
     for src in ctx.files.srcs:
         stem = src.basename[:-len(".cu")]
         obj = ctx.actions.declare_file("_cuda_objs/%s/%s.o" % (ctx.label.name, stem))
+        report = ctx.actions.declare_file("_cuda_objs/%s/%s.ptxas" % (ctx.label.name, stem))
         args = ctx.actions.args()
+        args.add(NVCC)
+        args.add(report.path)
         args.add_all(NVCC_FLAGS + NVCC_ARCH_FLAGS + ctx.attr.copts + include_flags + define_flags)
         args.add_all(["-c", src.path, "-o", obj.path])
-        ctx.actions.run(
-            executable = NVCC,
+
+        # nvcc writes ptxas's report on stderr: it goes to the report file, and with everything
+        # else nvcc says back to the build's log when the compilation fails.
+        ctx.actions.run_shell(
+            command = 'nvcc="$1"; report="$2"; shift 2; ' +
+                      'if ! "$nvcc" "$@" 2> "$report"; then cat "$report" >&2; exit 1; fi',
             arguments = [args],
             inputs = depset([src], transitive = [inputs]),
-            outputs = [obj],
+            outputs = [obj, report],
             mnemonic = "NvccCompile",
             progress_message = "nvcc %s" % src.short_path,
             use_default_shell_env = True,
         )
         objects.append(obj)
-    return [DefaultInfo(files = depset(objects))]
+        reports.append(report)
+    return [
+        # As runfiles too, so that a test taking the objects as data (the kernel report) gets them.
+        DefaultInfo(files = depset(objects), runfiles = ctx.runfiles(files = objects)),
+        OutputGroupInfo(ptxas_reports = depset(reports)),
+    ]
 
 _cuda_objects = rule(
     implementation = _cuda_objects_impl,
@@ -71,7 +89,11 @@ _cuda_objects = rule(
 )
 
 def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], **kwargs):
-    """A cc_library whose .cu sources are compiled by nvcc; link it like any cc_library."""
+    """A cc_library whose .cu sources are compiled by nvcc; link it like any cc_library.
+
+    Also defines `name + "_cuda_objs"` (the objects) and `name + "_ptxas"` (ptxas's reports), which
+    the static kernel report (//tools/kernel_report) reads.
+    """
     all_deps = deps + ["@cuda//:cudart_static"]
     _cuda_objects(
         name = name + "_cuda_objs",
@@ -79,7 +101,13 @@ def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], **kwargs):
         hdrs = hdrs,
         deps = all_deps,
         copts = copts,
-        visibility = ["//visibility:private"],
+        visibility = ["//tools/kernel_report:__pkg__"],
+    )
+    native.filegroup(
+        name = name + "_ptxas",
+        srcs = [":" + name + "_cuda_objs"],
+        output_group = "ptxas_reports",
+        visibility = ["//tools/kernel_report:__pkg__"],
     )
     native.cc_library(
         name = name,

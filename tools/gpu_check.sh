@@ -8,8 +8,14 @@
 #                              `build --mutants` also builds, for each CUDA-only mutant of
 #                              tools/mutants/cuda/, the tests expected to kill it, with the mutation
 #                              applied, into .gpu-bundle/mutants/NAME/ (minutes per mutant).
+#                              It also writes the static kernel report (tools/kernel_report) for
+#                              the bundled commit to .gpu-bundle/kernel_report.md: the GPU machine
+#                              has no disassembler.
 #   tools/gpu_check.sh run     (on the GPU machine, from the repository root or the bundle) runs
-#                              them all and prints a summary table last. Full logs go to
+#                              them all, each within its time budget (BUDGETS below: under 5
+#                              minutes in all), and prints a summary table last: each binary's
+#                              result and time, the benchmarks' `summary:` lines, and the static
+#                              report's gated kernels and verdict. Full logs go to
 #                              $OUT (if set) or .gpu-bundle/logs/, and with them the GEMM
 #                              benchmark's kernel table, gemm_table.yaml (docs/kernels.md): review
 #                              it, then copy it to configs/measured/GPU.yaml for `kvsim plan`.
@@ -21,6 +27,24 @@ set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bundle="$root/.gpu-bundle"
+
+# Seconds each binary may run on the GPU machine before it is stopped and counted as failed
+# (TIMEOUT). They are limits, not measurements, and they add up to 290 s, so that `run` stays
+# under 5 minutes with the nvidia-smi query and the printing. A binary not listed gets
+# DEFAULT_BUDGET_S; list a new one here and keep the sum under 300.
+declare -A BUDGETS=(
+  [formats_gpu_test]=20
+  [gemm_gpu_test]=40
+  [attention_gpu_test]=50
+  [append_kv_gpu_test]=10
+  [tag_check_gpu_test]=10
+  [attention_gpu_benchmark]=70
+  [gemm_gpu_benchmark]=70
+  [integrity_check_gpu_benchmark]=20
+)
+DEFAULT_BUDGET_S=20
+
+budget_of() { echo "${BUDGETS[$1]:-$DEFAULT_BUDGET_S}"; }
 
 build() {
   set -e
@@ -44,6 +68,9 @@ build() {
     cp "bazel-bin/$(label_path "$label")" "$bundle/benchmarks/"
   done
   cp "$root/tools/gpu_check.sh" "$bundle/gpu_check.sh"
+  # The static kernel report of the same commit (a failing gate is printed, not fatal, here: the
+  # GPU run is what the bundle is for; ./test fails on it).
+  bazel run //tools/kernel_report:kernel_report_table > "$bundle/kernel_report.md" 2>/dev/null || true
   git -C "$root" describe --always --dirty > "$bundle/COMMIT" 2>/dev/null || echo unknown > "$bundle/COMMIT"
   echo "gpu_check: bundle ready in $bundle ($(du -sh "$bundle" | cut -f1)):"
   find "$bundle" -type f -perm -u+x | sed "s|$bundle/|  |"
@@ -142,10 +169,12 @@ run() {
     local name start end status result
     name="$(basename "$binary")"
     start=$(date +%s%N)
-    "$binary" --gtest_color=no > "$logs/$name.log" 2>&1
+    timeout "$(budget_of "$name")" "$binary" --gtest_color=no > "$logs/$name.log" 2>&1
     status=$?
     end=$(date +%s%N)
-    if [ "$status" -ne 0 ]; then
+    if [ "$status" -eq 124 ]; then
+      result="TIMEOUT"; failed=$((failed + 1))
+    elif [ "$status" -ne 0 ]; then
       result="FAILED"; failed=$((failed + 1))
     elif grep -q "SKIPPED" "$logs/$name.log"; then
       result="SKIPPED"; failed=$((failed + 1))
@@ -159,20 +188,37 @@ run() {
     [ -f "$binary" ] || continue
     local name
     name="$(basename "$binary")"
-    if "$binary" > "$logs/$name.txt" 2>&1; then
-      rows+=("$(printf '%-40s %-8s (table below)' "$name" "RAN")")
+    start=$(date +%s%N)
+    timeout "$(budget_of "$name")" "$binary" > "$logs/$name.txt" 2>&1
+    status=$?
+    end=$(date +%s%N)
+    if [ "$status" -eq 0 ]; then
+      result="RAN"
+    elif [ "$status" -eq 124 ]; then
+      result="TIMEOUT"; failed=$((failed + 1))
     else
-      rows+=("$(printf '%-40s %-8s' "$name" "FAILED")"); failed=$((failed + 1))
+      result="FAILED"; failed=$((failed + 1))
     fi
+    rows+=("$(printf '%-40s %-8s %8.1fs' "$name" "$result" "$(awk -v ns=$((end - start)) 'BEGIN { print ns / 1e9 }')")")
   done
   for table in "$logs"/*.txt; do
     [ -f "$table" ] || continue
     echo; echo "== $(basename "$table" .txt)"; cat "$table"
   done
+  local report="$here/kernel_report.md"
+  if [ -f "$report" ]; then
+    echo; echo "== static kernel report (built with the bundle)"; cat "$report"
+  fi
   echo
   echo "== GPU check summary"
   printf '%-40s %-8s %9s\n' "binary" "result" "time"
   printf '%s\n' "${rows[@]}"
+  # One line per benchmark verdict (the benchmarks print them as "summary: ...").
+  grep -h '^summary: ' "$logs"/*.txt 2>/dev/null | sed 's/^summary: /  /' || true
+  if [ -f "$report" ]; then
+    echo "static kernel report: $(grep -E '^[0-9]+ kernels, ' "$report" || echo 'no verdict line (see above)')"
+    grep -E '\| (pass|FAIL) \(' "$report" | awk -F'|' '{ printf "  %-44s ceiling %6s TB/s  %s\n", $2, $16, $17 }' || true
+  fi
   if [ -f "$KVSIM_GEMM_TABLE" ]; then
     echo "kernel table for $KVSIM_GPU: $KVSIM_GEMM_TABLE (review it, then copy it to configs/measured/$KVSIM_GPU.yaml)"
   fi

@@ -3,6 +3,8 @@
 
 #include <cstring>
 #include <string>
+#include <unordered_set>
+#include <vector>
 
 #include "kernels/attention/attention_launch.h"
 #include "kernels/attention/kv_row.h"
@@ -58,16 +60,27 @@ void AppendKvCpu(const AppendKvLaunch& launch) {
   const KvPoolView& pool = launch.pool;
   const int heads = pool.num_kv_heads;
   const int values_per_row = pool.head_dim;
+  std::vector<int32_t> pages(static_cast<size_t>(launch.num_tokens));
+  std::vector<int> slots(static_cast<size_t>(launch.num_tokens));
   for (int token = 0; token < launch.num_tokens; ++token) {
-    int32_t page = 0;
-    int slot = 0;
     const KvAccessStatus status =
         LocateAppendSlot(launch.table, pool.num_pages, pool.page_size, launch.token_request[token],
-                         launch.token_position[token], &page, &slot);
+                         launch.token_position[token], &pages[token], &slots[token]);
     launch.token_status[token] = static_cast<int32_t>(status);
-    if (status != KvAccessStatus::kOk) continue;
+  }
+  // The last token naming a slot wins it; walking backwards, a slot seen before is taken.
+  std::unordered_set<int64_t> taken;
+  for (int token = launch.num_tokens - 1; token >= 0; --token) {
+    if (launch.token_status[token] != static_cast<int32_t>(KvAccessStatus::kOk)) continue;
+    const int64_t slot_index = int64_t{pages[token]} * pool.page_size + slots[token];
+    if (!taken.insert(slot_index).second) {
+      launch.token_status[token] = static_cast<int32_t>(KvAccessStatus::kSuperseded);
+    }
+  }
+  for (int token = 0; token < launch.num_tokens; ++token) {
+    if (launch.token_status[token] != static_cast<int32_t>(KvAccessStatus::kOk)) continue;
     for (int head = 0; head < heads; ++head) {
-      const int64_t row = KvRowIndex(pool, page, slot, head);
+      const int64_t row = KvRowIndex(pool, pages[token], slots[token], head);
       const int64_t input = (int64_t{token} * heads + head) * values_per_row;
       WriteRow(pool, pool.k_scale, launch.k_new + input, values_per_row,
                pool.k_pages + row * pool.row_bytes,
@@ -113,6 +126,7 @@ Status AppendKv(Backend& backend, const AppendKvArgs& args) {
   launch.token_request = args.token_request->as<int32_t>();
   launch.token_position = args.token_position->as<int32_t>();
   launch.token_status = args.token_status->as<int32_t>();
+  launch.stream = args.launch.stream;
   if (backend.kind() == BackendKind::kCuda) return cuda::LaunchAppendKv(launch);
   AppendKvCpu(launch);
   return Status::Ok();

@@ -1,4 +1,6 @@
-// append_kv on CUDA: one warp per (token, KV head) row. Every element goes through the same
+// append_kv on CUDA: three launches (append_kv.h says why): locate each token and reset its
+// slot's claim word; claim slots, the last token in call order winning; then one warp per
+// (token, KV head) row of the winners. Every element goes through the same
 // kernels/attention/kv_row.h functions as on the CPU, and the row maximum is a max-reduction
 // (exact in any order), so both backends write identical bytes.
 #include <cuda_runtime.h>
@@ -73,7 +75,55 @@ __device__ void WriteRowWarp(const KvPoolView& pool, float tensor_scale, const u
   }
 }
 
-// launch: the validated arguments. One warp per (token, head); a warp past the end returns whole.
+constexpr int kTokensPerBlock = 256;
+
+// The claim word of a slot: the first 4 bytes of its head-0 K row (16-byte aligned: rows are
+// multiples of 16 bytes), which the winning token's row overwrites.
+__device__ int32_t* ClaimWord(const KvPoolView& pool, int32_t page, int slot) {
+  return reinterpret_cast<int32_t*>(pool.k_pages +
+                                    KvRowIndex(pool, page, slot, 0) * pool.row_bytes);
+}
+
+// launch: the validated arguments; one thread per token. Writes every token's status (kOk or why
+// it is skipped) and sets the claim word of each located slot to -1, below every token index.
+__global__ void AppendKvLocateKernel(AppendKvLaunch launch) {
+  const int64_t token = static_cast<int64_t>(blockIdx.x) * kTokensPerBlock + threadIdx.x;
+  if (token >= launch.num_tokens) return;
+  const KvPoolView& pool = launch.pool;
+  int32_t page = 0;
+  int slot = 0;
+  const KvAccessStatus status =
+      LocateAppendSlot(launch.table, pool.num_pages, pool.page_size, launch.token_request[token],
+                       launch.token_position[token], &page, &slot);
+  launch.token_status[token] = static_cast<int32_t>(status);
+  // Atomic: tokens naming one slot write the same value, but plain concurrent stores would race.
+  if (status == KvAccessStatus::kOk) atomicExch(ClaimWord(pool, page, slot), -1);
+}
+
+// launch: as above; one thread per token. The claim word ends at the largest index among the
+// slot's tokens. A token that finds a larger index there lost; a token that replaces a smaller
+// index marks that one lost. Each loser is marked exactly once: either its own atomicMax left the
+// word unchanged (it lost at once), or it held the word until one larger token replaced it.
+__global__ void AppendKvClaimKernel(AppendKvLaunch launch) {
+  const int64_t token = static_cast<int64_t>(blockIdx.x) * kTokensPerBlock + threadIdx.x;
+  if (token >= launch.num_tokens) return;
+  if (launch.token_status[token] != static_cast<int32_t>(KvAccessStatus::kOk)) return;
+  const KvPoolView& pool = launch.pool;
+  int32_t page = 0;
+  int slot = 0;
+  LocateAppendSlot(launch.table, pool.num_pages, pool.page_size, launch.token_request[token],
+                   launch.token_position[token], &page, &slot);
+  const int32_t before = atomicMax(ClaimWord(pool, page, slot), static_cast<int32_t>(token));
+  constexpr auto kSuperseded = static_cast<int32_t>(KvAccessStatus::kSuperseded);
+  if (before > token) {
+    launch.token_status[token] = kSuperseded;
+  } else if (before >= 0) {
+    launch.token_status[before] = kSuperseded;
+  }
+}
+
+// launch: the validated arguments, statuses final. One warp per (token, head); a warp past the
+// end or of a token that is not kOk returns whole.
 __global__ void AppendKvKernel(AppendKvLaunch launch) {
   const KvPoolView& pool = launch.pool;
   const int heads = pool.num_kv_heads;
@@ -83,13 +133,11 @@ __global__ void AppendKvKernel(AppendKvLaunch launch) {
   if (warp_row >= static_cast<int64_t>(launch.num_tokens) * heads) return;
   const int token = static_cast<int>(warp_row / heads);
   const int head = static_cast<int>(warp_row % heads);
+  if (launch.token_status[token] != static_cast<int32_t>(KvAccessStatus::kOk)) return;
   int32_t page = 0;
   int slot = 0;
-  const KvAccessStatus status =
-      LocateAppendSlot(launch.table, pool.num_pages, pool.page_size, launch.token_request[token],
-                       launch.token_position[token], &page, &slot);
-  if (head == 0 && lane == 0) launch.token_status[token] = static_cast<int32_t>(status);
-  if (status != KvAccessStatus::kOk) return;
+  LocateAppendSlot(launch.table, pool.num_pages, pool.page_size, launch.token_request[token],
+                   launch.token_position[token], &page, &slot);
   const int64_t row = KvRowIndex(pool, page, slot, head);
   const int64_t input = warp_row * pool.head_dim;
   WriteRowWarp(pool, pool.k_scale, launch.k_new + input, pool.head_dim,
@@ -105,10 +153,17 @@ __global__ void AppendKvKernel(AppendKvLaunch launch) {
 }  // namespace
 
 Status LaunchAppendKv(const AppendKvLaunch& launch) {
+  const auto stream = static_cast<cudaStream_t>(launch.stream);
+  const auto token_blocks =
+      static_cast<unsigned>((launch.num_tokens + kTokensPerBlock - 1) / kTokensPerBlock);
+  AppendKvLocateKernel<<<token_blocks, kTokensPerBlock, 0, stream>>>(launch);
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  AppendKvClaimKernel<<<token_blocks, kTokensPerBlock, 0, stream>>>(launch);
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   const int64_t rows = static_cast<int64_t>(launch.num_tokens) * launch.pool.num_kv_heads;
   const int64_t blocks = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  AppendKvKernel<<<static_cast<unsigned>(blocks), kWarpsPerBlock * kWarp>>>(launch);
-  // Asynchronous: a fault inside the kernel surfaces at the next synchronising call.
+  AppendKvKernel<<<static_cast<unsigned>(blocks), kWarpsPerBlock * kWarp, 0, stream>>>(launch);
+  // Asynchronous: a fault inside the kernels surfaces at the next synchronising call.
   KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return Status::Ok();
 }

@@ -5,6 +5,7 @@
 #include "base/status.h"
 #include "kernels/attention/kv_cache.h"
 #include "kernels/backend.h"
+#include "kernels/launch_options.h"
 
 namespace kvsim {
 
@@ -28,6 +29,8 @@ struct AppendKvArgs {
   // int32 [num_tokens], written: a KvAccessStatus per token. A token that is not kOk writes
   // nothing anywhere.
   DeviceBuffer* token_status = nullptr;
+  // The CUDA stream of the call. append_kv has one implementation: launch.path is not consulted.
+  LaunchOptions launch;
 };
 
 // Validates every shape and buffer (an error names what is wrong and what is allowed), then runs
@@ -40,8 +43,18 @@ struct AppendKvArgs {
 // 2^-126) over its finite values; MLA block128 does that per 128 values with FlashMLA's
 // power-of-two scales and copies the rope values as bf16. NaN inputs store NaN codes.
 //
-// Two tokens of one call must not name the same slot: which one lands is unspecified on CUDA (the
-// CPU backend writes in token order), as with the slot mappings serving engines pass.
+// Two or more tokens of one call that name the same (page, slot), through one block-table row or
+// two rows sharing a page: the last of them in call order is written whole (all heads, K and V,
+// codes and scales) and every earlier one gets kSuperseded and writes nothing, identically on both
+// backends, so a slot never holds one token's codes with another's scale. (A serving engine
+// re-sending a token, as on a retried step, wants the newest values; the status shows it.)
+//
+// On CUDA the call is three launches on launch.stream and allocates nothing: (1) each token's
+// status, and each named slot's claim word (the first 4 bytes of its head-0 K row) set to -1;
+// (2) every located token takes atomicMax(claim, token index), and whichever of two tokens the
+// maximum leaves behind is marked kSuperseded (exactly one writer per mark); (3) the tokens still
+// kOk write their rows, overwriting the claim word with data. The slot's old contents are lost
+// from launch (1) on, as they would be by the write.
 Status AppendKv(Backend& backend, const AppendKvArgs& args);
 
 }  // namespace kvsim

@@ -21,6 +21,7 @@ struct AppendKvLaunch {
   const int32_t* token_request = nullptr;   // [num_tokens]
   const int32_t* token_position = nullptr;  // [num_tokens]
   int32_t* token_status = nullptr;          // [num_tokens], written (KvAccessStatus)
+  void* stream = nullptr;                   // CUDA: the cudaStream_t to launch on
 };
 
 // Output element type of decode attention.

@@ -26,6 +26,9 @@ enum class KvAccessStatus : int32_t {
   kRequestOutOfRange = 3,
   // Append: the token's position is negative or beyond its block-table row.
   kPositionOutOfRange = 4,
+  // Append: a later token of the same call names the same (page, slot); that one is written whole
+  // (codes and scale) and this one writes nothing.
+  kSuperseded = 5,
 };
 
 // One layer's page pools, as raw pointers for the kernels.

@@ -125,6 +125,27 @@ void TagCheckOnCpu(const TagCheckView& view) {
   }
 }
 
+// The twin of FastTagCheckKernel: each request's pages dealt to kFastTagCheckThreads threads as
+// the kernel deals them, every page keyed (no early exit), the minimum taken per thread and then
+// over the threads.
+void FastTagCheckOnCpu(const TagCheckView& view) {
+  for (int32_t request = 0; request < view.batch; ++request) {
+    const TagCheckSpan span = SpanOfRequest(view, request);
+    int32_t block_min = kTagCheckNoFailure;
+    if (span.valid) {
+      for (int32_t thread = 0; thread < kFastTagCheckThreads; ++thread) {
+        int32_t thread_min = kTagCheckNoFailure;
+        for (int32_t page = span.page_begin + thread; page < span.page_end;
+             page += kFastTagCheckThreads) {
+          thread_min = std::min(thread_min, FastTagCheckKey(view, request, span, page));
+        }
+        block_min = std::min(block_min, thread_min);
+      }
+    }
+    view.results[request] = VerdictOfKey(span, block_min);
+  }
+}
+
 }  // namespace
 
 const char* TagCheckCodeName(TagCheckCode code) {
@@ -147,13 +168,21 @@ const char* TagCheckCodeName(TagCheckCode code) {
 
 Status TagCheck(Backend& backend, const TagCheckArgs& args) {
   KVSIM_ASSIGN_OR_RETURN(const TagCheckView view, MakeView(backend, args));
-  if (backend.kind() == BackendKind::kCuda) return cuda::LaunchTagCheck(view);
-  TagCheckOnCpu(view);
+  if (backend.kind() == BackendKind::kCuda) return cuda::LaunchTagCheck(view, args.launch);
+  switch (args.launch.path) {
+    case KernelPath::kSimple:
+      TagCheckOnCpu(view);
+      break;
+    case KernelPath::kFast:
+      FastTagCheckOnCpu(view);
+      break;
+  }
   return Status::Ok();
 }
 
 Status ScatterPageTags(Backend& backend, const std::vector<PageTagUpdate>& updates,
-                       int32_t num_pages, DeviceBuffer& page_tags, DeviceBuffer* staging) {
+                       int32_t num_pages, DeviceBuffer& page_tags, DeviceBuffer* staging,
+                       const LaunchOptions& launch) {
   KVSIM_RETURN_IF_ERROR(CheckRange("num_pages", num_pages, 0, kTagCheckMaxPages));
   KVSIM_RETURN_IF_ERROR(
       CheckRange("update count", static_cast<int64_t>(updates.size()), 0, num_pages));
@@ -182,9 +211,9 @@ Status ScatterPageTags(Backend& backend, const std::vector<PageTagUpdate>& updat
   const size_t bytes = updates.size() * sizeof(PageTagUpdate);
   KVSIM_RETURN_IF_ERROR(CheckBuffer(backend, staging, "staging", bytes,
                                     [&] { return std::to_string(updates.size()) + " updates"; }));
-  KVSIM_RETURN_IF_ERROR(backend.CopyToDevice(*staging, 0, updates.data(), bytes));
-  return cuda::LaunchScatterPageTags(
-      staging->as<PageTagUpdate>(), static_cast<int32_t>(updates.size()), page_tags.as<uint64_t>());
+  return cuda::LaunchScatterPageTags(updates.data(), static_cast<int32_t>(updates.size()),
+                                     staging->as<PageTagUpdate>(), page_tags.as<uint64_t>(),
+                                     launch);
 }
 
 }  // namespace kvsim

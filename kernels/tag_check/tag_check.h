@@ -14,6 +14,7 @@
 
 #include "base/status.h"
 #include "kernels/backend.h"
+#include "kernels/launch_options.h"
 
 namespace kvsim {
 
@@ -53,6 +54,10 @@ inline constexpr int32_t kTagCheckMaxPagesPerRequest = 1 << 20;
 inline constexpr int32_t kTagCheckMaxPages = 1 << 28;
 inline constexpr int32_t kTagCheckMaxPageSize = 1 << 16;
 
+// Threads per request on the fast path (FastTagCheckKernel and its CPU twin): thread t checks
+// logical pages page_begin + t + i * kFastTagCheckThreads.
+inline constexpr int32_t kFastTagCheckThreads = 1024;
+
 // The buffers of one check, all owned by the backend that runs it. Shapes use the block-table
 // convention of docs/kernels.md; the recorded pages are packed per request (CSR), since requests
 // hold different numbers of pages and only those are uploaded.
@@ -81,6 +86,12 @@ struct TagCheckArgs {
   const DeviceBuffer* page_tags = nullptr;
   // results: TagCheckResult [batch], written for every request.
   DeviceBuffer* results = nullptr;
+  // The path (both give the same verdicts, bit for bit) and the CUDA stream. kSimple: a block of
+  // 128 threads per request striding over its pages, each page's loads one after another. kFast
+  // (FastTagCheckKernel): 1024 threads per request, one page per thread and pass, the loads of a
+  // page issued together, the first failing page found as a minimum of per-page keys. The CPU
+  // backend runs the twin of the chosen path.
+  LaunchOptions launch;
 };
 
 // Runs the check for the whole batch in one launch on `backend` (CPU or CUDA; bit-identical
@@ -100,8 +111,12 @@ static_assert(sizeof(PageTagUpdate) == 16, "uploaded as is");
 // Writes each update's tag into page_tags (uint64 [num_pages]) on `backend`. Pages must be in
 // [0, num_pages) and distinct (OutOfRange / InvalidArgument otherwise, before anything is written).
 // On CUDA the updates travel through `staging` (at least 16 bytes per update; the caller keeps it
-// between calls so that no allocation happens per step); the CPU backend does not use it.
+// between calls so that no allocation happens per step), copied and scattered in order on
+// launch.stream; the CPU backend does not use it. There is one scatter kernel: launch.path is not
+// consulted. The copy reads `updates` from pageable host memory, so under CUDA-graph capture the
+// graph would keep a pointer to it: capture the check, not the scatter.
 Status ScatterPageTags(Backend& backend, const std::vector<PageTagUpdate>& updates,
-                       int32_t num_pages, DeviceBuffer& page_tags, DeviceBuffer* staging);
+                       int32_t num_pages, DeviceBuffer& page_tags, DeviceBuffer* staging,
+                       const LaunchOptions& launch = {});
 
 }  // namespace kvsim

@@ -2,6 +2,7 @@
 // loop and the CUDA kernel both run, so that the two backends agree bit for bit by construction.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 
 #include "kernels/host_device.h"
@@ -83,6 +84,55 @@ KVSIM_HD_INLINE TagCheckResult VerdictOf(const TagCheckView& view, int32_t reque
   }
   return TagCheckResult{static_cast<int32_t>(CheckLogicalPage(view, request, span, first_failing)),
                         first_failing};
+}
+
+// The fast path (FastTagCheckKernel and its CPU twin) gives each page a key, page * 8 + code, and
+// takes the minimum over the request's pages: the smallest failing page wins, with its own code,
+// whatever the order of the pages. kTagCheckNoFailure is the key of a page that passes.
+inline constexpr int32_t kTagCheckCodeRadix = 8;
+inline constexpr int32_t kTagCheckNoFailure = INT_MAX;
+static_assert(static_cast<int32_t>(TagCheckCode::kStaleTag) < kTagCheckCodeRadix,
+              "a key keeps its code in the low digits");
+static_assert(int64_t{kTagCheckMaxPagesPerRequest} * kTagCheckCodeRadix < kTagCheckNoFailure,
+              "every failing key is below the no-failure key");
+
+// The fast path's test of one logical page of a request with a valid span: the same tests in the
+// same order as CheckLogicalPage, but the block-table entry, the recorded page and the recorded tag
+// are loaded without waiting for each other (all three indices are in bounds whenever the page is
+// recorded), and only the current tag waits, for the entry. Returns the page's key.
+KVSIM_HD_INLINE int32_t FastTagCheckKey(const TagCheckView& view, int32_t request,
+                                        const TagCheckSpan& span, int32_t logical_page) {
+  const bool recorded = logical_page < span.recorded_count;
+  // In bounds for every page of a valid span: logical_page < page_end <= max_pages_per_request.
+  const int32_t entry =
+      view.block_table[static_cast<int64_t>(request) * view.row_stride + logical_page];
+  const int64_t at = static_cast<int64_t>(span.recorded_begin) + logical_page;
+  const int32_t recorded_page = recorded ? view.recorded_pages[at] : -1;
+  const uint64_t recorded_tag = recorded ? view.recorded_tags[at] : 0;
+  const bool in_range = entry >= 0 && entry < view.num_pages;
+  const uint64_t current_tag = in_range ? view.page_tags[entry] : 0;
+  TagCheckCode code = TagCheckCode::kOk;
+  if (!recorded) {
+    code = TagCheckCode::kUnrecorded;
+  } else if (!in_range) {
+    code = TagCheckCode::kOutOfRange;
+  } else if (entry != recorded_page) {
+    code = TagCheckCode::kWrongPage;
+  } else if (current_tag != recorded_tag) {
+    code = TagCheckCode::kStaleTag;
+  }
+  if (code == TagCheckCode::kOk) return kTagCheckNoFailure;
+  return logical_page * kTagCheckCodeRadix + static_cast<int32_t>(code);
+}
+
+// The verdict of a request from the minimum key over its pages (kTagCheckNoFailure when none
+// failed); equal to VerdictOf of the first failing page, since both run the same tests in order.
+KVSIM_HD_INLINE TagCheckResult VerdictOfKey(const TagCheckSpan& span, int32_t min_key) {
+  if (!span.valid) return TagCheckResult{static_cast<int32_t>(TagCheckCode::kBadRange), -1};
+  if (min_key == kTagCheckNoFailure) {
+    return TagCheckResult{static_cast<int32_t>(TagCheckCode::kOk), -1};
+  }
+  return TagCheckResult{min_key % kTagCheckCodeRadix, min_key / kTagCheckCodeRadix};
 }
 
 }  // namespace kvsim

@@ -1,5 +1,6 @@
 // append_kv on the CPU backend: the scale rules on named values, per-token errors that write
-// nothing, and argument validation with messages that say what is allowed.
+// nothing, the duplicate-slot rule, and argument validation with messages that say what is
+// allowed.
 #include "kernels/attention/append_kv.h"
 
 #include <gtest/gtest.h>
@@ -10,9 +11,11 @@
 #include <memory>
 #include <vector>
 
+#include "base/prng.h"
 #include "kernels/attention/kv_row.h"
 #include "kernels/backend.h"
 #include "kernels/formats.h"
+#include "tests/kernels/attention/append_duplicates.h"
 
 namespace kvsim {
 namespace {
@@ -134,6 +137,35 @@ TEST_F(AppendKvTest, TokensOutOfRangeAreReportedAndWriteNothing) {
   const std::vector<int32_t> status = Append({2, -1, 0, 0, 1}, {0, 0, -1, 8, 0});
   EXPECT_EQ(status, (std::vector<int32_t>{3, 3, 4, 4, 2}));
   for (uint8_t byte : KPages()) ASSERT_EQ(byte, 0xFF);
+}
+
+TEST_F(AppendKvTest, OfTwoTokensNamingOneSlotTheLaterIsWrittenWhole) {
+  // Request 0 positions 1 and 1 again: page 2, slot 1, twice; position 5 (page 0) once.
+  EXPECT_EQ(Append({0, 0, 0}, {1, 5, 1}), (std::vector<int32_t>{5, 0, 0}));
+}
+
+// Every format, page sizes 1, 3 and 5, up to 40 tokens over at most 15 slots: the statuses are the
+// rule's (derived from the case alone), and the pools hold exactly what appending only the
+// winners writes, so no slot mixes two tokens (codes of one, scale of another).
+TEST(AppendKvDuplicateTest, TheLastTokenOfASlotWinsWholeInEveryFormat) {
+  std::unique_ptr<Backend> backend = CreateCpuBackend();
+  Prng prng(0xd0b1e);
+  int superseded = 0;
+  for (int page_size : {1, 3, 5}) {
+    for (const KvCacheShape& shape : testing::DuplicateShapes(page_size)) {
+      for (int tokens : {1, 7, 40}) {
+        const testing::DuplicateAppendCase c =
+            testing::MakeDuplicateAppendCase(shape, tokens, prng);
+        const testing::AppendOutcome everything =
+            testing::RunAppend(*backend, c, testing::AllTokens(tokens)).value();
+        testing::AppendOutcome expected =
+            testing::RunAppend(*backend, c, testing::Winners(c)).value();
+        expected.status = testing::ExpectedStatuses(c);
+        superseded += testing::ExpectSameOutcome(everything, expected, testing::DescribeCase(c));
+      }
+    }
+  }
+  EXPECT_GT(superseded, 100);  // the rule was exercised, not just the unique-slot path
 }
 
 TEST_F(AppendKvTest, BadArgumentsAreErrorsThatSayWhatIsAllowed) {

@@ -1,6 +1,7 @@
 // Uploading reference requests as TagCheck buffers, and drawing random batches with faults.
 #include "tests/kernels/tag_check/tag_check_batch.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace kvsim::testing {
@@ -73,10 +74,48 @@ TagCheckArgs TagCheckBatch::args() {
   return result;
 }
 
-Result<std::vector<TagCheckResult>> RunTagCheck(Backend& backend, TagCheckBatch& batch) {
+Result<std::vector<TagCheckResult>> RunTagCheck(Backend& backend, TagCheckBatch& batch,
+                                                const LaunchOptions& launch) {
   KVSIM_RETURN_IF_ERROR(backend.Fill(batch.results, 0xFF));
-  KVSIM_RETURN_IF_ERROR(TagCheck(backend, batch.args()));
+  TagCheckArgs args = batch.args();
+  args.launch = launch;
+  KVSIM_RETURN_IF_ERROR(TagCheck(backend, args));
+  // The download runs on the default stream: work on another stream must be finished first.
+  if (launch.stream != nullptr) KVSIM_RETURN_IF_ERROR(backend.Synchronize());
   return Download<TagCheckResult>(backend, batch.results);
+}
+
+void AddAdversarialFaults(std::vector<reference::TagCheckRequest>& requests,
+                          const RandomBatchShape& shape, Prng& prng) {
+  for (reference::TagCheckRequest& request : requests) {
+    const int32_t faults = prng.range_inclusive(2, 6);
+    for (int32_t f = 0; f < faults && !request.recorded_pages.empty(); ++f) {
+      const int32_t pages = static_cast<int32_t>(request.recorded_pages.size());
+      int32_t page = static_cast<int32_t>(prng.below(static_cast<uint64_t>(pages)));
+      if (f > 0 && prng.chance(1, 3)) {
+        // One fast-kernel thread's next page, or a neighbour in the same warp.
+        page = std::min(pages - 1, page + (prng.chance(1, 2) ? kFastTagCheckThreads : 1));
+      }
+      const size_t at = static_cast<size_t>(page);
+      switch (prng.below(5)) {
+        case 0:  // another valid page
+          request.block_table_row[at] = (request.recorded_pages[at] + 1) % shape.num_pages;
+          if (shape.num_pages == 1) request.block_table_row[at] = shape.num_pages;
+          break;
+        case 1:
+          request.block_table_row[at] = prng.chance(1, 2) ? -1 : shape.num_pages;
+          break;
+        case 2:
+        case 3:  // reallocated since it was recorded
+          request.recorded_tags[at] = (request.recorded_tags[at] - 1) & TagMaskFor(shape.tag_bits);
+          break;
+        default:  // the record ends early: an unrecorded tail
+          request.recorded_pages.resize(at);
+          request.recorded_tags.resize(at);
+          break;
+      }
+    }
+  }
 }
 
 std::vector<uint64_t> RandomPageTags(int32_t num_pages, int32_t tag_bits, Prng& prng) {

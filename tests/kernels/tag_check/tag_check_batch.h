@@ -39,8 +39,10 @@ Result<TagCheckBatch> UploadTagCheckBatch(Backend& backend,
                                           const std::vector<uint64_t>& page_tags,
                                           bool with_first_tokens);
 
-// Runs TagCheck on `batch` and downloads the verdicts.
-Result<std::vector<TagCheckResult>> RunTagCheck(Backend& backend, TagCheckBatch& batch);
+// Runs TagCheck on `batch` with `launch` and downloads the verdicts (after synchronising
+// launch.stream when it is not the default stream).
+Result<std::vector<TagCheckResult>> RunTagCheck(Backend& backend, TagCheckBatch& batch,
+                                                const LaunchOptions& launch = {});
 
 // What a random batch looks like.
 struct RandomBatchShape {
@@ -58,6 +60,13 @@ struct RandomBatchShape {
 std::vector<reference::TagCheckRequest> RandomTagCheckRequests(const RandomBatchShape& shape,
                                                                const std::vector<uint64_t>& tags,
                                                                Prng& prng);
+
+// Adds 2 to 6 more faults to every request with recorded pages (wrong, out-of-range or stale
+// entries at random pages, some `kFastTagCheckThreads` apart so that one thread of the fast
+// kernel meets two, some in neighbouring pages of one warp, sometimes a truncated record), so that
+// the first failing page is a minimum over several candidates of different kinds.
+void AddAdversarialFaults(std::vector<reference::TagCheckRequest>& requests,
+                          const RandomBatchShape& shape, Prng& prng);
 
 // Current tags of `num_pages` pages, drawn below 2^tag_bits.
 std::vector<uint64_t> RandomPageTags(int32_t num_pages, int32_t tag_bits, Prng& prng);

@@ -1,7 +1,9 @@
 // The tag check on the GPU gives the verdicts of the independent reference (written from the rule
 // in docs/integrity.md, not from the kernels' per-page function) and bit-identical verdicts to the
-// CPU backend, on random faulty batches at awkward sizes and at the production shape (64 requests
-// x 21K tokens, page size 64). Skips (with the reason) where no GPU is usable.
+// CPU backend, on both paths (the fast one on a stream of its own), on random faulty batches at
+// awkward sizes and at the production shape (64 requests x 21K tokens, page size 64). Skips (with
+// the reason) where no GPU is usable.
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -27,22 +29,35 @@ class TagCheckGpuTest : public ::testing::Test {
     Result<std::unique_ptr<Backend>> backend = cuda::CreateCudaBackend();
     ASSERT_TRUE(backend.ok()) << backend.status().ToString();
     cuda_ = std::move(backend).value();
+    ASSERT_EQ(cudaStreamCreate(&stream_), cudaSuccess);
   }
 
-  // Verdicts of `requests` on both backends, compared bit for bit with each other and with the
+  void TearDown() override {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+
+  // Verdicts of `requests` on the CPU (simple path) and on CUDA (simple path on the default
+  // stream, fast path on a stream of its own), compared bit for bit with each other and with the
   // reference; returns how many failed.
   int CompareBackends(const std::vector<reference::TagCheckRequest>& requests, int32_t page_size,
                       const std::vector<uint64_t>& tags, bool with_first_tokens) {
+    const struct {
+      Backend* backend;
+      LaunchOptions launch;
+      const char* name;
+    } runs[] = {{cpu_.get(), {KernelPath::kSimple, nullptr}, "cpu simple"},
+                {cuda_.get(), {KernelPath::kSimple, nullptr}, "cuda simple"},
+                {cuda_.get(), {KernelPath::kFast, stream_}, "cuda fast"}};
     std::vector<std::vector<TagCheckResult>> verdicts;
-    for (Backend* backend : {cpu_.get(), cuda_.get()}) {
-      Result<testing::TagCheckBatch> batch =
-          testing::UploadTagCheckBatch(*backend, requests, page_size, 5, tags, with_first_tokens);
+    for (const auto& run : runs) {
+      Result<testing::TagCheckBatch> batch = testing::UploadTagCheckBatch(
+          *run.backend, requests, page_size, 5, tags, with_first_tokens);
       KVSIM_CHECK(batch.ok()) << batch.status().ToString();
-      Result<std::vector<TagCheckResult>> results = testing::RunTagCheck(*backend, *batch);
+      Result<std::vector<TagCheckResult>> results =
+          testing::RunTagCheck(*run.backend, *batch, run.launch);
       KVSIM_CHECK(results.ok()) << results.status().ToString();
       verdicts.push_back(*results);
     }
-    EXPECT_EQ(verdicts[0].size(), verdicts[1].size());
     // Without first tokens the kernels check reads, from token 0: so does the reference then.
     std::vector<reference::TagCheckRequest> as_checked = requests;
     if (!with_first_tokens) {
@@ -50,22 +65,24 @@ class TagCheckGpuTest : public ::testing::Test {
     }
     const std::vector<TagCheckResult> expected =
         reference::ReferenceTagCheck(as_checked, page_size, tags);
-    EXPECT_EQ(expected.size(), verdicts[1].size());
-    for (size_t b = 0; b < expected.size() && b < verdicts[1].size(); ++b) {
-      EXPECT_EQ(verdicts[1][b].code, expected[b].code) << "request " << b << ": cuda";
-      EXPECT_EQ(verdicts[1][b].logical_page, expected[b].logical_page) << "request " << b;
+    for (size_t r = 1; r < verdicts.size(); ++r) {
+      EXPECT_EQ(expected.size(), verdicts[r].size());
+      for (size_t b = 0; b < expected.size() && b < verdicts[r].size(); ++b) {
+        EXPECT_EQ(verdicts[r][b].code, expected[b].code) << "request " << b << ": " << runs[r].name;
+        EXPECT_EQ(verdicts[r][b].logical_page, expected[b].logical_page)
+            << "request " << b << ": " << runs[r].name;
+        EXPECT_EQ(std::memcmp(&verdicts[0][b], &verdicts[r][b], sizeof(TagCheckResult)), 0)
+            << "request " << b << ": cpu " << verdicts[0][b].code << "@"
+            << verdicts[0][b].logical_page << ", " << runs[r].name << " " << verdicts[r][b].code
+            << "@" << verdicts[r][b].logical_page;
+      }
     }
     int failing = 0;
-    for (size_t b = 0; b < verdicts[0].size(); ++b) {
-      EXPECT_EQ(std::memcmp(&verdicts[0][b], &verdicts[1][b], sizeof(TagCheckResult)), 0)
-          << "request " << b << ": cpu " << verdicts[0][b].code << "@"
-          << verdicts[0][b].logical_page << ", cuda " << verdicts[1][b].code << "@"
-          << verdicts[1][b].logical_page;
-      failing += verdicts[0][b].code != 0;
-    }
+    for (const TagCheckResult& verdict : verdicts[0]) failing += verdict.code != 0;
     return failing;
   }
 
+  cudaStream_t stream_ = nullptr;
   std::unique_ptr<Backend> cpu_ = CreateCpuBackend();
   std::unique_ptr<Backend> cuda_;
 };
@@ -102,6 +119,28 @@ TEST_F(TagCheckGpuTest, VerdictsEqualTheReferenceAndTheCpuAtTheProductionShape) 
   CompareBackends(testing::RandomTagCheckRequests(shape, tags, prng), 64, tags, false);
 }
 
+// Several faults of different kinds per request, some one fast-kernel stride apart, over requests
+// of up to 2,600 pages: the first failing page is a minimum over many candidates.
+TEST_F(TagCheckGpuTest, BothPathsAgreeOnAdversarialBatches) {
+  Prng prng(0xad7e6);
+  for (int32_t page_size : {1, 3, 16, 64}) {
+    for (int32_t batch_size : {1, 7, 33, 130}) {
+      testing::RandomBatchShape shape;
+      shape.batch = batch_size;
+      shape.max_pages_per_request = 1 + static_cast<int32_t>(prng.below(2600));
+      shape.page_size = page_size;
+      shape.num_pages = 1 + static_cast<int32_t>(prng.below(5000));
+      shape.tag_bits = 16;
+      shape.fault_per_mille = 200;
+      const std::vector<uint64_t> tags = testing::RandomPageTags(shape.num_pages, 16, prng);
+      auto requests = testing::RandomTagCheckRequests(shape, tags, prng);
+      testing::AddAdversarialFaults(requests, shape, prng);
+      const int failing = CompareBackends(requests, page_size, tags, prng.chance(1, 2));
+      EXPECT_GT(failing, 0) << "page size " << page_size << ", batch " << batch_size;
+    }
+  }
+}
+
 TEST_F(TagCheckGpuTest, ScatterWritesTheSameTagsAsTheCpu) {
   Prng prng(0x5ca7);
   const int32_t num_pages = 3000;
@@ -115,7 +154,10 @@ TEST_F(TagCheckGpuTest, ScatterWritesTheSameTagsAsTheCpu) {
   for (Backend* backend : {cpu_.get(), cuda_.get()}) {
     DeviceBuffer tags = Upload(*backend, start).value();
     DeviceBuffer staging = backend->Allocate(updates.size() * sizeof(PageTagUpdate)).value();
-    ASSERT_TRUE(ScatterPageTags(*backend, updates, num_pages, tags, &staging).ok());
+    ASSERT_TRUE(ScatterPageTags(*backend, updates, num_pages, tags, &staging,
+                                LaunchOptions{kDefaultKernelPath, stream_})
+                    .ok());
+    ASSERT_TRUE(backend->Synchronize().ok());
     after.push_back(Download<uint64_t>(*backend, tags).value());
   }
   EXPECT_EQ(after[0], after[1]);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,6 +65,14 @@ class TagCheckTest : public ::testing::Test {
     KVSIM_CHECK(results.ok()) << results.status().ToString();
     // The kernel and the independent reference agree on every hand-made case too.
     ExpectVerdicts(*results, reference::ReferenceTagCheck(requests, page_size, tags));
+    // So does the fast path's twin (a minimum over per-page keys, dealt to 1024 threads as the
+    // kernel deals them), bit for bit.
+    Result<std::vector<TagCheckResult>> fast =
+        testing::RunTagCheck(*backend_, *batch, LaunchOptions{KernelPath::kFast, nullptr});
+    KVSIM_CHECK(fast.ok()) << fast.status().ToString();
+    EXPECT_EQ(std::memcmp(fast->data(), results->data(), results->size() * sizeof(TagCheckResult)),
+              0);
+    ExpectVerdicts(*fast, *results);
     return *results;
   }
 
@@ -183,6 +192,35 @@ TEST_F(TagCheckTest, RandomFaultyBatchesEqualTheReferenceAtAwkwardSizes) {
   // Both verdicts occur in bulk, so the agreement above is not an agreement on "ok" alone.
   EXPECT_GT(failing, total / 5) << failing << " of " << total;
   EXPECT_LT(failing, total * 4 / 5) << failing << " of " << total;
+}
+
+// Several faults of different kinds per request, some one fast-kernel stride (1024 pages) apart,
+// over requests of up to 2,600 pages (three passes of the fast kernel's threads): the first failing
+// page is a minimum over many candidates, and both paths must find it with its own reason.
+TEST_F(TagCheckTest, BothPathsAgreeOnAdversarialBatchesAtAwkwardSizes) {
+  Prng prng(0xad7e);
+  int failing = 0;
+  int total = 0;
+  for (int32_t page_size : {1, 3, 16, 64}) {
+    for (int32_t batch_size : {1, 7, 33}) {
+      testing::RandomBatchShape shape;
+      shape.batch = batch_size;
+      shape.max_pages_per_request = 1 + static_cast<int32_t>(prng.below(2600));
+      shape.page_size = page_size;
+      shape.num_pages = 1 + static_cast<int32_t>(prng.below(3000));
+      shape.tag_bits = 16;
+      shape.fault_per_mille = 200;
+      const std::vector<uint64_t> tags = testing::RandomPageTags(shape.num_pages, 16, prng);
+      std::vector<TagCheckRequest> requests = testing::RandomTagCheckRequests(shape, tags, prng);
+      testing::AddAdversarialFaults(requests, shape, prng);
+      for (const TagCheckResult& result : Run(requests, page_size, tags)) {
+        failing += result.code != static_cast<int32_t>(TagCheckCode::kOk);
+        ++total;
+      }
+    }
+  }
+  // Nearly every request fails (those with no pages pass), so the agreement is on failures.
+  EXPECT_GT(failing, total * 3 / 4) << failing << " of " << total;
 }
 
 TEST_F(TagCheckTest, AnEmptyBatchIsFine) { EXPECT_TRUE(Run({}, 4).empty()); }

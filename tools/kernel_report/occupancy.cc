@@ -1,0 +1,38 @@
+// Occupancy as the CUDA occupancy calculator computes it for sm_90, and the issue-bound ceiling.
+#include "tools/kernel_report/occupancy.h"
+
+#include <algorithm>
+#include <climits>
+
+namespace kvsim::kernel_report {
+
+Occupancy ComputeOccupancy(int registers_per_thread, int shared_bytes_per_block,
+                           int threads_per_block) {
+  Occupancy occupancy;
+  if (threads_per_block <= 0 || shared_bytes_per_block > kSharedBytesPerBlockMax) return occupancy;
+  const int warps_per_block = (threads_per_block + kWarpSize - 1) / kWarpSize;
+  const int registers_per_warp = (registers_per_thread * kWarpSize + kRegisterAllocationUnit - 1) /
+                                 kRegisterAllocationUnit * kRegisterAllocationUnit;
+  const int by_registers =
+      registers_per_warp == 0 ? INT_MAX : kRegistersPerSm / (registers_per_warp * warps_per_block);
+  const int by_shared = kSharedBytesPerSm / (shared_bytes_per_block + kSharedBytesReservedPerBlock);
+  const int by_threads = kThreadsPerSm / (warps_per_block * kWarpSize);
+  occupancy.blocks_per_sm = std::min({by_registers, by_shared, by_threads, kBlocksPerSm});
+  occupancy.limit = occupancy.blocks_per_sm == by_registers ? "registers"
+                    : occupancy.blocks_per_sm == by_shared  ? "shared memory"
+                    : occupancy.blocks_per_sm == by_threads ? "threads"
+                                                            : "blocks";
+  occupancy.warps_per_sm = occupancy.blocks_per_sm * warps_per_block;
+  occupancy.fraction = static_cast<double>(occupancy.warps_per_sm) / (kThreadsPerSm / kWarpSize);
+  return occupancy;
+}
+
+double IssueBoundBytesPerSecond(const GpuFigures& gpu, int warps_per_sm,
+                                int64_t load_bytes_per_warp, int64_t instructions) {
+  if (instructions <= 0 || warps_per_sm <= 0) return 0;
+  const int issuing = std::min(kSchedulersPerSm, warps_per_sm);
+  return static_cast<double>(gpu.sm_count) * issuing * gpu.clock_mhz * 1e6 *
+         static_cast<double>(load_bytes_per_warp) / static_cast<double>(instructions);
+}
+
+}  // namespace kvsim::kernel_report

@@ -1,0 +1,46 @@
+// Occupancy and the issue-bound bandwidth ceiling of a kernel on a Hopper GPU (sm_90: H100, H200).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace kvsim::kernel_report {
+
+// Per-SM limits of compute capability 9.0 (CUDA C++ Programming Guide, "Technical
+// Specifications per Compute Capability"; the GPU's YAML gives what differs between parts).
+inline constexpr int kRegistersPerSm = 65536;
+inline constexpr int kRegisterAllocationUnit = 256;  // registers, per warp
+inline constexpr int kSharedBytesPerSm = 228 * 1024;
+inline constexpr int kSharedBytesPerBlockMax = 227 * 1024;
+inline constexpr int kSharedBytesReservedPerBlock = 1024;  // the runtime's own, per resident block
+inline constexpr int kThreadsPerSm = 2048;
+inline constexpr int kBlocksPerSm = 32;
+inline constexpr int kSchedulersPerSm = 4;  // each issues one warp instruction per clock
+inline constexpr int kWarpSize = 32;
+
+// The GPU the ceiling is computed for (configs/gpus/NAME.yaml).
+struct GpuFigures {
+  std::string name;
+  int sm_count = 0;
+  double clock_mhz = 0;
+  double memory_bandwidth_tb_s = 0;
+};
+
+// Resident blocks per SM and what limits them; blocks 0 when one block does not fit.
+struct Occupancy {
+  int blocks_per_sm = 0;
+  int warps_per_sm = 0;
+  double fraction = 0;  // resident warps / 64
+  std::string limit;    // "registers", "shared memory", "threads", "blocks"
+};
+
+Occupancy ComputeOccupancy(int registers_per_thread, int shared_bytes_per_block,
+                           int threads_per_block);
+
+// Bytes per second the main loop can request when instruction issue is the only limit: every SM
+// issues from min(4, resident warps) schedulers one instruction per clock, and each instruction
+// of the loop brings load_bytes_per_warp / instructions bytes.
+double IssueBoundBytesPerSecond(const GpuFigures& gpu, int warps_per_sm,
+                                int64_t load_bytes_per_warp, int64_t instructions);
+
+}  // namespace kvsim::kernel_report

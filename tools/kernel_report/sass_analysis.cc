@@ -1,0 +1,160 @@
+// SASS parsing and main-loop detection for the static kernel report.
+#include "tools/kernel_report/sass_analysis.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <regex>
+#include <sstream>
+
+namespace kvsim::kernel_report {
+namespace {
+
+constexpr int kLanes = 32;
+
+bool StartsWith(const std::string& text, const std::string& prefix) {
+  return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+// The opcode's modifiers, e.g. {"E", "128"} for "LDG.E.128".
+std::vector<std::string> Modifiers(const std::string& opcode) {
+  std::vector<std::string> parts;
+  std::stringstream stream(opcode);
+  std::string part;
+  std::getline(stream, part, '.');  // the mnemonic itself
+  while (std::getline(stream, part, '.')) parts.push_back(part);
+  return parts;
+}
+
+std::string Mnemonic(const std::string& opcode) { return opcode.substr(0, opcode.find('.')); }
+
+// The target of a direct branch ("BRA 0x8e0", "BRA `(.L_x_3)" is not produced by cuobjdump for
+// sm_90 and is not handled), or -1.
+int64_t BranchTarget(const SassInstruction& instruction) {
+  if (Mnemonic(instruction.opcode) != "BRA") return -1;
+  static const std::regex kTarget(R"(0x([0-9a-fA-F]+))");
+  std::smatch match;
+  if (!std::regex_search(instruction.operands, match, kTarget)) return -1;
+  return std::strtoll(match[1].str().c_str(), nullptr, 16);
+}
+
+struct LoopSpan {
+  size_t first;  // index of the branch target
+  size_t last;   // index of the backward branch
+};
+
+}  // namespace
+
+std::vector<SassFunction> ParseSass(const std::string& listing) {
+  // "        /*08f0*/                   LDG.E R24, desc[UR6][R14.64] ;   /* 0x... */"
+  static const std::regex kInstruction(
+      R"(^\s*/\*([0-9a-fA-F]{4,})\*/\s+(@!?U?P[0-9T]\s+)?([A-Z0-9_.]+)([^;]*);)");
+  static const std::regex kFunction(R"(^\s*Function\s*:\s*(\S+))");
+  static const std::regex kArch(R"(^\s*code for (sm_\w+))");
+  std::vector<SassFunction> functions;
+  bool wanted_arch = true;
+  std::stringstream stream(listing);
+  std::string line;
+  std::smatch match;
+  while (std::getline(stream, line)) {
+    // Cheap tests first: listings run to hundreds of thousands of lines, and std::regex is slow.
+    const bool maybe_instruction =
+        line.find("*/") != std::string::npos && line.find(';') != std::string::npos;
+    if (!maybe_instruction && line.find("code for") == std::string::npos &&
+        line.find("Function") == std::string::npos) {
+      continue;
+    }
+    if (std::regex_search(line, match, kArch)) {
+      wanted_arch = match[1].str() == "sm_90a";
+    } else if (std::regex_search(line, match, kFunction)) {
+      if (wanted_arch) functions.push_back(SassFunction{match[1].str(), {}});
+    } else if (wanted_arch && !functions.empty() && std::regex_search(line, match, kInstruction)) {
+      SassInstruction instruction;
+      instruction.address = std::strtoll(match[1].str().c_str(), nullptr, 16);
+      instruction.opcode = match[3].str();
+      instruction.operands = match[4].str();
+      functions.back().instructions.push_back(instruction);
+    }
+  }
+  return functions;
+}
+
+int GlobalLoadBytesPerLane(const std::string& opcode) {
+  const std::string mnemonic = Mnemonic(opcode);
+  if (mnemonic != "LDG" && mnemonic != "LD" && mnemonic != "LDGSTS") return 0;
+  int bytes = 4;
+  for (const std::string& modifier : Modifiers(opcode)) {
+    if (modifier == "U8" || modifier == "S8") bytes = 1;
+    if (modifier == "U16" || modifier == "S16") bytes = 2;
+    if (modifier == "64") bytes = 8;
+    if (modifier == "128") bytes = 16;
+  }
+  return bytes;
+}
+
+bool IsBulkGlobalLoad(const std::string& opcode) {
+  const std::string mnemonic = Mnemonic(opcode);
+  return mnemonic == "UTMALDG" || mnemonic == "UBLKCP";
+}
+
+bool IsTensorCoreInstruction(const std::string& opcode) {
+  const std::string mnemonic = Mnemonic(opcode);
+  for (const char* name : {"HMMA", "HGMMA", "QGMMA", "IMMA", "IGMMA", "QMMA", "BMMA", "BGMMA"}) {
+    if (mnemonic == name) return true;
+  }
+  return false;
+}
+
+MainLoop FindMainLoop(const SassFunction& function) {
+  const std::vector<SassInstruction>& code = function.instructions;
+  std::vector<LoopSpan> loops;
+  for (size_t i = 0; i < code.size(); ++i) {
+    const int64_t target = BranchTarget(code[i]);
+    if (target < 0 || target > code[i].address) continue;
+    const auto first = std::find_if(code.begin(), code.end(), [target](const SassInstruction& x) {
+      return x.address == target;
+    });
+    if (first != code.end()) loops.push_back({static_cast<size_t>(first - code.begin()), i});
+  }
+  const auto measure = [&](size_t first, size_t last, bool is_loop) {
+    MainLoop loop;
+    loop.is_loop = is_loop;
+    loop.first_address = code.empty() ? 0 : code[first].address;
+    loop.last_address = code.empty() ? 0 : code[last].address;
+    for (size_t i = first; !code.empty() && i <= last; ++i) {
+      const std::string& opcode = code[i].opcode;
+      if (StartsWith(opcode, "NOP")) continue;
+      ++loop.instructions;
+      loop.load_bytes_per_warp += int64_t{kLanes} * GlobalLoadBytesPerLane(opcode);
+      loop.bulk_loads += IsBulkGlobalLoad(opcode) ? 1 : 0;
+      if (IsTensorCoreInstruction(opcode) &&
+          std::find(loop.tensor_core_opcodes.begin(), loop.tensor_core_opcodes.end(), opcode) ==
+              loop.tensor_core_opcodes.end()) {
+        loop.tensor_core_opcodes.push_back(opcode);
+      }
+    }
+    for (const LoopSpan& other : loops) {
+      const bool inside = other.first >= first && other.last <= last;
+      if (inside && !(other.first == first && other.last == last)) ++loop.nested_loops;
+    }
+    return loop;
+  };
+  MainLoop best;
+  bool found = false;
+  for (const LoopSpan& span : loops) {
+    const MainLoop loop = measure(span.first, span.last, true);
+    if (loop.load_bytes_per_warp == 0 && loop.bulk_loads == 0) continue;
+    const bool better =
+        !found || loop.load_bytes_per_warp > best.load_bytes_per_warp ||
+        (loop.load_bytes_per_warp == best.load_bytes_per_warp &&
+         (loop.bulk_loads > best.bulk_loads ||
+          (loop.bulk_loads == best.bulk_loads && loop.instructions < best.instructions)));
+    if (better) {
+      best = loop;
+      found = true;
+    }
+  }
+  if (found) return best;
+  return measure(0, code.empty() ? 0 : code.size() - 1, false);
+}
+
+}  // namespace kvsim::kernel_report

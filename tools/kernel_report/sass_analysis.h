@@ -1,0 +1,56 @@
+// Reading NVIDIA's SASS listings (cuobjdump --dump-sass) for the static kernel report: the
+// instructions of each function, its main loop, and what that loop loads and computes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kvsim::kernel_report {
+
+// One SASS instruction: its byte address in the function, its opcode with modifiers
+// ("LDG.E.128"), and its predicate-free operand text.
+struct SassInstruction {
+  int64_t address = 0;
+  std::string opcode;
+  std::string operands;
+};
+
+// One function of a listing, by its mangled name.
+struct SassFunction {
+  std::string mangled_name;
+  std::vector<SassInstruction> instructions;
+};
+
+// The functions of a `cuobjdump --dump-sass` listing, in listing order (sm_90a code only; other
+// architectures' sections are skipped).
+std::vector<SassFunction> ParseSass(const std::string& listing);
+
+// Bytes one lane reads from global memory with this instruction: LDG, LD (generic, assumed
+// global) and LDGSTS (cp.async) by their width modifier (.U8/.S8 1, .U16/.S16 2, none 4, .64 8,
+// .128 16); 0 for anything else. Bulk copies (UTMALDG, UBLKCP) carry no size in SASS and count
+// through IsBulkGlobalLoad.
+int GlobalLoadBytesPerLane(const std::string& opcode);
+bool IsBulkGlobalLoad(const std::string& opcode);
+
+// HMMA, HGMMA, QGMMA, IMMA, IGMMA, QMMA, BMMA, BGMMA and their modifiers.
+bool IsTensorCoreInstruction(const std::string& opcode);
+
+// The main loop of a function: the loop (a backward branch and the instructions from its target
+// up to it) with the most global-load bytes per iteration; among loops with equal bytes, the one
+// with the fewest instructions (the innermost). Without any loop that loads, the whole function is
+// taken as one pass.
+struct MainLoop {
+  bool is_loop = false;
+  int64_t first_address = 0;
+  int64_t last_address = 0;
+  int64_t instructions = 0;         // per iteration and warp, NOPs excluded
+  int64_t load_bytes_per_warp = 0;  // 32 lanes x GlobalLoadBytesPerLane, summed
+  int64_t bulk_loads = 0;           // UTMALDG / UBLKCP instructions (bytes from the gates file)
+  int64_t nested_loops = 0;         // loops inside it (or in the whole function), counted once
+  std::vector<std::string> tensor_core_opcodes;  // distinct, in order of appearance
+};
+
+MainLoop FindMainLoop(const SassFunction& function);
+
+}  // namespace kvsim::kernel_report
