@@ -97,8 +97,9 @@ __global__ void __launch_bounds__(kFastGemmThreads, 4)
   const uint16_t* x_source =
       x + static_cast<int64_t>(x_row) * k + split_first * kTileK + x_chunk * 8;
   const int x_slot = x_row * 128 + (x_chunk ^ (x_row % 8)) * 16;
+  const uint32_t shared_base = SharedAddress(shared);
   auto copy_stage = [&](int s) {
-    uint8_t* buffer = shared + (s % kFastGemmStages) * Shared::kStageBytes;
+    const uint32_t buffer = shared_base + (s % kFastGemmStages) * Shared::kStageBytes;
     const int first_step = split_first + s * kFastGemmStageSteps;
     const bool valid = x_row < shape.m && first_step + x_chunk / 2 < split_end;
     CopyAsync16(buffer + x_slot, valid ? x_source + s * kFastGemmStageK : x, valid);
@@ -125,7 +126,8 @@ __global__ void __launch_bounds__(kFastGemmThreads, 4)
       uint32_t a[4];
       const int row = lane % 16;
       const int chunk = 2 * warp + lane / 16;
-      LoadMatrixX4(a, buffer + row * 128 + (chunk ^ (row % 8)) * 16);
+      LoadMatrixX4(a, shared_base + (s % kFastGemmStages) * Shared::kStageBytes + row * 128 +
+                          (chunk ^ (row % 8)) * 16);
 #pragma unroll
       for (int t = 0; t < kFastTilesPerBlock; ++t) {
         uint32_t b[kSubtilesPerTile][2];

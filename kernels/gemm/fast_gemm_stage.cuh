@@ -85,8 +85,8 @@ struct FastStage<Int4TileFormat<kScaleType, kAsymmetric>> {
       zero_word_ = (z % 2) * 4;
     }
 
-    // Issues stage `s`'s copies into `stage`.
-    __device__ __forceinline__ void Copy(int s, uint8_t* stage) const {
+    // Issues stage `s`'s copies into the stage at shared address `stage`.
+    __device__ __forceinline__ void Copy(int s, uint32_t stage) const {
       const int first_step = first_step_ + s * kFastGemmStageSteps;
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
@@ -188,8 +188,8 @@ struct FastStage<Fp8TileFormat> {
       scale_row_ = w.n / kFp8BlockN;
     }
 
-    // Issues stage `s`'s copies into `stage`.
-    __device__ __forceinline__ void Copy(int s, uint8_t* stage) const {
+    // Issues stage `s`'s copies into the stage at shared address `stage`.
+    __device__ __forceinline__ void Copy(int s, uint32_t stage) const {
       const int first_step = first_step_ + s * kFastGemmStageSteps;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
