@@ -55,7 +55,8 @@ class FastGemmGpuTest : public ::testing::Test {
     }
   }
 
-  // One INT4 problem on the device: weights, activations, output and a workspace for `path`.
+  // One INT4 problem on the device: weights, activations, output, a fast-path workspace, and the
+  // arguments that point at them (so a Problem stays where it was made: it lives on the heap).
   struct Problem {
     int m = 0;
     Int4Weights weights;
@@ -65,8 +66,9 @@ class FastGemmGpuTest : public ::testing::Test {
     Int4GemmArgs args;
   };
 
-  Problem MakeProblem(int m, int k, int n, uint64_t seed) {
-    Problem p;
+  std::unique_ptr<Problem> MakeProblem(int m, int k, int n, uint64_t seed) {
+    auto problem = std::make_unique<Problem>();
+    Problem& p = *problem;
     Prng prng(seed);
     const std::vector<float> w = SampleWeights(prng, k, n, WeightDistribution::kStudentT3);
     const Int4Matrix matrix = QuantizeInt4Matrix(w, k, n, Int4QuantizeOptions()).value();
@@ -83,7 +85,7 @@ class FastGemmGpuTest : public ::testing::Test {
     p.args.output = &p.out;
     p.args.workspace = &p.workspace;
     p.args.launch.path = KernelPath::kFast;
-    return p;
+    return problem;
   }
 
   // The problem's output after one call on the default stream, alone.
@@ -155,49 +157,52 @@ TEST_F(FastGemmGpuTest, MoeExpertShapesMeetTheBoundOnBothPaths) {
 // The split state is the call's own: a workspace full of garbage (0xFF) before every call gives
 // the same bits, call after call, as a fresh one.
 TEST_F(FastGemmGpuTest, GarbageWorkspaceGivesTheSameBits) {
-  Problem p = MakeProblem(7, 2048, 7168, 21);
-  ASSERT_GT(p.workspace.bytes(), 16u);  // this shape splits k
-  const std::vector<uint16_t> first = RunAlone(p);
+  std::unique_ptr<Problem> p = MakeProblem(7, 2048, 7168, 21);
+  ASSERT_GT(p->workspace.bytes(), 16u);  // this shape splits k
+  const std::vector<uint16_t> first = RunAlone(*p);
   for (int call = 0; call < 4; ++call) {
-    ASSERT_TRUE(cuda_->Fill(p.workspace, 0xFF).ok());
-    EXPECT_EQ(RunAlone(p), first) << "call " << call;
+    ASSERT_TRUE(cuda_->Fill(p->workspace, 0xFF).ok());
+    EXPECT_EQ(RunAlone(*p), first) << "call " << call;
   }
 }
 
 // Two GEMMs of different shapes, each with its own workspace, issued in turns on two streams
 // with no synchronisation between them, give the bits each gives alone.
 TEST_F(FastGemmGpuTest, TwoStreamsWithTheirOwnWorkspacesDoNotRace) {
-  Problem a = MakeProblem(16, 2048, 7168, 31);
-  Problem b = MakeProblem(3, 7168, 4096, 32);
-  const std::vector<uint16_t> alone_a = RunAlone(a);
-  const std::vector<uint16_t> alone_b = RunAlone(b);
+  std::unique_ptr<Problem> a = MakeProblem(16, 2048, 7168, 31);
+  std::unique_ptr<Problem> b = MakeProblem(3, 7168, 4096, 32);
+  const std::vector<uint16_t> alone_a = RunAlone(*a);
+  const std::vector<uint16_t> alone_b = RunAlone(*b);
   cudaStream_t streams[2];
   for (cudaStream_t& stream : streams) {
     ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
   }
-  a.args.launch.stream = streams[0];
-  b.args.launch.stream = streams[1];
-  ASSERT_TRUE(cuda_->Fill(a.out, 0xFF).ok());
-  ASSERT_TRUE(cuda_->Fill(b.out, 0xFF).ok());
+  a->args.launch.stream = streams[0];
+  b->args.launch.stream = streams[1];
+  ASSERT_TRUE(cuda_->Fill(a->out, 0xFF).ok());
+  ASSERT_TRUE(cuda_->Fill(b->out, 0xFF).ok());
+  ASSERT_TRUE(cuda_->Synchronize().ok());  // non-blocking streams do not wait for the fills
   for (int round = 0; round < 20; ++round) {
-    ASSERT_TRUE(Int4Gemm(*cuda_, a.args).ok());
-    ASSERT_TRUE(Int4Gemm(*cuda_, b.args).ok());
+    ASSERT_TRUE(Int4Gemm(*cuda_, a->args).ok());
+    ASSERT_TRUE(Int4Gemm(*cuda_, b->args).ok());
   }
   for (cudaStream_t stream : streams) ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-  EXPECT_EQ(Download<uint16_t>(*cuda_, a.out).value(), alone_a);
-  EXPECT_EQ(Download<uint16_t>(*cuda_, b.out).value(), alone_b);
+  EXPECT_EQ(Download<uint16_t>(*cuda_, a->out).value(), alone_a);
+  EXPECT_EQ(Download<uint16_t>(*cuda_, b->out).value(), alone_b);
   for (cudaStream_t stream : streams) ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
 }
 
 // With a caller workspace a call allocates, frees and synchronises nothing, so it can be captured
 // in a CUDA graph; replaying the graph gives the bits of a direct call.
 TEST_F(FastGemmGpuTest, CapturedInAGraphGivesTheSameBits) {
-  Problem p = MakeProblem(8, 7168, 4096, 41);
+  std::unique_ptr<Problem> problem = MakeProblem(8, 7168, 4096, 41);
+  Problem& p = *problem;
   const std::vector<uint16_t> direct = RunAlone(p);
   cudaStream_t stream;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
   p.args.launch.stream = stream;
   ASSERT_TRUE(cuda_->Fill(p.out, 0xFF).ok());
+  ASSERT_TRUE(cuda_->Synchronize().ok());
   ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
   const Status captured = Int4Gemm(*cuda_, p.args);
   cudaGraph_t graph;
