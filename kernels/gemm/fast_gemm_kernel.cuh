@@ -15,7 +15,7 @@
 #include "kernels/formats.h"
 #include "kernels/gemm/async_copy.cuh"
 #include "kernels/gemm/fast_gemm_plan.h"
-#include "kernels/gemm/fast_gemm_stage.cuh"
+#include "kernels/gemm/fast_gemm_stage.h"
 #include "kernels/gemm/gemm_cuda.h"
 #include "kernels/gemm/gemm_kernel.cuh"
 
@@ -33,8 +33,8 @@ struct FastGemmShape {
 // Shared memory: the stages while the main loop runs, then the warps' partial sums.
 template <class Format>
 struct FastGemmShared {
-  // Activations of one stage: [16 rows][64 k] bf16, 128 bytes a row; chunk c (8 columns) of row r
-  // sits at chunk c ^ (r % 8), so the 8 rows ldmatrix reads at once hit 8 different bank groups.
+  // Activations of one stage: [16 rows][64 k] bf16, 128 bytes a row, swizzled
+  // (FastActivationOffset).
   static constexpr int kActivationBytes = 16 * kFastGemmStageK * 2;
   static constexpr int kStageBytes = kActivationBytes + FastStage<Format>::kBytes;
   static constexpr int kPipelineBytes = kFastGemmStages * kStageBytes;
@@ -96,14 +96,21 @@ __global__ void __launch_bounds__(kFastGemmThreads, 4)
   const int x_chunk = thread % 8;
   const uint16_t* x_source =
       x + static_cast<int64_t>(x_row) * k + split_first * kTileK + x_chunk * 8;
-  const int x_slot = x_row * 128 + (x_chunk ^ (x_row % 8)) * 16;
+  const int x_slot = FastActivationOffset(x_row, x_chunk);
   const uint32_t shared_base = SharedAddress(shared);
   auto copy_stage = [&](int s) {
     const uint32_t buffer = shared_base + (s % kFastGemmStages) * Shared::kStageBytes;
     const int first_step = split_first + s * kFastGemmStageSteps;
     const bool valid = x_row < shape.m && first_step + x_chunk / 2 < split_end;
     CopyAsync16(buffer + x_slot, valid ? x_source + s * kFastGemmStageK : x, valid);
-    cursor.Copy(s, buffer + Shared::kActivationBytes);
+    const uint32_t weight_area = buffer + Shared::kActivationBytes;
+    cursor.Copy(s, [&](uint32_t offset, const void* source, int bytes) {
+      if (bytes == 16) {
+        CopyAsync16(weight_area + offset, source, true);
+      } else {
+        CopyAsync4(weight_area + offset, source);
+      }
+    });
   };
 
   float acc[kFastTilesPerBlock][kSubtilesPerTile][4] = {};
@@ -126,8 +133,8 @@ __global__ void __launch_bounds__(kFastGemmThreads, 4)
       uint32_t a[4];
       const int row = lane % 16;
       const int chunk = 2 * warp + lane / 16;
-      LoadMatrixX4(a, shared_base + (s % kFastGemmStages) * Shared::kStageBytes + row * 128 +
-                          (chunk ^ (row % 8)) * 16);
+      LoadMatrixX4(a, shared_base + (s % kFastGemmStages) * Shared::kStageBytes +
+                          FastActivationOffset(row, chunk));
 #pragma unroll
       for (int t = 0; t < kFastTilesPerBlock; ++t) {
         uint32_t b[kSubtilesPerTile][2];

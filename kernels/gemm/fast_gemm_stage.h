@@ -1,22 +1,39 @@
 // What one pipeline stage of the fast GEMM kernels holds in shared memory beside the activations,
 // per weight format: the weights of 4 k steps x 2 n64 tiles, copied in the packed tile layout
 // (tile_layout.h) so a lane reads its fragment with 16-byte loads, and the scales (and zero
-// points) those steps need. A Cursor issues a stage's cp.async copies (addresses from loop
-// counters only: no load waits on another); Dequantize() turns a warp's step into the mma B
-// registers with the tile formats' own DequantizeRegisters, so the fast path feeds the tensor cores
-// the simple path's bits.
+// points) those steps need. A Cursor issues a stage's copies through a copier (on the device
+// cp.async; addresses from loop counters only: no load waits on another); Dequantize() turns a
+// warp's step into the mma B registers with the tile formats' own DequantizeRegisters, so the fast
+// path feeds the tensor cores the simple path's bits.
 #pragma once
 
 #include <cstdint>
 
-#include "kernels/gemm/async_copy.cuh"
 #include "kernels/gemm/fast_gemm_plan.h"
 #include "kernels/gemm/tile_formats.h"
 #include "kernels/gemm/tile_layout.h"
+#include "kernels/host_device.h"
 
-namespace kvsim::gemm_cuda {
+namespace kvsim {
 
 inline constexpr int kFastTilesPerBlock = kFastGemmColumns / kTileN;  // n64 tiles: 2
+
+// log2 of a group size (a power of two), so a row index becomes a group index with one shift.
+KVSIM_HD_INLINE int GroupShift(int group_size) {
+#if defined(__CUDA_ARCH__)
+  return __ffs(group_size) - 1;
+#else
+  return __builtin_ctz(static_cast<unsigned>(group_size));
+#endif
+}
+
+// Byte offset of activation row `row` (0..15), 16-byte chunk `chunk` (0..7: 8 bf16 of the stage's
+// 64 columns) in a stage's activations [16][64] bf16: chunk c of row r sits at chunk c XOR (r mod
+// 8), so the 8 rows one ldmatrix phase reads (one chunk each) fall in 8 different 16-byte bank
+// groups.
+KVSIM_HD_INLINE int FastActivationOffset(int row, int chunk) {
+  return row * 128 + (chunk ^ (row % 8)) * 16;
+}
 
 // Where a stage starts: its first k step, the end of the split's steps, the block's first n64
 // tile, and the copying thread.
@@ -57,12 +74,12 @@ struct FastStage<Int4TileFormat<kScaleType, kAsymmetric>> {
   // threads one zero-point chunk.
   class Cursor {
    public:
-    __device__ __forceinline__ Cursor(const View& w, const FastStagePosition& p)
+    KVSIM_HD_INLINE Cursor(const View& w, const FastStagePosition& p)
         : w_(w), first_step_(p.first_step), end_step_(p.end_step), thread_(p.thread) {
-      group_shift_ = __ffs(w.group_size) - 1;
+      group_shift_ = GroupShift(w.group_size);
       groups_ = w.k >> group_shift_;
       group_rows_ = w.group_size == 32 ? 2 : 1;
-#pragma unroll
+      KVSIM_UNROLL
       for (int i = 0; i < 2; ++i) {
         const int q = p.thread + kFastGemmThreads * i;
         weights_[i] = w.qweight +
@@ -85,15 +102,16 @@ struct FastStage<Int4TileFormat<kScaleType, kAsymmetric>> {
       zero_word_ = (z % 2) * 4;
     }
 
-    // Issues stage `s`'s copies into the stage at shared address `stage`.
-    __device__ __forceinline__ void Copy(int s, uint32_t stage) const {
+    // Issues stage `s`'s copies as `copy(offset, source, bytes)`: `bytes` (16, or 4 for the FP8
+    // scale) from `source` to byte `offset` of the stage's weight area.
+    template <typename Copier>
+    KVSIM_HD_INLINE void Copy(int s, const Copier& copy) const {
       const int first_step = first_step_ + s * kFastGemmStageSteps;
-#pragma unroll
+      KVSIM_UNROLL
       for (int i = 0; i < 2; ++i) {
         const int q = thread_ + kFastGemmThreads * i;
         if (first_step + (q / 32) % kFastGemmStageSteps < end_step_) {
-          CopyAsync16(stage + q * 16, weights_[i] + s * kFastGemmStageSteps * kInt4WordsPerTile,
-                      true);
+          copy(q * 16, weights_[i] + s * kFastGemmStageSteps * kInt4WordsPerTile, 16);
         }
       }
       const int first_group = (first_step * kTileK) >> group_shift_;
@@ -102,20 +120,19 @@ struct FastStage<Int4TileFormat<kScaleType, kAsymmetric>> {
         if (scale_row_ < group_rows_ && group < groups_) {
           const int64_t entry =
               (static_cast<int64_t>(group) * w_.n_tiles() + scale_strip_) * kTileN;
-          CopyAsync16(
-              stage + scale_slot_,
-              static_cast<const uint8_t*>(w_.scales) + entry * Format::kScaleBytes + scale_byte_,
-              true);
+          copy(scale_slot_,
+               static_cast<const uint8_t*>(w_.scales) + entry * Format::kScaleBytes + scale_byte_,
+               16);
         }
       }
       if constexpr (kAsymmetric) {
         const int z = thread_ - (kFastGemmThreads - 2 * kStrips);
         const int group = first_group + zero_row_;
         if (z >= 0 && zero_row_ < group_rows_ && group < groups_) {
-          CopyAsync16(stage + kZeroOffset + z * 16,
-                      w_.zeros + (static_cast<int64_t>(group) * w_.n_tiles() + zero_strip_) * 8 +
-                          zero_word_,
-                      true);
+          copy(kZeroOffset + z * 16,
+               w_.zeros + (static_cast<int64_t>(group) * w_.n_tiles() + zero_strip_) * 8 +
+                   zero_word_,
+               16);
         }
       }
     }
@@ -130,9 +147,9 @@ struct FastStage<Int4TileFormat<kScaleType, kAsymmetric>> {
   };
 
   // The B registers of tile `tile` of step `step` (the stage starts at `first_step`) for `lane`.
-  static __device__ __forceinline__ void Dequantize(const View& w, const uint8_t* stage,
-                                                    int first_step, int step, int tile, int lane,
-                                                    uint32_t (&b)[kSubtilesPerTile][2]) {
+  static KVSIM_HD_INLINE void Dequantize(const View& w, const uint8_t* stage, int first_step,
+                                         int step, int tile, int lane,
+                                         uint32_t (&b)[kSubtilesPerTile][2]) {
     const int g = lane / 4;
     const Words4 words = *reinterpret_cast<const Words4*>(
         stage + (tile * kFastGemmStageSteps + step - first_step) * kTileBytes + lane * 16);
@@ -142,7 +159,7 @@ struct FastStage<Int4TileFormat<kScaleType, kAsymmetric>> {
     const int strip = row * kFastTilesPerBlock + tile;
     const uint8_t* scales = stage + kScaleOffset + strip * kStripBytes + g * 16;
     Words4 scale_words[Format::kScaleWords4];
-#pragma unroll
+    KVSIM_UNROLL
     for (int i = 0; i < Format::kScaleWords4; ++i) {
       scale_words[i] = *reinterpret_cast<const Words4*>(scales + 128 * i);
     }
@@ -172,9 +189,9 @@ struct FastStage<Fp8TileFormat> {
   // which is lane chunk / 2's half chunk % 2); thread 0 the block scale.
   class Cursor {
    public:
-    __device__ __forceinline__ Cursor(const View& w, const FastStagePosition& p)
+    KVSIM_HD_INLINE Cursor(const View& w, const FastStagePosition& p)
         : first_step_(p.first_step), end_step_(p.end_step), thread_(p.thread) {
-#pragma unroll
+      KVSIM_UNROLL
       for (int i = 0; i < 4; ++i) {
         const int q = p.thread + kFastGemmThreads * i;
         const int chunk = q % 64;
@@ -188,19 +205,21 @@ struct FastStage<Fp8TileFormat> {
       scale_row_ = w.n / kFp8BlockN;
     }
 
-    // Issues stage `s`'s copies into the stage at shared address `stage`.
-    __device__ __forceinline__ void Copy(int s, uint32_t stage) const {
+    // Issues stage `s`'s copies as `copy(offset, source, bytes)`: `bytes` (16, or 4 for the FP8
+    // scale) from `source` to byte `offset` of the stage's weight area.
+    template <typename Copier>
+    KVSIM_HD_INLINE void Copy(int s, const Copier& copy) const {
       const int first_step = first_step_ + s * kFastGemmStageSteps;
-#pragma unroll
+      KVSIM_UNROLL
       for (int i = 0; i < 4; ++i) {
         const int q = thread_ + kFastGemmThreads * i;
         if (first_step + (q / 64) % kFastGemmStageSteps < end_step_) {
-          CopyAsync16(stage + slots_[i], weights_[i] + s * kFastGemmStageSteps * kTileBytes, true);
+          copy(slots_[i], weights_[i] + s * kFastGemmStageSteps * kTileBytes, 16);
         }
       }
       if (thread_ == 0) {
-        CopyAsync4(stage + kScaleOffset,
-                   scales_ + static_cast<int64_t>(first_step * kTileK / kFp8BlockK) * scale_row_);
+        copy(kScaleOffset,
+             scales_ + static_cast<int64_t>(first_step * kTileK / kFp8BlockK) * scale_row_, 4);
       }
     }
 
@@ -212,15 +231,15 @@ struct FastStage<Fp8TileFormat> {
     int scale_row_;
   };
 
-  static __device__ __forceinline__ void Dequantize(const View& /*w*/, const uint8_t* stage,
-                                                    int first_step, int step, int tile, int lane,
-                                                    uint32_t (&b)[kSubtilesPerTile][2]) {
+  static KVSIM_HD_INLINE void Dequantize(const View& /*w*/, const uint8_t* stage, int first_step,
+                                         int step, int tile, int lane,
+                                         uint32_t (&b)[kSubtilesPerTile][2]) {
     const uint8_t* tile_bytes =
         stage + (tile * kFastGemmStageSteps + step - first_step) * kTileBytes + lane * 16;
     const Words4 low = *reinterpret_cast<const Words4*>(tile_bytes);
     const Words4 high = *reinterpret_cast<const Words4*>(tile_bytes + kTileBytes / 2);
     Format::Fragment fragment;
-#pragma unroll
+    KVSIM_UNROLL
     for (int i = 0; i < 4; ++i) {
       fragment.words[i] = low.w[i];
       fragment.words[4 + i] = high.w[i];
@@ -230,4 +249,4 @@ struct FastStage<Fp8TileFormat> {
   }
 };
 
-}  // namespace kvsim::gemm_cuda
+}  // namespace kvsim
