@@ -14,8 +14,6 @@
 namespace kvsim {
 namespace {
 
-constexpr int kBlockTilesN = kFastGemmColumns / kTileN;
-
 // Adds x [m, k] times the block's weights `w` [k, 128] over the steps of warp `warp` in split
 // `split` to `acc` [m, 128] (zero on entry), one product at a time in k order, as the warp's
 // mma instructions take them step by step.
@@ -46,7 +44,7 @@ void FastGemm(const uint16_t* x, int m, int k, int n, const uint16_t* bias, uint
   std::vector<float> block_sum(warp_acc.size());
   std::vector<float> partials(static_cast<size_t>(plan.splits) * warp_acc.size());
   for (int block = 0; block < plan.grid_x; ++block) {
-    dequantize(block * kBlockTilesN, w.data());
+    dequantize(block * kFastTilesPerBlock, w.data());
     for (int split = 0; split < plan.splits; ++split) {
       for (int warp = 0; warp < kFastGemmWarps; ++warp) {
         std::fill(warp_acc.begin(), warp_acc.end(), 0.0f);
@@ -81,14 +79,16 @@ void FastGemm(const uint16_t* x, int m, int k, int n, const uint16_t* bias, uint
 void FastInt4GemmCpu(const uint16_t* x, int m, const Int4WeightsView& weights, const uint16_t* bias,
                      uint16_t* out) {
   FastGemm(x, m, weights.k, weights.n, bias, out, [&](int nt0, float* block) {
-    DequantizeInt4Tiles(weights, 0, weights.k_tiles(), nt0, kBlockTilesN, block, kFastGemmColumns);
+    DequantizeInt4Tiles(weights, 0, weights.k_tiles(), nt0, kFastTilesPerBlock, block,
+                        kFastGemmColumns);
   });
 }
 
 void FastFp8GemmCpu(const uint16_t* x, int m, const Fp8WeightsView& weights, const uint16_t* bias,
                     uint16_t* out) {
   FastGemm(x, m, weights.k, weights.n, bias, out, [&](int nt0, float* block) {
-    DequantizeFp8Tiles(weights, 0, weights.k_tiles(), nt0, kBlockTilesN, block, kFastGemmColumns);
+    DequantizeFp8Tiles(weights, 0, weights.k_tiles(), nt0, kFastTilesPerBlock, block,
+                       kFastGemmColumns);
   });
 }
 

@@ -16,6 +16,7 @@
 #include "kernels/gemm/async_copy.cuh"
 #include "kernels/gemm/fast_gemm_plan.h"
 #include "kernels/gemm/fast_gemm_stage.h"
+#include "kernels/gemm/fast_gemm_sums.h"
 #include "kernels/gemm/gemm_cuda.h"
 #include "kernels/gemm/gemm_kernel.cuh"
 
@@ -38,21 +39,10 @@ struct FastGemmShared {
   static constexpr int kActivationBytes = 16 * kFastGemmStageK * 2;
   static constexpr int kStageBytes = kActivationBytes + FastStage<Format>::kBytes;
   static constexpr int kPipelineBytes = kFastGemmStages * kStageBytes;
-  // Partial sums: [warp][16 (tile, subtile)][half: rows g, g + 8][lane] float2, so each warp's
-  // stores and each thread's reads are 256 consecutive bytes per 32 lanes: conflict-free.
-  static constexpr int kSumSlots = kFastTilesPerBlock * kSubtilesPerTile * 2 * kWarpLanes;
-  static constexpr int kSumBytes = kFastGemmWarps * kSumSlots * 8;
+  // Partial sums: kFastSumSlots float2 per warp (fast_gemm_sums.h).
+  static constexpr int kSumBytes = kFastGemmWarps * kFastSumSlots * 8;
   static constexpr int kBytes = kPipelineBytes > kSumBytes ? kPipelineBytes : kSumBytes;
 };
-
-// The output row and column of partial-sum slot `slot` (of kSumSlots) in the block.
-__device__ __forceinline__ int FastSlotRow(int slot) {
-  return (slot % 32) / 4 + 8 * ((slot / 32) % 2);
-}
-__device__ __forceinline__ int FastSlotColumn(int slot) {
-  const int tile_subtile = slot / 64;
-  return tile_subtile * 8 + 2 * (slot % 4);  // tile t, subtile j: column 64 t + 8 j
-}
 
 // Writes bf16(sum + bias) for two adjacent columns (`column` even) as one 4-byte store.
 __device__ __forceinline__ void StoreBf16Pair(uint16_t* out, float2 sum, const uint16_t* bias,
@@ -154,9 +144,12 @@ __global__ void __launch_bounds__(kFastGemmThreads, 4)
   for (int t = 0; t < kFastTilesPerBlock; ++t) {
 #pragma unroll
     for (int j = 0; j < kSubtilesPerTile; ++j) {
-      float2* slot = sums + warp * Shared::kSumSlots + (t * kSubtilesPerTile + j) * 64 + lane;
-      if (g < shape.m) *slot = make_float2(acc[t][j][0], acc[t][j][1]);
-      if (g + 8 < shape.m) slot[32] = make_float2(acc[t][j][2], acc[t][j][3]);
+      float2* own_sums = sums + warp * kFastSumSlots;
+      if (g < shape.m)
+        own_sums[FastSumSlot(t, j, 0, lane)] = make_float2(acc[t][j][0], acc[t][j][1]);
+      if (g + 8 < shape.m) {
+        own_sums[FastSumSlot(t, j, 1, lane)] = make_float2(acc[t][j][2], acc[t][j][3]);
+      }
     }
   }
   __syncthreads();
@@ -166,19 +159,19 @@ __global__ void __launch_bounds__(kFastGemmThreads, 4)
   const int column0 = blockIdx.x * kFastGemmColumns;
   float* own =
       shape.splits == 1 ? nullptr : partials + static_cast<int64_t>(blockIdx.y) * shape.m * shape.n;
-  for (int slot = thread; slot < Shared::kSumSlots; slot += kFastGemmThreads) {
-    const int row = FastSlotRow(slot);
+  for (int slot = thread; slot < kFastSumSlots; slot += kFastGemmThreads) {
+    const int row = FastSumSlotRow(slot);
     if (row >= shape.m) continue;
     float2 sum = sums[slot];
 #pragma unroll
     for (int w = 1; w < kFastGemmWarps; ++w) {
-      const float2 other = sums[w * Shared::kSumSlots + slot];
+      const float2 other = sums[w * kFastSumSlots + slot];
       sum.x += other.x;
       sum.y += other.y;
     }
-    const int64_t index = static_cast<int64_t>(row) * shape.n + column0 + FastSlotColumn(slot);
+    const int64_t index = static_cast<int64_t>(row) * shape.n + column0 + FastSumSlotColumn(slot);
     if (shape.splits == 1) {
-      StoreBf16Pair(out + index, sum, bias, column0 + FastSlotColumn(slot));
+      StoreBf16Pair(out + index, sum, bias, column0 + FastSumSlotColumn(slot));
     } else {
       *reinterpret_cast<float2*>(own + index) = sum;
     }
@@ -193,10 +186,10 @@ __global__ void __launch_bounds__(kFastGemmThreads, 4)
   __syncthreads();
   if (!last_block) return;
   __threadfence();
-  for (int slot = thread; slot < Shared::kSumSlots; slot += kFastGemmThreads) {
-    const int row = FastSlotRow(slot);
+  for (int slot = thread; slot < kFastSumSlots; slot += kFastGemmThreads) {
+    const int row = FastSumSlotRow(slot);
     if (row >= shape.m) continue;
-    const int column = column0 + FastSlotColumn(slot);
+    const int column = column0 + FastSumSlotColumn(slot);
     float2 sum = make_float2(0.0f, 0.0f);
     for (int split = 0; split < shape.splits; ++split) {
       // L2 loads: other blocks' partials are not in this SM's L1.

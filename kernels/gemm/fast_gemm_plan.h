@@ -12,7 +12,8 @@ namespace kvsim {
 // A block: 4 warps and 128 output columns (two n64 tiles) over one m16 row tile.
 inline constexpr int kFastGemmWarps = 4;
 inline constexpr int kFastGemmThreads = 32 * kFastGemmWarps;
-inline constexpr int kFastGemmColumns = 128;
+inline constexpr int kFastTilesPerBlock = 2;  // n64 tiles of the packed layouts
+inline constexpr int kFastGemmColumns = 64 * kFastTilesPerBlock;
 inline constexpr int kFastGemmMaxM = 16;  // larger m runs the simple path
 // A pipeline stage holds this many k steps (of 16): step i of a stage goes to warp i.
 inline constexpr int kFastGemmStageSteps = kFastGemmWarps;

@@ -16,7 +16,7 @@
 
 namespace kvsim {
 
-inline constexpr int kFastTilesPerBlock = kFastGemmColumns / kTileN;  // n64 tiles: 2
+static_assert(kFastTilesPerBlock * kTileN == kFastGemmColumns);
 
 // log2 of a group size (a power of two), so a row index becomes a group index with one shift.
 KVSIM_HD_INLINE int GroupShift(int group_size) {

@@ -3,8 +3,11 @@
 // another, and every lane's B registers read back from the stage equal the tile formats' own
 // dequantisation of the packed weights, for every INT4 configuration and FP8, full and partial
 // stages, both tiles of a block. And the activations' swizzle: each chunk in its own slot, the 8
-// rows of one ldmatrix phase in 8 different bank groups.
+// rows of one ldmatrix phase in 8 different bank groups. And the partial-sum slots: one per
+// accumulator pair, read back as the pair's row and column, a warp's 32 lanes on consecutive slots.
 #include "kernels/gemm/fast_gemm_stage.h"
+
+#include "kernels/gemm/fast_gemm_sums.h"
 
 #include <gtest/gtest.h>
 
@@ -122,6 +125,28 @@ TEST(FastGemmStageTest, ActivationSwizzleIsABijectionWithoutBankConflicts) {
       EXPECT_EQ(groups.size(), 8u) << "chunk " << chunk;
     }
   }
+}
+
+TEST(FastGemmSumsTest, SlotsHoldTheAccumulatorPairsRowsAndColumns) {
+  std::set<int> slots;
+  for (int tile = 0; tile < kFastTilesPerBlock; ++tile) {
+    for (int subtile = 0; subtile < kSubtilesPerTile; ++subtile) {
+      for (int half = 0; half < 2; ++half) {
+        for (int lane = 0; lane < kWarpLanes; ++lane) {
+          const int slot = FastSumSlot(tile, subtile, half, lane);
+          ASSERT_GE(slot, 0);
+          ASSERT_LT(slot, kFastSumSlots);
+          slots.insert(slot);
+          EXPECT_EQ(FastSumSlotRow(slot), lane / 4 + 8 * half);
+          EXPECT_EQ(FastSumSlotColumn(slot), tile * kTileN + 8 * subtile + 2 * (lane % 4));
+          if (lane > 0) {
+            EXPECT_EQ(slot, FastSumSlot(tile, subtile, half, lane - 1) + 1);
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(slots.size(), static_cast<size_t>(kFastSumSlots));
 }
 
 }  // namespace
