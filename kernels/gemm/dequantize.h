@@ -72,33 +72,62 @@ KVSIM_HD_INLINE uint32_t MulBf16x2(uint32_t a, uint32_t b) {
 #endif
 }
 
+// The bf16x2 pair (128 + zero, 128 + zero) for a zero point 0..15: 0x4300 is bf16 128.0 and bf16
+// steps by 1 in [128, 256), so OR-ing the zero into the mantissa adds it.
+KVSIM_HD_INLINE uint32_t Int4ZeroPair(uint32_t zero) { return 0x43004300u | zero | (zero << 16); }
+
 // Two INT4 weights of one column minus their zero point, as exact bf16x2 integers -15..15:
 // `nibbles` holds the lower-k weight in bits [0, 4) and the next in bits [16, 20) (other bits are
-// ignored); `zero` is 0..15. 0x4300 is bf16 128.0 and bf16 steps by 1 in [128, 256), so OR-ing a
-// nibble into the mantissa gives 128 + nibble (one lop3 for both halves), and subtracting
-// 128 + zero is exact. Host and device run this same sequence.
-KVSIM_HD_INLINE uint32_t CenteredInt4PairBf16(uint32_t nibbles, uint32_t zero) {
+// ignored); `zero_pair` is Int4ZeroPair(zero). OR-ing a nibble into the mantissa of 128.0 gives
+// 128 + nibble, and subtracting 128 + zero is exact. On the device the AND and OR are one lop3
+// (the compiler emits two, as lop3 takes one immediate); host and device compute the same bits.
+KVSIM_HD_INLINE uint32_t CenteredInt4PairBf16Zeros(uint32_t nibbles, uint32_t zero_pair) {
+#if defined(__CUDA_ARCH__)
+  uint32_t magic;
+  // 0xEA = (a & b) | c over the three operands' truth tables (0xF0, 0xCC, 0xAA).
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;"
+      : "=r"(magic)
+      : "r"(nibbles), "r"(0x000F000Fu), "r"(0x43004300u));
+#else
   const uint32_t magic = (nibbles & 0x000F000Fu) | 0x43004300u;
-  const uint32_t bias = 0x43004300u | zero | (zero << 16);
-  return SubBf16x2(magic, bias);
+#endif
+  return SubBf16x2(magic, zero_pair);
 }
 
-// Two INT4 weights of one column as a bf16x2 register (operands as CenteredInt4PairBf16), with a
-// bf16 scale (its bits in `scale_bf16`): one bf16x2 multiply rounds each product once, as
-// DequantizeInt4 does.
+// As CenteredInt4PairBf16Zeros with a zero point 0..15.
+KVSIM_HD_INLINE uint32_t CenteredInt4PairBf16(uint32_t nibbles, uint32_t zero) {
+  return CenteredInt4PairBf16Zeros(nibbles, Int4ZeroPair(zero));
+}
+
+// Two INT4 weights of one column as a bf16x2 register from the nibbles, the zero pair
+// (Int4ZeroPair) and the scale's bf16 bits in both halves: one bf16x2 multiply rounds each
+// product once, as DequantizeInt4 does.
+KVSIM_HD_INLINE uint32_t DequantizeInt4PairBf16ScalePair(uint32_t nibbles, uint32_t zero_pair,
+                                                         uint32_t scale_pair) {
+  return MulBf16x2(CenteredInt4PairBf16Zeros(nibbles, zero_pair), scale_pair);
+}
+
+// As DequantizeInt4PairBf16ScalePair with a zero point 0..15 and the scale's bits in `scale_bf16`.
 KVSIM_HD_INLINE uint32_t DequantizeInt4PairBf16Scale(uint32_t nibbles, uint32_t zero,
                                                      uint32_t scale_bf16) {
-  return MulBf16x2(CenteredInt4PairBf16(nibbles, zero), scale_bf16 | (scale_bf16 << 16));
+  return DequantizeInt4PairBf16ScalePair(nibbles, Int4ZeroPair(zero),
+                                         scale_bf16 | (scale_bf16 << 16));
 }
 
-// As DequantizeInt4PairBf16Scale, with an fp32 scale: the centred codes become floats exactly (a
-// bf16 is the top half of the float of the same value) and each fp32 product is rounded to bf16,
-// as DequantizeInt4 does.
-KVSIM_HD_INLINE uint32_t DequantizeInt4PairFp32Scale(uint32_t nibbles, uint32_t zero, float scale) {
-  const uint32_t centered = CenteredInt4PairBf16(nibbles, zero);
+// Two INT4 weights of one column with an fp32 scale (nibbles and zero pair as above): the centred
+// codes become floats exactly (a bf16 is the top half of the float of the same value) and each
+// fp32 product is rounded to bf16, as DequantizeInt4 does.
+KVSIM_HD_INLINE uint32_t DequantizeInt4PairFp32ScaleZeros(uint32_t nibbles, uint32_t zero_pair,
+                                                          float scale) {
+  const uint32_t centered = CenteredInt4PairBf16Zeros(nibbles, zero_pair);
   const float low = BitsToFloat(centered << 16);
   const float high = BitsToFloat(centered & 0xFFFF0000u);
   return PackBf16x2(low * scale, high * scale);
+}
+
+// As DequantizeInt4PairFp32ScaleZeros with a zero point 0..15.
+KVSIM_HD_INLINE uint32_t DequantizeInt4PairFp32Scale(uint32_t nibbles, uint32_t zero, float scale) {
+  return DequantizeInt4PairFp32ScaleZeros(nibbles, Int4ZeroPair(zero), scale);
 }
 
 // Two FP8 weights of one column (codes in bits [0, 8) and [8, 16), lower k first) as a bf16x2

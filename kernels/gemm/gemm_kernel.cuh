@@ -67,7 +67,8 @@ __device__ __forceinline__ void LoadActivations(const GemmOperands& op, int row0
 //   op        activations, bias, output, shapes and the launch plan (gemm_plan.h)
 //   weights   the packed weights in Format's layout
 //   partials  fp32 [splits, m, n] when the plan splits k, else null
-//   counters  int [gridDim.y * gridDim.x], zero on entry and on exit, when split, else null
+//   counters  int [gridDim.y * gridDim.x], zeroed on the call's stream before the launch, when
+//             split, else null
 template <class Format, int kMTiles, int kNTiles, int kWarpsN, int kWarpsK, int kUnroll>
 __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     GemmKernel(GemmOperands op, typename Format::View weights, float* partials, int* counters) {
@@ -184,8 +185,6 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     const float bias = op.bias == nullptr ? 0.0f : DecodeBf16(op.bias[column]);
     op.out[static_cast<int64_t>(row) * op.n + column] = EncodeBf16(sum + bias);
   }
-  // Ready for the next launch that uses this workspace (launches on a stream run in order).
-  if (threadIdx.x == 0) counters[tile] = 0;
 }
 
 // Every weight dequantised through Format's Load and Dequantize, one warp per tile, written as
@@ -217,8 +216,11 @@ namespace kvsim::gemm_cuda {
 
 // Launches GemmKernel with the tile configuration the plan chose. The template arguments are tied
 // to the plan's constants (gemm_plan.h) by the static_asserts.
+// With several splits it first zeroes the plan's counters on the same stream, so no call depends
+// on what an earlier one left in the workspace.
 template <class Format>
-Status LaunchGemm(const GemmOperands& op, const typename Format::View& weights) {
+Status LaunchGemm(const GemmOperands& op, const typename Format::View& weights,
+                  cudaStream_t stream) {
   constexpr int kSmallMTiles = 1, kSmallNTiles = 2, kSmallWarpsN = 1, kSmallWarpsK = 4;
   constexpr int kLargeMTiles = 4, kLargeNTiles = 1, kLargeWarpsN = 2, kLargeWarpsK = 2;
   static_assert(16 * kSmallMTiles == kGemmSmallMRows && 16 * kLargeMTiles == kGemmLargeMRows);
@@ -232,17 +234,19 @@ Status LaunchGemm(const GemmOperands& op, const typename Format::View& weights) 
   if (plan.splits > 1) {
     counters = static_cast<int*>(op.workspace);
     partials = reinterpret_cast<float*>(counters + kGemmCounterSlots);
+    KVSIM_CUDA_RETURN_IF_ERROR(
+        cudaMemsetAsync(counters, 0, plan.counters * sizeof(int32_t), stream));
   }
   const dim3 grid(plan.grid_x, plan.grid_y, plan.splits);
   if (plan.config == GemmTileConfig::kSmallM) {
     KVSIM_CHECK_EQ(plan.warps_k, kSmallWarpsK);
     // Decode: four steps in flight per warp and n64 tile.
     GemmKernel<Format, kSmallMTiles, kSmallNTiles, kSmallWarpsN, kSmallWarpsK, 4>
-        <<<grid, kGemmThreadsPerBlock>>>(op, weights, partials, counters);
+        <<<grid, kGemmThreadsPerBlock, 0, stream>>>(op, weights, partials, counters);
   } else {
     KVSIM_CHECK_EQ(plan.warps_k, kLargeWarpsK);
     GemmKernel<Format, kLargeMTiles, kLargeNTiles, kLargeWarpsN, kLargeWarpsK, 2>
-        <<<grid, kGemmThreadsPerBlock>>>(op, weights, partials, counters);
+        <<<grid, kGemmThreadsPerBlock, 0, stream>>>(op, weights, partials, counters);
   }
   KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return Status::Ok();

@@ -32,8 +32,9 @@ inline constexpr int kGemmMaxSplits = 32;
 inline constexpr int kGemmMaxM = 65536;
 // Split-K workspaces open with this many int32 tile counters, at the same offset for every shape:
 // k is split only when the output has fewer than kGemmTargetBlocks tiles, so every split launch
-// fits, and one zeroed workspace serves calls of any shapes whose partial sums fit after them
-// (kernels leave the counters zero). 16-byte multiple, so the partials stay 16-byte aligned.
+// fits, and one workspace serves calls of any shapes whose partial sums fit after them (each
+// launch zeroes the counters it uses on its stream first). 16-byte multiple, so the partials stay
+// 16-byte aligned.
 inline constexpr int kGemmCounterSlots = kGemmTargetBlocks;
 inline constexpr size_t kGemmCounterBytes = kGemmCounterSlots * sizeof(int32_t);
 static_assert(kGemmCounterBytes % 16 == 0);
@@ -47,8 +48,8 @@ struct GemmLaunchPlan {
   int splits = 1;           // grid z: contiguous k ranges, every one non-empty
   int steps_per_split = 0;  // k steps (of 16) per split; the last may have fewer
   // Split-K scratch: kGemmCounterSlots int32 counters, of which the first grid_x * grid_y count
-  // the finished splits of each output tile (zero before the first launch; kernels leave them
-  // zero), then fp32 partial sums [splits, m, n].
+  // the finished splits of each output tile (zeroed by the launcher on the call's stream before
+  // the kernel), then fp32 partial sums [splits, m, n].
   size_t partial_floats = 0;
   size_t counters = 0;         // output tiles whose counters a launch uses: grid_x * grid_y
   size_t workspace_bytes = 0;  // kGemmCounterBytes + 4 partial_floats; 0 when splits == 1

@@ -12,7 +12,8 @@ namespace {
 template <typename Args, typename Packed, typename UploadWeights, typename Gemm>
 Result<std::vector<uint16_t>> RunOnHost(Backend& backend, const std::vector<uint16_t>& x, int m,
                                         const Packed& packed, const std::vector<uint16_t>& bias,
-                                        const UploadWeights& upload_weights, const Gemm& gemm) {
+                                        KernelPath path, const UploadWeights& upload_weights,
+                                        const Gemm& gemm) {
   if (m < 1 || x.size() != static_cast<size_t>(m) * packed.k) {
     return InvalidArgumentError("x has " + std::to_string(x.size()) +
                                 " elements; expected m x k = " + std::to_string(m) + " x " +
@@ -34,6 +35,7 @@ Result<std::vector<uint16_t>> RunOnHost(Backend& backend, const std::vector<uint
   args.weights = &weights;
   args.bias = bias.empty() ? nullptr : &bias_buffer;
   args.output = &output;
+  args.launch.path = path;
   KVSIM_RETURN_IF_ERROR(gemm(backend, args));
   return Download<uint16_t>(backend, output);
 }
@@ -42,14 +44,15 @@ Result<std::vector<uint16_t>> RunOnHost(Backend& backend, const std::vector<uint
 
 Result<std::vector<uint16_t>> RunInt4GemmOnHost(Backend& backend, const std::vector<uint16_t>& x,
                                                 int m, const Int4PackedWeights& weights,
-                                                const std::vector<uint16_t>& bias) {
-  return RunOnHost<Int4GemmArgs>(backend, x, m, weights, bias, UploadInt4Weights, Int4Gemm);
+                                                const std::vector<uint16_t>& bias,
+                                                KernelPath path) {
+  return RunOnHost<Int4GemmArgs>(backend, x, m, weights, bias, path, UploadInt4Weights, Int4Gemm);
 }
 
 Result<std::vector<uint16_t>> RunFp8GemmOnHost(Backend& backend, const std::vector<uint16_t>& x,
                                                int m, const Fp8PackedWeights& weights,
-                                               const std::vector<uint16_t>& bias) {
-  return RunOnHost<Fp8GemmArgs>(backend, x, m, weights, bias, UploadFp8Weights, Fp8Gemm);
+                                               const std::vector<uint16_t>& bias, KernelPath path) {
+  return RunOnHost<Fp8GemmArgs>(backend, x, m, weights, bias, path, UploadFp8Weights, Fp8Gemm);
 }
 
 }  // namespace kvsim

@@ -13,12 +13,15 @@
 
 namespace kvsim {
 
-// x: bf16 [m, k]; bias: bf16 [n] or empty. Returns bf16 [m, n].
+// x: bf16 [m, k]; bias: bf16 [n] or empty; `path` the kernel path (on the default stream).
+// Returns bf16 [m, n].
 Result<std::vector<uint16_t>> RunInt4GemmOnHost(Backend& backend, const std::vector<uint16_t>& x,
                                                 int m, const Int4PackedWeights& weights,
-                                                const std::vector<uint16_t>& bias);
+                                                const std::vector<uint16_t>& bias,
+                                                KernelPath path = kDefaultKernelPath);
 Result<std::vector<uint16_t>> RunFp8GemmOnHost(Backend& backend, const std::vector<uint16_t>& x,
                                                int m, const Fp8PackedWeights& weights,
-                                               const std::vector<uint16_t>& bias);
+                                               const std::vector<uint16_t>& bias,
+                                               KernelPath path = kDefaultKernelPath);
 
 }  // namespace kvsim

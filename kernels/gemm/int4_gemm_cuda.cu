@@ -4,8 +4,10 @@
 namespace kvsim::gemm_cuda {
 
 Status LaunchInt4Gemm(const GemmOperands& operands, const Int4WeightsView& weights) {
-  return WithInt4TileFormat(
-      weights, [&](auto format) { return LaunchGemm<decltype(format)>(operands, weights); });
+  return WithInt4TileFormat(weights, [&](auto format) {
+    return LaunchGemm<decltype(format)>(operands, weights,
+                                        static_cast<cudaStream_t>(operands.launch.stream));
+  });
 }
 
 Status DequantizeInt4OnDevice(const Int4WeightsView& weights, uint16_t* out) {

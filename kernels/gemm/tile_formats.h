@@ -87,43 +87,100 @@ struct Int4TileFormat {
     const int64_t strip = static_cast<int64_t>(group) * w.n_tiles() + nt;
     // Nibble j of the zero word is subtile j's zero point (Int4ZeroWordIndex); 8 everywhere for
     // the symmetric scheme, whose codes are stored offset by 8.
-    const uint32_t zero_word = kAsymmetric ? LoadWord(w.zeros + strip * 8 + g) : 0x88888888u;
+    const uint32_t zero_word = kAsymmetric ? LoadWord(w.zeros + strip * 8 + g) : kSymmetricZeros;
     // The lane's eight scales (subtile j's at position j) are consecutive (Int4ScaleIndex).
+    Words4 scales[kScaleWords4];
+    KVSIM_UNROLL
+    for (int i = 0; i < kScaleWords4; ++i) {
+      scales[i] = LoadWords4(static_cast<const uint8_t*>(w.scales) +
+                             (strip * kTileN + g * 8) * kScaleBytes + 16 * i);
+    }
+    DequantizeRegisters(fragment.words, zero_word, scales, b);
+  }
+
+  // Bytes of one scale, and 16-byte loads that hold a lane's eight scales (one bf16, two fp32).
+  static constexpr int kScaleBytes = kScaleType == ScaleType::kBf16 ? 2 : 4;
+  static constexpr int kScaleWords4 = 8 * kScaleBytes / 16;
+  // The zero word of the symmetric scheme: zero point 8 for every subtile.
+  static constexpr uint32_t kSymmetricZeros = 0x88888888u;
+
+  // The B registers of one lane's tile from its four weight words, its zero word (nibble j:
+  // subtile j's zero point) and its eight scales as loaded (subtile j's at position j): the one
+  // dequantisation both the simple and the fast kernels run, wherever their operands come from.
+  static KVSIM_HD_INLINE void DequantizeRegisters(const Words4& words, uint32_t zero_word,
+                                                  const Words4 (&scales)[kScaleWords4],
+                                                  uint32_t (&b)[kSubtilesPerTile][2]) {
+    uint32_t zero_pairs[kSubtilesPerTile];
+    Int4ZeroPairs(zero_word, zero_pairs);
+    // bf16: subtile j's scale in both halves of a register; fp32: its bits.
     uint32_t scale_bits[kSubtilesPerTile];
-    if constexpr (kScaleType == ScaleType::kBf16) {
-      const Words4 pairs =
-          LoadWords4(static_cast<const uint16_t*>(w.scales) + strip * kTileN + g * 8);
-      KVSIM_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        scale_bits[2 * i] = pairs.w[i] & 0xFFFFu;
-        scale_bits[2 * i + 1] = pairs.w[i] >> 16;
-      }
-    } else {
-      const float* scales = static_cast<const float*>(w.scales) + strip * kTileN + g * 8;
-      const Words4 first = LoadWords4(scales);
-      const Words4 second = LoadWords4(scales + 4);
-      KVSIM_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        scale_bits[i] = first.w[i];
-        scale_bits[4 + i] = second.w[i];
+    KVSIM_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      if constexpr (kScaleType == ScaleType::kBf16) {
+        scale_bits[2 * i] = LowHalfTwice(scales[0].w[i]);
+        scale_bits[2 * i + 1] = HighHalfTwice(scales[0].w[i]);
+      } else {
+        scale_bits[i] = scales[0].w[i];
+        scale_bits[4 + i] = scales[1].w[i];
       }
     }
     KVSIM_UNROLL
     for (int word = 0; word < kInt4WordsPerLane; ++word) {
       KVSIM_UNROLL
       for (int r = 0; r < 4; ++r) {
-        const TileRegister reg = Int4TileRegister(lane, word, r);
-        const uint32_t zero = (zero_word >> (4 * reg.subtile)) & 0xFu;
-        const uint32_t nibbles = fragment.words.w[word] >> (4 * r);
+        const TileRegister reg = Int4TileRegister(0, word, r);  // the lane does not move j or b
+        const uint32_t nibbles = words.w[word] >> (4 * r);
+        const uint32_t zeros = zero_pairs[reg.subtile];
         if constexpr (kScaleType == ScaleType::kBf16) {
           b[reg.subtile][reg.b_register] =
-              DequantizeInt4PairBf16Scale(nibbles, zero, scale_bits[reg.subtile]);
+              DequantizeInt4PairBf16ScalePair(nibbles, zeros, scale_bits[reg.subtile]);
         } else {
-          b[reg.subtile][reg.b_register] =
-              DequantizeInt4PairFp32Scale(nibbles, zero, BitsToFloat(scale_bits[reg.subtile]));
+          b[reg.subtile][reg.b_register] = DequantizeInt4PairFp32ScaleZeros(
+              nibbles, zeros, BitsToFloat(scale_bits[reg.subtile]));
         }
       }
     }
+  }
+
+  // Int4ZeroPair of nibble j of `zero_word`, for j = 0..7. On the device one byte permute per
+  // subtile: the even nibbles masked into bytes (and the odd ones, shifted), then each pair built
+  // from its byte and 0x43 (the high byte of bf16 128.0), as (z, 0x43, z, 0x43).
+  static KVSIM_HD_INLINE void Int4ZeroPairs(uint32_t zero_word,
+                                            uint32_t (&pairs)[kSubtilesPerTile]) {
+    if constexpr (!kAsymmetric) {
+      KVSIM_UNROLL
+      for (int j = 0; j < kSubtilesPerTile; ++j) pairs[j] = Int4ZeroPair(kInt4SymmetricZero);
+      return;
+    }
+#if defined(__CUDA_ARCH__)
+    const uint32_t even = zero_word & 0x0F0F0F0Fu;
+    const uint32_t odd = (zero_word >> 4) & 0x0F0F0F0Fu;
+    KVSIM_UNROLL
+    for (int j = 0; j < kSubtilesPerTile; ++j) {
+      const uint32_t byte = j / 2;  // selector 4 picks byte 0 of the second operand: 0x43
+      pairs[j] = __byte_perm(j % 2 == 0 ? even : odd, 0x43434343u,
+                             byte | (4u << 4) | (byte << 8) | (4u << 12));
+    }
+#else
+    for (int j = 0; j < kSubtilesPerTile; ++j)
+      pairs[j] = Int4ZeroPair((zero_word >> (4 * j)) & 0xFu);
+#endif
+  }
+
+  // The low or high bf16 of `pair` in both halves (one byte permute on the device).
+  static KVSIM_HD_INLINE uint32_t LowHalfTwice(uint32_t pair) {
+#if defined(__CUDA_ARCH__)
+    return __byte_perm(pair, 0, 0x1010);
+#else
+    return (pair & 0xFFFFu) * 0x10001u;
+#endif
+  }
+  static KVSIM_HD_INLINE uint32_t HighHalfTwice(uint32_t pair) {
+#if defined(__CUDA_ARCH__)
+    return __byte_perm(pair, 0, 0x3232);
+#else
+    return (pair >> 16) * 0x10001u;
+#endif
   }
 };
 
@@ -154,6 +211,13 @@ struct Fp8TileFormat {
     const float scale =
         LoadFloat(w.scales + static_cast<int64_t>(kt * kTileK / kFp8BlockK) * (w.n / kFp8BlockN) +
                   nt * kTileN / kFp8BlockN);
+    DequantizeRegisters(fragment, scale, b);
+  }
+
+  // The B registers of one lane's tile from its fragment and the tile's block scale: the one
+  // dequantisation both the simple and the fast kernels run.
+  static KVSIM_HD_INLINE void DequantizeRegisters(const Fragment& fragment, float scale,
+                                                  uint32_t (&b)[kSubtilesPerTile][2]) {
     KVSIM_UNROLL
     for (int subtile = 0; subtile < kSubtilesPerTile; ++subtile) {
       const uint32_t word = fragment.words[subtile];

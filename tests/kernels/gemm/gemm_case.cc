@@ -20,6 +20,7 @@ std::string GemmCase::ToString() const {
           " activations=" + WeightDistributionName(activations) + (bias ? " bias" : " no-bias") +
           " seed=" + FormatSeed(seed);
   if (skipped_k_step >= 0) text += " k-step " + std::to_string(skipped_k_step) + " skipped";
+  if (path != KernelPath::kSimple) text += std::string(" path=") + KernelPathName(path);
   return text;
 }
 
@@ -46,12 +47,14 @@ Result<GemmCaseResult> RunGemmCase(Backend& backend, const GemmCase& c, Accumula
   if (c.fp8) {
     KVSIM_ASSIGN_OR_RETURN(Fp8BlockMatrix matrix, QuantizeFp8Blocks(weights, c.k, c.n));
     KVSIM_ASSIGN_OR_RETURN(Fp8PackedWeights packed, PackFp8(matrix));
-    KVSIM_ASSIGN_OR_RETURN(result.output, RunFp8GemmOnHost(backend, kernel_x, c.m, packed, bias));
+    KVSIM_ASSIGN_OR_RETURN(result.output,
+                           RunFp8GemmOnHost(backend, kernel_x, c.m, packed, bias, c.path));
     dequantized = DequantizeFp8Matrix(matrix);
   } else {
     KVSIM_ASSIGN_OR_RETURN(Int4Matrix matrix, QuantizeInt4Matrix(weights, c.k, c.n, c.int4));
     KVSIM_ASSIGN_OR_RETURN(Int4PackedWeights packed, PackInt4(matrix));
-    KVSIM_ASSIGN_OR_RETURN(result.output, RunInt4GemmOnHost(backend, kernel_x, c.m, packed, bias));
+    KVSIM_ASSIGN_OR_RETURN(result.output,
+                           RunInt4GemmOnHost(backend, kernel_x, c.m, packed, bias, c.path));
     dequantized = DequantizeInt4Matrix(matrix);
   }
   const GemmReference reference = ReferenceGemm(x, c.m, c.k, dequantized, c.n, bias);

@@ -12,6 +12,7 @@
 #include "kernels/gemm/gemm_reference.h"
 #include "kernels/gemm/int4_quantizer.h"
 #include "kernels/gemm/weight_samples.h"
+#include "kernels/launch_options.h"
 
 namespace kvsim::testing {
 
@@ -28,6 +29,7 @@ struct GemmCase {
   // For tests of the check itself: when >= 0, the kernel runs with the 16 columns of x of this k
   // step zeroed, which is what a kernel that skipped the step computes; the reference keeps them.
   int skipped_k_step = -1;
+  KernelPath path = kDefaultKernelPath;  // the kernel path the case runs
 
   // "m=1 k=128 n=128 int4 g32 sym bf16 weights=gaussian activations=gaussian bias seed=0x1".
   std::string ToString() const;

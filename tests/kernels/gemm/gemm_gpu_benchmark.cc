@@ -1,7 +1,9 @@
 // GPU benchmark of the GEMM family (tag gpu_benchmark, run by tools/gpu_check.sh): INT4 W4A16
 // (group 32, symmetric, bf16 scales: Kimi K2.6's format) against cuBLAS BF16 and the project's
 // FP8 block-scaled kernel, in the same run, on the expert shapes of GLM 5.2 (hidden 6144) and
-// Kimi K2.6 (hidden 7168), expert intermediate 2048, for m from decode (1) to prefill (4096).
+// Kimi K2.6 (hidden 7168), expert intermediate 2048, for m from decode (1) to prefill (4096), on
+// the default (simple) path; then the fast paths of INT4 and FP8 on the MoE expert shapes
+// N 7168 x K 2048 and N 4096 x K 7168 at m = 1, 4, 8, 16, in the same run as cuBLAS.
 // Times are CUDA-event averages; every kernel cycles through enough copies of its weights to
 // exceed the L2 cache, so decode times include reading the weights from HBM. Prints one table
 // and, with --table FILE (or KVSIM_GEMM_TABLE=FILE), writes the same times as a kernel table
@@ -54,6 +56,26 @@ constexpr int kMaxRows = 4096;
 // Copies of each weight matrix cycle until they total this many bytes (H200 L2: 50 MiB).
 constexpr size_t kColdBytes = size_t{256} << 20;
 constexpr int kMaxCopies = 64;
+
+// The fast paths (m <= 16) are timed on the MoE expert shapes N 7168 x K 2048 and N 4096 x K 7168.
+constexpr int kFastRowCounts[] = {1, 4, 8, 16};
+
+bool IsFastPathShape(const Shape& shape) {
+  return (shape.n == 7168 && shape.k == 2048) || (shape.n == 4096 && shape.k == 7168);
+}
+
+// Microseconds per call of the three kernels at one shape and row count.
+struct RowTimes {
+  double bf16_us = 0;
+  double fp8_us = 0;
+  double int4_us = 0;
+};
+
+struct FastRow {
+  const char* shape;
+  int m;
+  RowTimes times;
+};
 
 int Fail(const std::string& what) {
   std::fprintf(stderr, "gemm_gpu_benchmark: %s\n", what.c_str());
@@ -177,6 +199,7 @@ int Main(int argc, char** argv) {
   // The targets at decode row counts (m <= 16, weight-bound): the lowest speed-ups seen.
   double lowest_over_bf16 = 1e9;
   double lowest_over_fp8 = 1e9;
+  std::vector<FastRow> fast_rows;
   Prng prng(0x5eed);
   const std::vector<uint16_t> x_host =
       SampleBf16(prng, size_t{kMaxRows} * 7168, WeightDistribution::kGaussian, 1.0);
@@ -208,52 +231,82 @@ int Main(int argc, char** argv) {
                std::vector<uint16_t>(x_host.begin(), x_host.begin() + size_t{kMaxRows} * shape.k))
             .value();
     DeviceBuffer out = cuda->Allocate(size_t{kMaxRows} * shape.n * sizeof(uint16_t)).value();
-    for (int m : kRowCounts) {
-      DeviceBuffer workspace = AllocateGemmWorkspace(*cuda, m, shape.n, shape.k).value();
+    // cuBLAS BF16, the FP8 kernel and the INT4 kernel at m rows on `path`, each cycling through
+    // its copies of the weights.
+    auto time_row = [&](int m, KernelPath path) -> Result<RowTimes> {
+      KVSIM_ASSIGN_OR_RETURN(DeviceBuffer workspace,
+                             AllocateGemmWorkspace(*cuda, m, shape.n, shape.k, path));
       const int iterations = m >= 512 ? 20 : 100;
       const float alpha = 1.0f;
       const float beta = 0.0f;
+      RowTimes times;
       // Row-major Y[m, n] = X[m, k] W[k, n] is column-major Y^T = W^T X^T.
-      const Result<double> bf16_us = TimeMicroseconds(iterations, [&](int i) {
-        const DeviceBuffer& weights = bf16_copies[i % bf16_copies.size()];
-        return CublasStatus(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, shape.n, m, shape.k,
-                                         &alpha, weights.data(), CUDA_R_16BF, shape.n, x.data(),
-                                         CUDA_R_16BF, shape.k, &beta, out.data(), CUDA_R_16BF,
-                                         shape.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-      });
-      const Result<double> fp8_us = TimeMicroseconds(iterations, [&](int i) {
-        Fp8GemmArgs args;
-        args.m = m;
-        args.activations = &x;
-        args.weights = &fp8_copies[i % fp8_copies.size()];
-        args.output = &out;
-        args.workspace = &workspace;
-        return Fp8Gemm(*cuda, args);
-      });
-      const Result<double> int4_us = TimeMicroseconds(iterations, [&](int i) {
-        Int4GemmArgs args;
-        args.m = m;
-        args.activations = &x;
-        args.weights = &int4_copies[i % int4_copies.size()];
-        args.output = &out;
-        args.workspace = &workspace;
-        return Int4Gemm(*cuda, args);
-      });
-      BENCH_CHECK(bf16_us.status());
-      BENCH_CHECK(fp8_us.status());
-      BENCH_CHECK(int4_us.status());
-      measured.rows.push_back({m, *int4_us, *fp8_us, *bf16_us});
+      KVSIM_ASSIGN_OR_RETURN(
+          times.bf16_us, TimeMicroseconds(iterations, [&](int i) {
+            const DeviceBuffer& weights = bf16_copies[i % bf16_copies.size()];
+            return CublasStatus(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, shape.n, m, shape.k,
+                                             &alpha, weights.data(), CUDA_R_16BF, shape.n, x.data(),
+                                             CUDA_R_16BF, shape.k, &beta, out.data(), CUDA_R_16BF,
+                                             shape.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+          }));
+      KVSIM_ASSIGN_OR_RETURN(times.fp8_us, TimeMicroseconds(iterations, [&](int i) {
+                               Fp8GemmArgs args;
+                               args.m = m;
+                               args.activations = &x;
+                               args.weights = &fp8_copies[i % fp8_copies.size()];
+                               args.output = &out;
+                               args.workspace = &workspace;
+                               args.launch.path = path;
+                               return Fp8Gemm(*cuda, args);
+                             }));
+      KVSIM_ASSIGN_OR_RETURN(times.int4_us, TimeMicroseconds(iterations, [&](int i) {
+                               Int4GemmArgs args;
+                               args.m = m;
+                               args.activations = &x;
+                               args.weights = &int4_copies[i % int4_copies.size()];
+                               args.output = &out;
+                               args.workspace = &workspace;
+                               args.launch.path = path;
+                               return Int4Gemm(*cuda, args);
+                             }));
+      return times;
+    };
+    for (int m : kRowCounts) {
+      const Result<RowTimes> row = time_row(m, kDefaultKernelPath);
+      BENCH_CHECK(row.status());
+      const double bf16_us = row->bf16_us;
+      const double fp8_us = row->fp8_us;
+      const double int4_us = row->int4_us;
+      measured.rows.push_back({m, int4_us, fp8_us, bf16_us});
       const double int4_bytes =
           static_cast<double>(int4.qweight.size() * 4 + int4.ScaleBytes().size()) +
           2.0 * m * (shape.k + shape.n);
-      std::printf("%-18s %5d %10.2f %10.2f %10.2f %8.2fx %8.2fx %9.2f\n", shape.name, m, *bf16_us,
-                  *fp8_us, *int4_us, *bf16_us / *int4_us, *fp8_us / *int4_us,
-                  int4_bytes / (*int4_us * 1e-6) / 1e12);
+      std::printf("%-18s %5d %10.2f %10.2f %10.2f %8.2fx %8.2fx %9.2f\n", shape.name, m, bf16_us,
+                  fp8_us, int4_us, bf16_us / int4_us, fp8_us / int4_us,
+                  int4_bytes / (int4_us * 1e-6) / 1e12);
       if (m <= 16) {
-        lowest_over_bf16 = std::min(lowest_over_bf16, *bf16_us / *int4_us);
-        lowest_over_fp8 = std::min(lowest_over_fp8, *fp8_us / *int4_us);
+        lowest_over_bf16 = std::min(lowest_over_bf16, bf16_us / int4_us);
+        lowest_over_fp8 = std::min(lowest_over_fp8, fp8_us / int4_us);
       }
     }
+    if (!IsFastPathShape(shape)) continue;
+    for (int m : kFastRowCounts) {
+      const Result<RowTimes> row = time_row(m, KernelPath::kFast);
+      BENCH_CHECK(row.status());
+      fast_rows.push_back({shape.name, m, *row});
+    }
+  }
+  // The fast paths on the MoE expert shapes, timed in the same run as cuBLAS.
+  std::printf("\nfast paths (m <= 16):\n%-18s %5s %10s %10s %10s %9s %9s\n", "shape", "m",
+              "bf16 us", "fp8f us", "int4f us", "int4f/bf16", "int4f/fp8f");
+  double fast_lowest_over_bf16 = 1e9;
+  double fast_lowest_over_fp8 = 1e9;
+  for (const FastRow& row : fast_rows) {
+    const RowTimes& t = row.times;
+    std::printf("%-18s %5d %10.2f %10.2f %10.2f %8.2fx %8.2fx\n", row.shape, row.m, t.bf16_us,
+                t.fp8_us, t.int4_us, t.bf16_us / t.int4_us, t.fp8_us / t.int4_us);
+    fast_lowest_over_bf16 = std::min(fast_lowest_over_bf16, t.bf16_us / t.int4_us);
+    fast_lowest_over_fp8 = std::min(fast_lowest_over_fp8, t.fp8_us / t.int4_us);
   }
   BENCH_CUDA(cudaDeviceSynchronize());
   if (cublasDestroy(handle) != CUBLAS_STATUS_SUCCESS) return Fail("cublasDestroy failed");
@@ -265,6 +318,11 @@ int Main(int argc, char** argv) {
       "(target >= 3x: %s); int4/fp8 lowest %.2fx (target >= 1.6x: %s)\n",
       lowest_over_bf16, lowest_over_bf16 >= 3.0 ? "met" : "NOT met", lowest_over_fp8,
       lowest_over_fp8 >= 1.6 ? "met" : "NOT met");
+  std::printf(
+      "fast paths: int4f/bf16 lowest %.2fx (target >= 3x: %s); int4f/fp8f lowest %.2fx (target "
+      ">= 1.6x: %s)\n",
+      fast_lowest_over_bf16, fast_lowest_over_bf16 >= 3.0 ? "met" : "NOT met", fast_lowest_over_fp8,
+      fast_lowest_over_fp8 >= 1.6 ? "met" : "NOT met");
   if (flags.table_path.empty()) {
     std::printf("no kernel table written (--table FILE or KVSIM_GEMM_TABLE=FILE writes one)\n");
     return 0;

@@ -1,7 +1,7 @@
 // The CUDA GEMM kernels on a GPU: the device dequantises every weight to the same bits as the
 // host; every configuration meets the tensor-core bound against the FP64 reference for the row
-// counts of the family, split-K included; repeated calls give identical bits and leave the
-// workspace reusable. Skips (with the reason) where no GPU is usable.
+// counts of the family, split-K included; repeated calls give identical bits whatever the
+// workspace held. Skips (with the reason) where no GPU is usable.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -164,7 +164,7 @@ TEST_F(GemmGpuTest, ModelShapesMeetTheBound) {
   }
 }
 
-TEST_F(GemmGpuTest, RepeatedSplitCallsGiveTheSameBitsAndReuseTheWorkspace) {
+TEST_F(GemmGpuTest, RepeatedSplitCallsGiveTheSameBitsWhateverTheWorkspaceHeld) {
   constexpr int kM = 8, kK = 4096, kN = 1024;
   ASSERT_GT(GemmWorkspaceBytes(kM, kN, kK), 0u);  // this shape splits k
   Prng prng(11);
@@ -184,15 +184,14 @@ TEST_F(GemmGpuTest, RepeatedSplitCallsGiveTheSameBitsAndReuseTheWorkspace) {
   args.workspace = &workspace;
   std::vector<uint16_t> first;
   for (int call = 0; call < 5; ++call) {
+    // The counters' contents on entry do not matter: the call zeroes them on its stream.
+    ASSERT_TRUE(cuda_->Fill(workspace, 0xFF).ok());
     ASSERT_TRUE(cuda_->Fill(out, 0xFF).ok());
     ASSERT_TRUE(Int4Gemm(*cuda_, args).ok());
     const std::vector<uint16_t> result = Download<uint16_t>(*cuda_, out).value();
     if (call == 0) first = result;
     EXPECT_EQ(result, first) << "call " << call;
   }
-  // The counters at the start of the workspace are back to zero.
-  const std::vector<int32_t> words = Download<int32_t>(*cuda_, workspace).value();
-  for (int i = 0; i < kGemmCounterSlots; ++i) EXPECT_EQ(words[i], 0) << "counter " << i;
   // Without a workspace the call allocates its own and gives the same bits.
   args.workspace = nullptr;
   ASSERT_TRUE(cuda_->Fill(out, 0xFF).ok());
