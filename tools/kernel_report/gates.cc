@@ -60,11 +60,15 @@ Result<std::vector<Gate>> ParseGates(const std::string& text, const std::string&
         gate.dynamic_shared_bytes = static_cast<int>(number_value);
       } else if (key == "bulk_bytes_per_iteration" && numeric) {
         gate.bulk_bytes_per_iteration = static_cast<int64_t>(number_value);
+      } else if (key == "main_loop" && (value == "async_copies" || value == "all_loads")) {
+        gate.main_loop =
+            value == "async_copies" ? MainLoopRule::kAsyncCopies : MainLoopRule::kAllLoads;
       } else {
         return InvalidArgumentError(
             Where(file_name, number) + "'" + word +
             "' is not understood; allowed: bandwidth_fraction=F, tensor_cores=yes|no, "
-            "threads=1..1024, dynamic_shared_bytes=N, bulk_bytes_per_iteration=N");
+            "threads=1..1024, dynamic_shared_bytes=N, bulk_bytes_per_iteration=N, "
+            "main_loop=all_loads|async_copies");
       }
     }
     gate.gated = has_bandwidth || has_tensor_cores;

@@ -24,6 +24,7 @@ struct Gate {
   int threads = 0;                // threads per block, where the ELF has no __launch_bounds__
   int dynamic_shared_bytes = 0;   // added to the static shared memory for occupancy
   int64_t bulk_bytes_per_iteration = 0;  // per CTA: what UTMALDG / UBLKCP bring per iteration
+  MainLoopRule main_loop = MainLoopRule::kAllLoads;  // main_loop=async_copies: kAsyncCopies
   int line = 0;
 };
 
@@ -43,7 +44,8 @@ struct KernelFacts {
   int threads = 0;             // per block; 0 unknown
   std::string threads_source;  // "launch bounds", "gates file" or empty
   Occupancy occupancy;
-  MainLoop main_loop;
+  MainLoop main_loop;        // by the rule of all loads
+  MainLoop async_main_loop;  // by the rule of asynchronous copies, for gates that ask for it
   double ceiling_bytes_per_second = 0;  // 0 when the main loop loads nothing or threads are unknown
 };
 

@@ -61,6 +61,40 @@ TEST(SassAnalysis, TheMainLoopIsTheLoopThatLoadsMost) {
   EXPECT_EQ(loop.tensor_core_opcodes[0], "HMMA.16816.F32.BF16");
 }
 
+// A pipelined kernel: its main loop (0x00..0x30) streams one 16-byte cp.async per lane and runs an
+// HMMA; its epilogue loop (0x40..0x70) reads partial sums with two 16-byte plain loads.
+constexpr char kPipelined[] = R"(
+	code for sm_90a
+		Function : _Z9pipelinedPKf
+        /*0000*/                   LDGSTS.E.BYPASS.128 [R3], desc[UR6][R4.64] ; /* 0x000 */
+        /*0010*/                   HMMA.16816.F32.BF16 R12, R4, R8, R12 ; /* 0x000 */
+        /*0020*/                   IADD3 R0, R0, 0x1, RZ ;                /* 0x000 */
+        /*0030*/              @!P1 BRA 0x0 ;                              /* 0x000 */
+        /*0040*/                   LDG.E.128 R4, desc[UR6][R2.64] ;       /* 0x000 */
+        /*0050*/                   LDG.E.128 R8, desc[UR6][R2.64+0x10] ;  /* 0x000 */
+        /*0060*/                   FADD R12, R4, R8 ;                     /* 0x000 */
+        /*0070*/              @!P2 BRA 0x40 ;                             /* 0x000 */
+        /*0080*/                   EXIT ;                                 /* 0x000 */
+)";
+
+TEST(SassAnalysis, PipelinedKernelsCanTakeTheLoopOfTheirAsynchronousCopies) {
+  const SassFunction function = ParseSass(kPipelined)[0];
+  const MainLoop by_loads = FindMainLoop(function);
+  EXPECT_EQ(by_loads.first_address, 0x40);
+  EXPECT_TRUE(by_loads.tensor_core_opcodes.empty());
+  const MainLoop by_copies = FindMainLoop(function, MainLoopRule::kAsyncCopies);
+  EXPECT_EQ(by_copies.first_address, 0x0);
+  EXPECT_EQ(by_copies.last_address, 0x30);
+  EXPECT_EQ(by_copies.async_bytes_per_warp, 32 * 16);
+  ASSERT_EQ(by_copies.tensor_core_opcodes.size(), 1u);
+  const Result<std::vector<Gate>> gates =
+      ParseGates("FastK* bandwidth_fraction=0.8 tensor_cores=yes main_loop=async_copies\n", "g");
+  ASSERT_TRUE(gates.ok()) << gates.status().message();
+  EXPECT_EQ((*gates)[0].main_loop, MainLoopRule::kAsyncCopies);
+  EXPECT_FALSE(
+      ParseGates("FastK* bandwidth_fraction=0.8 tensor_cores=yes main_loop=first\n", "g").ok());
+}
+
 TEST(SassAnalysis, WithoutALoopTheWholeKernelIsOnePass) {
   const MainLoop loop = FindMainLoop(ParseSass(kListing)[1]);
   EXPECT_FALSE(loop.is_loop);

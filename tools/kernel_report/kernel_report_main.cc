@@ -168,6 +168,7 @@ Result<std::vector<KernelFacts>> ReadObject(const Options& options, const std::s
       facts.threads_source = "launch bounds";
     }
     facts.main_loop = FindMainLoop(function);
+    facts.async_main_loop = FindMainLoop(function, MainLoopRule::kAsyncCopies);
     kernels.push_back(facts);
   }
   return kernels;
@@ -182,6 +183,7 @@ std::string Fixed(double value, int digits) {
 std::string Row(const KernelFacts& k, const std::string& gate) {
   const MainLoop& loop = k.main_loop;
   std::string where = loop.is_loop ? "loop" : "whole kernel";
+  if (loop.rule == MainLoopRule::kAsyncCopies) where += ", by async copies";
   if (loop.nested_loops > 0) where += " (" + std::to_string(loop.nested_loops) + " nested)";
   std::string tensor = loop.tensor_core_opcodes.empty() ? "none" : "";
   for (const std::string& opcode : loop.tensor_core_opcodes) {
@@ -261,6 +263,9 @@ int Run(int argc, char** argv) {
         ++matched[g];
         break;
       }
+    }
+    if (gate != nullptr && gate->main_loop == MainLoopRule::kAsyncCopies) {
+      kernel.main_loop = kernel.async_main_loop;
     }
     ComputeDerived(*gpu, gate, kernel);
     std::string verdict = "-";

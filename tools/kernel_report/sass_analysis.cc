@@ -104,7 +104,7 @@ bool IsTensorCoreInstruction(const std::string& opcode) {
   return false;
 }
 
-MainLoop FindMainLoop(const SassFunction& function) {
+MainLoop FindMainLoop(const SassFunction& function, MainLoopRule rule) {
   const std::vector<SassInstruction>& code = function.instructions;
   std::vector<LoopSpan> loops;
   for (size_t i = 0; i < code.size(); ++i) {
@@ -118,6 +118,7 @@ MainLoop FindMainLoop(const SassFunction& function) {
   const auto measure = [&](size_t first, size_t last, bool is_loop) {
     MainLoop loop;
     loop.is_loop = is_loop;
+    loop.rule = rule;
     loop.first_address = code.empty() ? 0 : code[first].address;
     loop.last_address = code.empty() ? 0 : code[last].address;
     for (size_t i = first; !code.empty() && i <= last; ++i) {
@@ -125,6 +126,9 @@ MainLoop FindMainLoop(const SassFunction& function) {
       if (StartsWith(opcode, "NOP")) continue;
       ++loop.instructions;
       loop.load_bytes_per_warp += int64_t{kLanes} * GlobalLoadBytesPerLane(opcode);
+      if (Mnemonic(opcode) == "LDGSTS") {
+        loop.async_bytes_per_warp += int64_t{kLanes} * GlobalLoadBytesPerLane(opcode);
+      }
       loop.bulk_loads += IsBulkGlobalLoad(opcode) ? 1 : 0;
       if (IsTensorCoreInstruction(opcode) &&
           std::find(loop.tensor_core_opcodes.begin(), loop.tensor_core_opcodes.end(), opcode) ==
@@ -140,12 +144,15 @@ MainLoop FindMainLoop(const SassFunction& function) {
   };
   MainLoop best;
   bool found = false;
+  const bool async = rule == MainLoopRule::kAsyncCopies;
   for (const LoopSpan& span : loops) {
     const MainLoop loop = measure(span.first, span.last, true);
-    if (loop.load_bytes_per_warp == 0 && loop.bulk_loads == 0) continue;
+    const int64_t bytes = async ? loop.async_bytes_per_warp : loop.load_bytes_per_warp;
+    const int64_t best_bytes = async ? best.async_bytes_per_warp : best.load_bytes_per_warp;
+    if (bytes == 0 && loop.bulk_loads == 0) continue;
     const bool better =
-        !found || loop.load_bytes_per_warp > best.load_bytes_per_warp ||
-        (loop.load_bytes_per_warp == best.load_bytes_per_warp &&
+        !found || bytes > best_bytes ||
+        (bytes == best_bytes &&
          (loop.bulk_loads > best.bulk_loads ||
           (loop.bulk_loads == best.bulk_loads && loop.instructions < best.instructions)));
     if (better) {

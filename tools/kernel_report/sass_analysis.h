@@ -39,18 +39,23 @@ bool IsTensorCoreInstruction(const std::string& opcode);
 // The main loop of a function: the loop (a backward branch and the instructions from its target
 // up to it) with the most global-load bytes per iteration; among loops with equal bytes, the one
 // with the fewest instructions (the innermost). Without any loop that loads, the whole function is
-// taken as one pass.
+// taken as one pass. kAsyncCopies ranks loops by their asynchronous copies alone (LDGSTS, and
+// bulk copies): in a software-pipelined kernel the operands stream that way, while a split-K or
+// combine epilogue loop reads partial sums with plain loads and could outweigh it per iteration.
+enum class MainLoopRule { kAllLoads, kAsyncCopies };
 struct MainLoop {
   bool is_loop = false;
   int64_t first_address = 0;
   int64_t last_address = 0;
-  int64_t instructions = 0;         // per iteration and warp, NOPs excluded
-  int64_t load_bytes_per_warp = 0;  // 32 lanes x GlobalLoadBytesPerLane, summed
-  int64_t bulk_loads = 0;           // UTMALDG / UBLKCP instructions (bytes from the gates file)
-  int64_t nested_loops = 0;         // loops inside it (or in the whole function), counted once
+  int64_t instructions = 0;          // per iteration and warp, NOPs excluded
+  int64_t load_bytes_per_warp = 0;   // 32 lanes x GlobalLoadBytesPerLane, summed
+  int64_t bulk_loads = 0;            // UTMALDG / UBLKCP instructions (bytes from the gates file)
+  int64_t async_bytes_per_warp = 0;  // of load_bytes_per_warp, what LDGSTS copies
+  MainLoopRule rule = MainLoopRule::kAllLoads;
+  int64_t nested_loops = 0;  // loops inside it (or in the whole function), counted once
   std::vector<std::string> tensor_core_opcodes;  // distinct, in order of appearance
 };
 
-MainLoop FindMainLoop(const SassFunction& function);
+MainLoop FindMainLoop(const SassFunction& function, MainLoopRule rule = MainLoopRule::kAllLoads);
 
 }  // namespace kvsim::kernel_report
