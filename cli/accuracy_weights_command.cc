@@ -34,6 +34,11 @@ class AccuracyWeightsCommand : public Command {
     app.add_flag("--clip", options_.clip_search, "Search a clipping range per INT4 group");
     app.add_option("--backend", backend_text_, "Where the kernels run: cpu, cuda or auto")
         ->capture_default_str();
+    app.add_option("--kernel-path", path_text_,
+                   "GEMM kernels: simple (the default) or fast (cp.async-pipelined, tensor-core "
+                   "INT4/FP8 for m <= 16; larger m runs the simple kernels); the CPU runs the "
+                   "chosen path's twin")
+        ->capture_default_str();
     app.add_flag("--json", json_, "Print JSON instead of a table");
   }
 
@@ -41,6 +46,9 @@ class AccuracyWeightsCommand : public Command {
     KVSIM_ASSIGN_OR_RETURN(options_.seed, ParseSeed(seed_text_));
     KVSIM_ASSIGN_OR_RETURN(options_.int4_scale_type, ParseScaleType(scale_type_text_));
     KVSIM_ASSIGN_OR_RETURN(const BackendChoice choice, ParseBackendChoice(backend_text_));
+    const Result<KernelPath> path = ParseKernelPath(path_text_);
+    if (!path.ok()) return path.status().WithContext("--kernel-path");
+    options_.path = *path;
     KVSIM_RETURN_IF_ERROR(CheckWeightAccuracyOptions(options_));
     std::string note;
     KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(choice, &note));
@@ -52,20 +60,21 @@ class AccuracyWeightsCommand : public Command {
     }
     out << fmt::format(
         "Weight accuracy: x [{} x {}] (Gaussian) times weights [{} x {}], seed {}, kernels on "
-        "{}.\nOutput error is against the FP64 product with the BF16 original weights; 'vs fp8' "
+        "{}, {} GEMM kernels.\nOutput error is against the FP64 product with the BF16 original "
+        "weights; 'vs fp8' "
         "divides a row's\noutput error by FP8's on the same weights. INT4 scales {}{}; FP8 e4m3 "
         "with one fp32 scale per 128 x 128 block.\nbytes/weight counts scales and zero points. "
         "The bf16 row is the fp32 product rounded to bf16.\n\n",
         options_.m, options_.k, options_.k, options_.n, FormatSeed(options_.seed), note,
-        ScaleTypeName(options_.int4_scale_type),
+        KernelPathName(options_.path), ScaleTypeName(options_.int4_scale_type),
         options_.clip_search ? ", clipping searched per group" : "");
     PrintWeightAccuracyTable(out, rows);
     out << fmt::format(
         "\nReproduce: kvsim accuracy weights --seed {} --m {} --k {} --n {} --scale-type {}{} "
-        "--backend {}\n",
+        "--backend {} --kernel-path {}\n",
         FormatSeed(options_.seed), options_.m, options_.k, options_.n,
         ScaleTypeName(options_.int4_scale_type), options_.clip_search ? " --clip" : "",
-        BackendKindName(backend->kind()));
+        BackendKindName(backend->kind()), KernelPathName(options_.path));
     return Status::Ok();
   }
 
@@ -74,6 +83,7 @@ class AccuracyWeightsCommand : public Command {
   std::string seed_text_ = FormatSeed(0x5eed);
   std::string scale_type_text_ = "bf16";
   std::string backend_text_ = "cpu";
+  std::string path_text_ = KernelPathName(kDefaultKernelPath);
   bool json_ = false;
 };
 

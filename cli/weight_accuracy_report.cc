@@ -72,6 +72,7 @@ nlohmann::json WeightAccuracyJson(const WeightAccuracyOptions& options, const st
   json["int4_scale_type"] = ScaleTypeName(options.int4_scale_type);
   json["clip_search"] = options.clip_search;
   json["backend"] = backend;
+  json["kernel_path"] = KernelPathName(options.path);
   json["rows"] = nlohmann::json::array();
   for (const WeightAccuracyRow& row : rows) {
     json["rows"].push_back({

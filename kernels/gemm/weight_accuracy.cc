@@ -118,7 +118,7 @@ Result<std::vector<WeightAccuracyRow>> MeasureWeightAccuracy(Backend& backend,
     KVSIM_ASSIGN_OR_RETURN(const Fp8BlockMatrix fp8, QuantizeFp8Blocks(weights, k, n));
     KVSIM_ASSIGN_OR_RETURN(const Fp8PackedWeights fp8_packed, PackFp8(fp8));
     KVSIM_ASSIGN_OR_RETURN(const std::vector<uint16_t> fp8_output,
-                           RunFp8GemmOnHost(backend, x, m, fp8_packed, {}));
+                           RunFp8GemmOnHost(backend, x, m, fp8_packed, {}, options.path));
     add_row("fp8 block128", Fp8BytesPerWeight(), DequantizeFp8Matrix(fp8), fp8_output);
 
     for (Int4Config config : configs) {
@@ -129,7 +129,7 @@ Result<std::vector<WeightAccuracyRow>> MeasureWeightAccuracy(Backend& backend,
       KVSIM_ASSIGN_OR_RETURN(const Int4Matrix int4, QuantizeInt4Matrix(weights, k, n, quantize));
       KVSIM_ASSIGN_OR_RETURN(const Int4PackedWeights int4_packed, PackInt4(int4));
       KVSIM_ASSIGN_OR_RETURN(const std::vector<uint16_t> int4_output,
-                             RunInt4GemmOnHost(backend, x, m, int4_packed, {}));
+                             RunInt4GemmOnHost(backend, x, m, int4_packed, {}, options.path));
       add_row("int4 " + Int4ConfigName(config) + (options.clip_search ? " clip" : ""),
               Int4BytesPerWeight(config), DequantizeInt4Matrix(int4), int4_output);
     }

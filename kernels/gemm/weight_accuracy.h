@@ -13,6 +13,7 @@
 #include "kernels/error_stats.h"
 #include "kernels/gemm/weight_config.h"
 #include "kernels/gemm/weight_samples.h"
+#include "kernels/launch_options.h"
 
 namespace kvsim {
 
@@ -27,6 +28,9 @@ struct WeightAccuracyOptions {
                                                    std::end(kAllWeightDistributions)};
   // INT4 configurations to measure (group size, scheme); empty: all six.
   std::vector<Int4Config> int4_configs;
+  // Which GEMM kernels run the FP8 and INT4 rows (the fast path serves m <= 16 and runs the
+  // simple one above).
+  KernelPath path = kDefaultKernelPath;
 };
 
 // One (distribution, format) cell.

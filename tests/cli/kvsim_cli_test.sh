@@ -83,8 +83,11 @@ fi
 
 # accuracy weights: the table, JSON, reproducibility, and bad options exit 2 naming what is allowed.
 expect_exit 0 "int4 g128 asym bf16" accuracy weights --m 2 --k 256 --n 128
-expect_exit 0 "Reproduce: kvsim accuracy weights --seed 0x7 --m 2 --k 256 --n 128 --scale-type fp32 --clip --backend cpu" \
+expect_exit 0 "Reproduce: kvsim accuracy weights --seed 0x7 --m 2 --k 256 --n 128 --scale-type fp32 --clip --backend cpu --kernel-path simple" \
   accuracy weights --seed 7 --m 2 --k 256 --n 128 --scale-type fp32 --clip
+expect_exit 0 '"kernel_path": "fast"' accuracy weights --m 3 --k 256 --n 128 --kernel-path fast --json
+expect_exit 2 "^kvsim accuracy: weights: --kernel-path: unknown kernel path 'bogus'; allowed: simple, fast$" \
+  accuracy weights --kernel-path bogus
 expect_exit 0 '"output_relative_rms"' accuracy weights --m 1 --k 128 --n 128 --json
 expect_exit 2 "^kvsim accuracy: weights: --k 100 is not supported; allowed: a multiple of 128 from 128 to 16384" \
   accuracy weights --k 100
