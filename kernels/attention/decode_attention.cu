@@ -444,15 +444,10 @@ Status LaunchConfig(const DecodeAttentionLaunch& launch) {
   const dim3 block(static_cast<unsigned>(geometry.lanes),
                    static_cast<unsigned>(geometry.heads_per_block),
                    static_cast<unsigned>(geometry.strides));
-  DecodeSplitKernel<C><<<grid, block, static_cast<size_t>(geometry.smem.total_bytes)>>>(launch);
+  DecodeSplitKernel<C><<<grid, block, static_cast<size_t>(geometry.smem.total_bytes),
+                         static_cast<cudaStream_t>(launch.stream)>>>(launch);
   KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-  const dim3 combine_grid(static_cast<unsigned>(launch.num_q_heads),
-                          static_cast<unsigned>(launch.table.batch));
-  DecodeCombineKernel<<<combine_grid, kCombineThreads>>>(launch);
-  // Asynchronous, as serving engines launch: a fault inside the kernels surfaces at the next
-  // synchronising call (Backend::Synchronize, CopyToHost).
-  KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-  return Status::Ok();
+  return LaunchDecodeCombine(launch);
 }
 
 template <KvDtype kDtype>
@@ -471,6 +466,22 @@ Status DispatchGqaHeadDim(const DecodeAttentionLaunch& launch) {
 }
 
 }  // namespace
+
+Status LaunchDecodeCombine(const DecodeAttentionLaunch& launch) {
+  const dim3 combine_grid(static_cast<unsigned>(launch.num_q_heads),
+                          static_cast<unsigned>(launch.table.batch));
+  DecodeCombineKernel<<<combine_grid, kCombineThreads, 0,
+                        static_cast<cudaStream_t>(launch.stream)>>>(launch);
+  // Asynchronous, as serving engines launch: a fault inside the kernels surfaces at the next
+  // synchronising call (Backend::Synchronize, CopyToHost).
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return Status::Ok();
+}
+
+Status SynchronizeStream(void* stream) {
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+  return Status::Ok();
+}
 
 Status LaunchDecodeAttention(const DecodeAttentionLaunch& launch) {
   const KvFormat format = launch.pool.format;
