@@ -48,6 +48,19 @@ struct DecodeAttentionLaunch {
   void* stream = nullptr;
 };
 
+// The tokens [*begin, *end) that split `split` of request `request` covers (of seq_len tokens);
+// false when the request's length is out of range or the split starts past it, so a kernel block
+// of that split has nothing to do.
+KVSIM_HD_INLINE bool DecodeSplitTokens(const DecodeAttentionLaunch& launch, int request, int split,
+                                       int* begin, int* end) {
+  const int32_t seq_len = launch.seq_lens[request];
+  if (!DecodeLengthInRange(launch.table, launch.pool.page_size, seq_len)) return false;
+  *begin = split * launch.plan.split_tokens;
+  if (*begin >= seq_len) return false;
+  *end = seq_len < *begin + launch.plan.split_tokens ? seq_len : *begin + launch.plan.split_tokens;
+  return true;
+}
+
 // Where the CUDA decode's per-split partial results live inside its workspace.
 struct DecodeWorkspaceLayout {
   int64_t partial_acc_offset = 0;   // float [batch, num_q_heads, max_splits, v_head_dim]
