@@ -80,8 +80,7 @@ TEST(DecodeFastMlaTest, EveryFormatAndHeadCountMatchesReference) {
   std::cout << "fast MLA, largest |kernel - reference| / bound: " << worst << "\n";
 }
 
-// 4097 tokens: two splits at batch 1 (the plan's 4096-token cap), the second of one token, and a
-// last page holding one token.
+// 4097 tokens: 17 splits of 256 at batch 1, the last of one token, on a last page of one token.
 TEST(DecodeFastMlaTest, LongRequestMatchesReference) {
   double worst = 0;
   for (const KvFormat format : {KvFormat{KvDtype::kBf16, KvScaling::kNone},
