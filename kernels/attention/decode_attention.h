@@ -69,9 +69,9 @@ int64_t DecodeWorkspaceBytes(const DecodeAttentionArgs& args);
 //
 // Numerics: q and K products and every sum in fp32; softmax with exp2 on log2(e)-scaled scores;
 // splits combined in split order. docs/numerics.md bounds the error against exact arithmetic
-// (the fast MLA path on e4m3 caches also rounds q and the weights to e4m3, as FlashMLA's FP8
-// path does; its bound is derived there too). The pointers the kernels read with 16-byte loads
-// (q, the pages, the workspace) must be 16-byte aligned: InvalidArgument names the one that is not.
+// (the fast path multiplies on tensor cores and rounds the weights to bf16 for the product with
+// V; its bound is derived there too). The pointers the kernels read with 16-byte loads (q, the
+// pages, the workspace) must be 16-byte aligned: InvalidArgument names the one that is not.
 // NaN and infinities in q or in the rows a request reads follow IEEE arithmetic and reach only
 // that request's query heads that read them (docs/kernels.md, "Decode attention", states what
 // each gives).

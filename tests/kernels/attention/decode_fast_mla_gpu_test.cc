@@ -160,6 +160,8 @@ TEST_F(DecodeFastMlaGpuTest, CallerWorkspaceOnAStreamGivesTheSameBits) {
   for (DeviceBuffer* buffer : {&out, &lse, &status, &workspace}) {
     ASSERT_TRUE(cuda_->Fill(*buffer, 0xFF).ok());
   }
+  // A non-blocking stream does not wait for the legacy stream the fills ran on.
+  ASSERT_TRUE(cuda_->Synchronize().ok());
   args.out = &out;
   args.lse = &lse;
   args.request_status = &status;

@@ -125,6 +125,35 @@ TEST(DecodeFastMlaTest, SharedMemoryFits) {
   }
 }
 
+// A q that is not 16-byte aligned is refused by name, on either path, before any kernel runs.
+TEST(DecodeFastMlaTest, UnalignedQIsRefusedByName) {
+  std::unique_ptr<Backend> backend = CreateCpuBackend();
+  AttentionCaseParams params;
+  params.shape = MlaCacheShape(0, 16, {KvDtype::kBf16, KvScaling::kNone});
+  params.num_q_heads = 2;
+  params.seq_lens = {5};
+  const AttentionCase c = testing::MakeAttentionCase(params);
+  Result<DeviceCase> device = testing::UploadAndAppend(*backend, c);
+  ASSERT_TRUE(device.ok()) << device.status().ToString();
+  // The same q values 8 bytes into a larger buffer; the view owns nothing (no deleter).
+  DeviceBuffer shifted_storage = backend->Allocate(device->q.bytes() + 16).value();
+  DeviceBuffer shifted(shifted_storage.as<uint8_t>() + 8, device->q.bytes(), BackendKind::kCpu,
+                       nullptr);
+  for (KernelPath path : {KernelPath::kSimple, kFast}) {
+    DecodeAttentionArgs args = testing::DecodeArgsFor(c, *device);
+    DeviceBuffer out = backend->Allocate(2 * kMlaLoraRank * sizeof(float)).value();
+    DeviceBuffer status = backend->Allocate(sizeof(int32_t)).value();
+    args.q = &shifted;
+    args.out = &out;
+    args.request_status = &status;
+    args.launch.path = path;
+    const Status result = DecodeAttention(*backend, args);
+    EXPECT_EQ(result.code(), StatusCode::kInvalidArgument) << result.ToString();
+    EXPECT_NE(result.message().find("'q' is not 16-byte aligned"), std::string::npos)
+        << result.ToString();
+  }
+}
+
 // GQA has no fast kernel yet: a clear error, not the simple path in disguise.
 TEST(DecodeFastMlaTest, FastGqaIsRefusedUntilBuilt) {
   if (kFastGqaBuilt) GTEST_SKIP() << "the fast GQA kernel is built; its own tests cover it";
