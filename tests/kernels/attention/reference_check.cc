@@ -15,10 +15,21 @@ namespace kvsim::testing {
 static_assert(kDecodeTileTokens == reference::kBoundTileTokens,
               "the kernels' tile is the one the bound assumes");
 
+reference::DecodeArithmetic ArithmeticFor(KernelPath path) {
+  switch (path) {
+    case KernelPath::kSimple:
+      return reference::DecodeArithmetic::kFp32;
+    case KernelPath::kFast:
+      return reference::DecodeArithmetic::kBf16TensorCore;
+  }
+  return reference::DecodeArithmetic::kFp32;
+}
+
 ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
                                            const reference::HostKvCache& cache,
                                            const DecodeOutputs& outputs,
-                                           AttentionOutputDtype out_dtype) {
+                                           AttentionOutputDtype out_dtype, KernelPath path) {
+  const reference::DecodeArithmetic arithmetic = ArithmeticFor(path);
   ReferenceCheck check;
   const bool mla = c.shape.kind == AttentionKind::kMla;
   const int heads = c.params.num_q_heads;
@@ -28,7 +39,7 @@ ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
   auto fail = [&](const std::string& what) {
     if (check.failure.empty()) check.failure = what + " in " + DescribeCase(c);
   };
-  const DecodeSplitPlan plan = PlanFor(c);
+  const DecodeSplitPlan plan = PlanFor(c, path);
   if (!reference::PlanWithinBound(plan)) {
     fail("the kernels' plan splits at " + std::to_string(plan.split_tokens) +
          " tokens, outside what the bound covers");
@@ -40,7 +51,8 @@ ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
       continue;
     }
     const int seq_len = c.seq_lens[static_cast<size_t>(r)];
-    const DecodeRoundingModel model = reference::WorstCaseRoundingModel(head_dim, seq_len);
+    const DecodeRoundingModel model =
+        reference::WorstCaseRoundingModel(head_dim, seq_len, arithmetic);
     const std::vector<int32_t> pages = RequestPages(c, r);
     for (int kv_head = 0; kv_head < (mla ? 1 : c.shape.num_kv_heads); ++kv_head) {
       const reference::DequantizedKv kv =
@@ -52,7 +64,7 @@ ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
           q(i) = DecodeBf16(c.q[head_row * static_cast<size_t>(head_dim) + static_cast<size_t>(i)]);
         }
         const reference::DecodeReference expected =
-            reference::ReferenceDecode(kv, q, c.softmax_scale, model, out_dtype);
+            reference::ReferenceDecode(kv, q, c.softmax_scale, model, out_dtype, arithmetic);
         for (int i = 0; i < v_dim; ++i) {
           const double got =
               outputs.out[head_row * static_cast<size_t>(v_dim) + static_cast<size_t>(i)];
@@ -86,7 +98,8 @@ ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
 }
 
 double DroppedTokenSeparation(const AttentionCase& c, const reference::HostKvCache& cache, int r,
-                              AttentionOutputDtype out_dtype) {
+                              AttentionOutputDtype out_dtype, KernelPath path) {
+  const reference::DecodeArithmetic arithmetic = ArithmeticFor(path);
   const bool mla = c.shape.kind == AttentionKind::kMla;
   const int heads = c.params.num_q_heads;
   const int group = mla ? heads : heads / c.shape.num_kv_heads;
@@ -107,11 +120,12 @@ double DroppedTokenSeparation(const AttentionCase& c, const reference::HostKvCac
         q(i) = DecodeBf16(c.q[head_row * static_cast<size_t>(head_dim) + static_cast<size_t>(i)]);
       }
       const reference::DecodeReference a = reference::ReferenceDecode(
-          with, q, c.softmax_scale, reference::WorstCaseRoundingModel(head_dim, seq_len),
-          out_dtype);
+          with, q, c.softmax_scale,
+          reference::WorstCaseRoundingModel(head_dim, seq_len, arithmetic), out_dtype, arithmetic);
       const reference::DecodeReference b = reference::ReferenceDecode(
-          without, q, c.softmax_scale, reference::WorstCaseRoundingModel(head_dim, seq_len - 1),
-          out_dtype);
+          without, q, c.softmax_scale,
+          reference::WorstCaseRoundingModel(head_dim, seq_len - 1, arithmetic), out_dtype,
+          arithmetic);
       const Eigen::ArrayXd outputs =
           (a.out - b.out).array().abs() / (a.tolerance + b.tolerance).array();
       separation = std::max({separation, outputs.maxCoeff(),

@@ -17,18 +17,24 @@ struct ReferenceCheck {
   std::string failure;     // empty when every element, lse and status is within its bound
 };
 
-// Checks every request and head of `outputs` (run on `c` with `out_dtype`) against the reference
-// of the cache `cache` (downloaded after the run). Every status must be kOk.
+// The arithmetic the bound assumes for a kernel path: fp32 for the simple paths, bf16 tensor
+// cores for the fast ones.
+reference::DecodeArithmetic ArithmeticFor(KernelPath path);
+
+// Checks every request and head of `outputs` (run on `c` with `out_dtype` on `path`) against the
+// reference of the cache `cache` (downloaded after the run), within the bound of the path's
+// arithmetic. Every status must be kOk.
 ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
                                            const reference::HostKvCache& cache,
                                            const DecodeOutputs& outputs,
-                                           AttentionOutputDtype out_dtype);
+                                           AttentionOutputDtype out_dtype,
+                                           KernelPath path = kDefaultKernelPath);
 
 // How far apart the check holds request `r`'s exact outputs with and without its last token
-// (seq_len >= 2): the largest, over its heads' outputs and log-sum-exps, of |without - with| /
-// (bound with + bound without). Above 1, no output is within its bound of both, so a kernel that
-// dropped the token fails the check; at or below 1 the check cannot tell.
+// (seq_len >= 2), under the bound of `path`: the largest, over its heads' outputs and log-sum-exps,
+// of |without - with| / (bound with + bound without). Above 1, no output is within its bound of
+// both, so a kernel that dropped the token fails the check; at or below 1 the check cannot tell.
 double DroppedTokenSeparation(const AttentionCase& c, const reference::HostKvCache& cache, int r,
-                              AttentionOutputDtype out_dtype);
+                              AttentionOutputDtype out_dtype, KernelPath path = kDefaultKernelPath);
 
 }  // namespace kvsim::testing
