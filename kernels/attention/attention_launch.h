@@ -8,6 +8,7 @@
 #include "kernels/attention/decode_plan.h"
 #include "kernels/attention/kv_row.h"
 #include "kernels/host_device.h"
+#include "kernels/launch_options.h"
 
 namespace kvsim {
 
@@ -41,6 +42,9 @@ struct DecodeAttentionLaunch {
   DecodeSplitPlan plan;
   // CUDA only: scratch of MakeDecodeWorkspaceLayout(...).total_bytes bytes.
   uint8_t* workspace = nullptr;
+  // Which implementation runs, and (CUDA) the cudaStream_t the launcher enqueues on.
+  KernelPath path = kDefaultKernelPath;
+  void* stream = nullptr;
 };
 
 // Where the CUDA decode's per-split partial results live inside its workspace.

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "kernels/attention/attention_launch.h"
+#include "kernels/attention/decode_combine.h"
 #include "kernels/attention/decode_geometry.h"
 #include "kernels/attention/decode_math.h"
 #include "kernels/attention/decode_plan.h"
@@ -471,6 +472,15 @@ Status DispatchGqaHeadDim(const DecodeAttentionLaunch& launch) {
 }
 
 }  // namespace
+
+Status LaunchDecodeCombine(const DecodeAttentionLaunch& launch) {
+  const dim3 grid(static_cast<unsigned>(launch.num_q_heads),
+                  static_cast<unsigned>(launch.table.batch));
+  DecodeCombineKernel<<<grid, kCombineThreads, 0, static_cast<cudaStream_t>(launch.stream)>>>(
+      launch);
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return Status::Ok();
+}
 
 Status LaunchDecodeAttention(const DecodeAttentionLaunch& launch) {
   const KvFormat format = launch.pool.format;

@@ -331,6 +331,11 @@ DecodeAttentionArgs DecodeArgsFor(const AttentionCase& c, DeviceCase& device) {
 
 Result<DecodeOutputs> RunDecode(Backend& backend, const AttentionCase& c, DeviceCase& device,
                                 AttentionOutputDtype out_dtype) {
+  return RunDecodeWith(backend, c, device, out_dtype, DecodeAttention);
+}
+
+Result<DecodeOutputs> RunDecodeWith(Backend& backend, const AttentionCase& c, DeviceCase& device,
+                                    AttentionOutputDtype out_dtype, const DecodeRunner& run) {
   const size_t head_rows = static_cast<size_t>(c.batch) * c.params.num_q_heads;
   const size_t out_values = head_rows * static_cast<size_t>(c.shape.v_head_dim);
   const size_t element = out_dtype == AttentionOutputDtype::kBf16 ? 2 : 4;
@@ -345,7 +350,7 @@ Result<DecodeOutputs> RunDecode(Backend& backend, const AttentionCase& c, Device
   args.out = &out;
   args.lse = &lse;
   args.request_status = &status;
-  KVSIM_RETURN_IF_ERROR(DecodeAttention(backend, args));
+  KVSIM_RETURN_IF_ERROR(run(backend, args));
   DecodeOutputs outputs;
   if (out_dtype == AttentionOutputDtype::kFp32) {
     KVSIM_ASSIGN_OR_RETURN(outputs.out, Download<float>(backend, out));

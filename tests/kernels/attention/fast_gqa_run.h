@@ -1,0 +1,28 @@
+// Runs the fast GQA decode path directly on a test case, as DecodeAttention will once its
+// dispatch takes KernelPath::kFast: the launch built from validated arguments, a workspace on
+// CUDA, the CPU twin or the CUDA launcher.
+#pragma once
+
+#include "base/status.h"
+#include "kernels/attention/attention_launch.h"
+#include "kernels/attention/decode_attention.h"
+#include "kernels/backend.h"
+#include "tests/kernels/attention/attention_case.h"
+
+namespace kvsim::testing {
+
+// The launch DecodeAttention builds from `args` after validating them (workspace left null).
+DecodeAttentionLaunch LaunchFor(const DecodeAttentionArgs& args);
+
+// A kernel entry point on a launch: on CUDA with a workspace of DecodeWorkspaceBytes(args).
+using DecodeLauncher = Status (*)(const DecodeAttentionLaunch& launch);
+
+// Runs `launcher` on `backend` (allocating the workspace on CUDA and synchronising before it is
+// freed), for RunDecodeWith.
+Status RunLauncher(Backend& backend, const DecodeAttentionArgs& args, DecodeLauncher launcher);
+
+// The fast GQA path on `backend`: the CPU twin, or the CUDA launcher.
+Result<DecodeOutputs> RunFastGqa(Backend& backend, const AttentionCase& c, DeviceCase& device,
+                                 AttentionOutputDtype out_dtype);
+
+}  // namespace kvsim::testing
