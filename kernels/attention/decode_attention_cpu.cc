@@ -9,6 +9,7 @@
 
 #include "base/check.h"
 #include "kernels/attention/attention_launch.h"
+#include "kernels/attention/decode_cpu_common.h"
 #include "kernels/attention/decode_math.h"
 #include "kernels/attention/decode_plan.h"
 #include "kernels/attention/kv_row.h"
@@ -88,13 +89,6 @@ void Scale(float a, float* __restrict y, int n) {
   }
 }
 
-// One query head's running state within a split: the base-2 max, the sum of weights, and the
-// weighted sum of V (unnormalised).
-struct SplitPartial {
-  float max_log2;
-  float sum;
-};
-
 // The work of one call: scratch sized once, reused for every request and head group.
 class CpuDecoder {
  public:
@@ -123,10 +117,12 @@ class CpuDecoder {
   void Run() {
     for (int request = 0; request < launch_.table.batch; ++request) {
       const int32_t seq_len = launch_.seq_lens[request];
-      const KvAccessStatus status = CheckRequest(request, seq_len);
+      const KvAccessStatus status = CheckDecodeRequestCpu(launch_, request, seq_len);
       launch_.request_status[request] = static_cast<int32_t>(status);
       if (status != KvAccessStatus::kOk) {
-        for (int head = 0; head < launch_.num_q_heads; ++head) WriteFailed(request, head);
+        for (int head = 0; head < launch_.num_q_heads; ++head) {
+          WriteFailedDecodeHead(launch_, request, head);
+        }
         continue;
       }
       const int kv_groups = pool_.v_pages != nullptr ? pool_.num_kv_heads : 1;
@@ -135,19 +131,6 @@ class CpuDecoder {
   }
 
  private:
-  KvAccessStatus CheckRequest(int request, int32_t seq_len) const {
-    if (!DecodeLengthInRange(launch_.table, pool_.page_size, seq_len)) {
-      return KvAccessStatus::kSequenceLengthOutOfRange;
-    }
-    const int pages = (seq_len + pool_.page_size - 1) / pool_.page_size;
-    for (int page = 0; page < pages; ++page) {
-      if (!PageInRange(LookupPage(launch_.table, request, page), pool_.num_pages)) {
-        return KvAccessStatus::kPageOutOfRange;
-      }
-    }
-    return KvAccessStatus::kOk;
-  }
-
   // The query heads of one KV head (GQA) or all heads (MLA) over every split, then the combine.
   void RunGroup(int request, int kv_head, int seq_len) {
     const int first_head = kv_head * group_;
@@ -228,43 +211,9 @@ class CpuDecoder {
 
   // The splits of one head, in split order, as the CUDA combine kernel does.
   void Combine(int request, int head, int h, int splits) {
-    const SplitPartial* ml = &partial_ml_[static_cast<size_t>(h) * launch_.plan.max_splits];
-    float max_log2 = -INFINITY;
-    for (int s = 0; s < splits; ++s) max_log2 = fmaxf(max_log2, ml[s].max_log2);
-    float sum = 0.0f;
-    for (int s = 0; s < splits; ++s) {
-      split_weight_[static_cast<size_t>(s)] = exp2f(ml[s].max_log2 - max_log2);
-      sum += split_weight_[static_cast<size_t>(s)] * ml[s].sum;
-    }
-    const float output_factor = OutputFactor(pool_);
-    const int64_t out_row = (int64_t{request} * launch_.num_q_heads + head) * v_dim_;
-    for (int i = 0; i < v_dim_; ++i) {
-      float acc = 0.0f;
-      for (int s = 0; s < splits; ++s) acc += split_weight_[static_cast<size_t>(s)] * Acc(h, s)[i];
-      const float value = (acc / sum) * output_factor;
-      if (launch_.out_dtype == AttentionOutputDtype::kFp32) {
-        static_cast<float*>(launch_.out)[out_row + i] = value;
-      } else {
-        static_cast<uint16_t*>(launch_.out)[out_row + i] = EncodeBf16(value);
-      }
-    }
-    if (launch_.lse != nullptr) {
-      launch_.lse[int64_t{request} * launch_.num_q_heads + head] = LogSumExp(max_log2, sum);
-    }
-  }
-
-  void WriteFailed(int request, int head) {
-    const int64_t out_row = (int64_t{request} * launch_.num_q_heads + head) * v_dim_;
-    for (int i = 0; i < v_dim_; ++i) {
-      if (launch_.out_dtype == AttentionOutputDtype::kFp32) {
-        static_cast<float*>(launch_.out)[out_row + i] = BitsToFloat(kQuietNaNBits);
-      } else {
-        static_cast<uint16_t*>(launch_.out)[out_row + i] = kBf16QuietNaNBits;
-      }
-    }
-    if (launch_.lse != nullptr) {
-      launch_.lse[int64_t{request} * launch_.num_q_heads + head] = BitsToFloat(kQuietNaNBits);
-    }
+    CombineDecodeSplits(launch_, request, head, splits,
+                        &partial_ml_[static_cast<size_t>(h) * launch_.plan.max_splits], Acc(h, 0),
+                        split_weight_.data());
   }
 
   float* Acc(int h, int split) {

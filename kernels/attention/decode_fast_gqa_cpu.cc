@@ -13,6 +13,7 @@
 
 #include "base/check.h"
 #include "kernels/attention/attention_launch.h"
+#include "kernels/attention/decode_cpu_common.h"
 #include "kernels/attention/decode_fast_gqa.h"
 #include "kernels/attention/decode_fast_gqa_layout.h"
 #include "kernels/attention/decode_math.h"
@@ -74,9 +75,9 @@ class FastGqaCpu {
         factor_(ScoreFactorLog2(launch.softmax_scale, pool_)),
         q_(static_cast<size_t>(group_) * dim_),
         warps_(kWarps),
-        partial_max_(static_cast<size_t>(group_) * launch.plan.max_splits),
-        partial_sum_(partial_max_.size()),
-        partial_acc_(partial_max_.size() * static_cast<size_t>(dim_)) {
+        partials_(static_cast<size_t>(group_) * launch.plan.max_splits),
+        partial_acc_(partials_.size() * static_cast<size_t>(dim_)),
+        split_weight_(static_cast<size_t>(launch.plan.max_splits)) {
     KVSIM_CHECK(pool_.v_pages != nullptr) << "the fast GQA twin takes GQA caches";
     KVSIM_CHECK(group_ >= 1 && group_ <= kFastGqaMaxGroup);
     KVSIM_CHECK_EQ(dim_ % kDotLanes, 0);
@@ -93,10 +94,12 @@ class FastGqaCpu {
   void Run() {
     for (int request = 0; request < launch_.table.batch; ++request) {
       const int32_t seq_len = launch_.seq_lens[request];
-      const KvAccessStatus status = CheckRequest(request, seq_len);
+      const KvAccessStatus status = CheckDecodeRequestCpu(launch_, request, seq_len);
       launch_.request_status[request] = static_cast<int32_t>(status);
       if (status != KvAccessStatus::kOk) {
-        for (int head = 0; head < launch_.num_q_heads; ++head) WriteFailed(request, head);
+        for (int head = 0; head < launch_.num_q_heads; ++head) {
+          WriteFailedDecodeHead(launch_, request, head);
+        }
         continue;
       }
       for (int kv_head = 0; kv_head < pool_.num_kv_heads; ++kv_head) {
@@ -106,21 +109,6 @@ class FastGqaCpu {
   }
 
  private:
-  // As the simple path's CPU backend: the length, then every page the request needs, before any
-  // read (the kernel finds a bad page while loading, and the combine discards the request).
-  KvAccessStatus CheckRequest(int request, int32_t seq_len) const {
-    if (!DecodeLengthInRange(launch_.table, pool_.page_size, seq_len)) {
-      return KvAccessStatus::kSequenceLengthOutOfRange;
-    }
-    const int pages = (seq_len + pool_.page_size - 1) / pool_.page_size;
-    for (int page = 0; page < pages; ++page) {
-      if (!PageInRange(LookupPage(launch_.table, request, page), pool_.num_pages)) {
-        return KvAccessStatus::kPageOutOfRange;
-      }
-    }
-    return KvAccessStatus::kOk;
-  }
-
   void RunKvHead(int request, int kv_head, int seq_len) {
     const int first_head = kv_head * group_;
     for (int h = 0; h < group_; ++h) {
@@ -134,7 +122,11 @@ class FastGqaCpu {
       RunSplit(request, kv_head, split, begin,
                std::min(seq_len, begin + launch_.plan.split_tokens));
     }
-    for (int h = 0; h < group_; ++h) Combine(request, first_head + h, h, splits);
+    for (int h = 0; h < group_; ++h) {
+      const size_t first = static_cast<size_t>(h) * launch_.plan.max_splits;
+      CombineDecodeSplits(launch_, request, first_head + h, splits, &partials_[first],
+                          &partial_acc_[first * static_cast<size_t>(dim_)], split_weight_.data());
+    }
   }
 
   void RunSplit(int request, int kv_head, int split, int begin, int end) {
@@ -232,54 +224,7 @@ class FastGqaCpu {
         const float* out = &warp.out[static_cast<size_t>(h) * dim_];
         for (int i = 0; i < dim_; ++i) acc[i] = w == 0 ? out[i] * scale : acc[i] + out[i] * scale;
       }
-      partial_max_[partial] = cta_max;
-      partial_sum_[partial] = sum;
-    }
-  }
-
-  // The splits of one head in split order, as the shared combine kernel adds them.
-  void Combine(int request, int head, int h, int splits) {
-    const size_t first = static_cast<size_t>(h) * launch_.plan.max_splits;
-    float max_log2 = -INFINITY;
-    for (int s = 0; s < splits; ++s) max_log2 = fmaxf(max_log2, partial_max_[first + s]);
-    float sum = 0.0f;
-    for (int s = 0; s < splits; ++s) {
-      sum += exp2f(partial_max_[first + s] - max_log2) * partial_sum_[first + s];
-    }
-    const float output_factor = OutputFactor(pool_);
-    const int64_t out_row = (int64_t{request} * launch_.num_q_heads + head) * dim_;
-    for (int i = 0; i < dim_; ++i) {
-      float total = 0.0f;
-      for (int s = 0; s < splits; ++s) {
-        total += exp2f(partial_max_[first + s] - max_log2) *
-                 partial_acc_[(first + s) * static_cast<size_t>(dim_) + i];
-      }
-      WriteOut(out_row + i, (total / sum) * output_factor);
-    }
-    if (launch_.lse != nullptr) {
-      launch_.lse[int64_t{request} * launch_.num_q_heads + head] = LogSumExp(max_log2, sum);
-    }
-  }
-
-  void WriteOut(int64_t index, float value) {
-    if (launch_.out_dtype == AttentionOutputDtype::kFp32) {
-      static_cast<float*>(launch_.out)[index] = value;
-    } else {
-      static_cast<uint16_t*>(launch_.out)[index] = EncodeBf16(value);
-    }
-  }
-
-  void WriteFailed(int request, int head) {
-    const int64_t out_row = (int64_t{request} * launch_.num_q_heads + head) * dim_;
-    for (int i = 0; i < dim_; ++i) {
-      if (launch_.out_dtype == AttentionOutputDtype::kFp32) {
-        static_cast<float*>(launch_.out)[out_row + i] = BitsToFloat(kQuietNaNBits);
-      } else {
-        static_cast<uint16_t*>(launch_.out)[out_row + i] = kBf16QuietNaNBits;
-      }
-    }
-    if (launch_.lse != nullptr) {
-      launch_.lse[int64_t{request} * launch_.num_q_heads + head] = BitsToFloat(kQuietNaNBits);
+      partials_[partial] = {cta_max, sum};
     }
   }
 
@@ -291,10 +236,10 @@ class FastGqaCpu {
   std::array<float, 256> fp8_{};  // every FP8 code's value (DecodeKvFp8)
   std::vector<float> q_;          // [group, head_dim]
   WarpTileData tile_;
-  std::vector<WarpPartial> warps_;  // [kWarps]
-  std::vector<float> partial_max_;  // [group, max_splits]
-  std::vector<float> partial_sum_;  // [group, max_splits]
-  std::vector<float> partial_acc_;  // [group, max_splits, head_dim]
+  std::vector<WarpPartial> warps_;      // [kWarps]
+  std::vector<SplitPartial> partials_;  // [group, max_splits]
+  std::vector<float> partial_acc_;      // [group, max_splits, head_dim]
+  std::vector<float> split_weight_;     // [max_splits]: the combine's scratch
 };
 
 }  // namespace

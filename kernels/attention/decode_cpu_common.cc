@@ -1,0 +1,74 @@
+// The host steps shared by the CPU decode backends.
+#include "kernels/attention/decode_cpu_common.h"
+
+#include <cmath>
+
+#include "kernels/attention/decode_math.h"
+#include "kernels/formats.h"
+
+namespace kvsim {
+namespace {
+
+void WriteOutput(const DecodeAttentionLaunch& launch, int64_t index, float value) {
+  if (launch.out_dtype == AttentionOutputDtype::kFp32) {
+    static_cast<float*>(launch.out)[index] = value;
+  } else {
+    static_cast<uint16_t*>(launch.out)[index] = EncodeBf16(value);
+  }
+}
+
+}  // namespace
+
+KvAccessStatus CheckDecodeRequestCpu(const DecodeAttentionLaunch& launch, int request,
+                                     int32_t seq_len) {
+  const KvPoolView& pool = launch.pool;
+  if (!DecodeLengthInRange(launch.table, pool.page_size, seq_len)) {
+    return KvAccessStatus::kSequenceLengthOutOfRange;
+  }
+  const int pages = (seq_len + pool.page_size - 1) / pool.page_size;
+  for (int page = 0; page < pages; ++page) {
+    if (!PageInRange(LookupPage(launch.table, request, page), pool.num_pages)) {
+      return KvAccessStatus::kPageOutOfRange;
+    }
+  }
+  return KvAccessStatus::kOk;
+}
+
+void WriteFailedDecodeHead(const DecodeAttentionLaunch& launch, int request, int head) {
+  const int v_dim = launch.pool.v_head_dim;
+  const int64_t out_row = (int64_t{request} * launch.num_q_heads + head) * v_dim;
+  for (int i = 0; i < v_dim; ++i) {
+    if (launch.out_dtype == AttentionOutputDtype::kFp32) {
+      static_cast<float*>(launch.out)[out_row + i] = BitsToFloat(kQuietNaNBits);
+    } else {
+      static_cast<uint16_t*>(launch.out)[out_row + i] = kBf16QuietNaNBits;
+    }
+  }
+  if (launch.lse != nullptr) {
+    launch.lse[int64_t{request} * launch.num_q_heads + head] = BitsToFloat(kQuietNaNBits);
+  }
+}
+
+void CombineDecodeSplits(const DecodeAttentionLaunch& launch, int request, int head, int splits,
+                         const SplitPartial* partials, const float* acc, float* split_weight) {
+  const int v_dim = launch.pool.v_head_dim;
+  float max_log2 = -INFINITY;
+  for (int s = 0; s < splits; ++s) max_log2 = fmaxf(max_log2, partials[s].max_log2);
+  float sum = 0.0f;
+  for (int s = 0; s < splits; ++s) {
+    split_weight[s] = exp2f(partials[s].max_log2 - max_log2);
+    sum += split_weight[s] * partials[s].sum;
+  }
+  const float output_factor = OutputFactor(launch.pool);
+  const int64_t out_row = (int64_t{request} * launch.num_q_heads + head) * v_dim;
+  for (int i = 0; i < v_dim; ++i) {
+    float total = 0.0f;
+    for (int s = 0; s < splits; ++s) total += split_weight[s] * acc[int64_t{s} * v_dim + i];
+    WriteOutput(launch, out_row + i, (total / sum) * output_factor);
+  }
+  if (launch.lse != nullptr) {
+    launch.lse[int64_t{request} * launch.num_q_heads + head] = LogSumExp(max_log2, sum);
+  }
+}
+
+}  // namespace kvsim
