@@ -18,19 +18,7 @@ namespace kvsim {
 namespace {
 
 constexpr int kTile = kDecodeTileTokens;
-constexpr int kDotLanes = 8;
-
-// Every FP8 code's value, so a row decodes by table look-up (the values DecodeKvFp8 gives).
-using Fp8Table = std::array<float, 256>;
-
-Fp8Table MakeFp8Table(KvDtype dtype) {
-  Fp8Table table{};
-  if (dtype == KvDtype::kBf16) return table;
-  for (int code = 0; code < 256; ++code) {
-    table[static_cast<size_t>(code)] = DecodeKvFp8(static_cast<uint8_t>(code), dtype);
-  }
-  return table;
-}
+constexpr int kDotLanes = kDecodeCpuDotLanes;
 
 // The values of one row of the pool: unscaled for per-tensor and per-token-head formats (their
 // scales are applied to the score and to the weight), exactly scaled for FlashMLA's power-of-two
@@ -62,16 +50,6 @@ void DequantizeRow(const KvPoolView& pool, const Fp8Table& fp8, const uint8_t* r
     std::memcpy(&bits, rope + 2 * (i - kMlaLoraRank), sizeof(bits));
     values[i] = DecodeBf16(bits);
   }
-}
-
-// q . k over n values (a multiple of kDotLanes): kDotLanes independent sums, then a fixed tree.
-float Dot(const float* a, const float* b, int n) {
-  float lanes[kDotLanes] = {};
-  for (int i = 0; i < n; i += kDotLanes) {
-    for (int lane = 0; lane < kDotLanes; ++lane) lanes[lane] += a[i + lane] * b[i + lane];
-  }
-  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-         ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
 }
 
 // y += a * x over n values (a multiple of kDotLanes), in blocks the compiler turns into vector
@@ -116,15 +94,8 @@ class CpuDecoder {
 
   void Run() {
     for (int request = 0; request < launch_.table.batch; ++request) {
+      if (!BeginDecodeRequestCpu(launch_, request)) continue;
       const int32_t seq_len = launch_.seq_lens[request];
-      const KvAccessStatus status = CheckDecodeRequestCpu(launch_, request, seq_len);
-      launch_.request_status[request] = static_cast<int32_t>(status);
-      if (status != KvAccessStatus::kOk) {
-        for (int head = 0; head < launch_.num_q_heads; ++head) {
-          WriteFailedDecodeHead(launch_, request, head);
-        }
-        continue;
-      }
       const int kv_groups = pool_.v_pages != nullptr ? pool_.num_kv_heads : 1;
       for (int kv_head = 0; kv_head < kv_groups; ++kv_head) RunGroup(request, kv_head, seq_len);
     }
@@ -189,7 +160,7 @@ class CpuDecoder {
     const float* q = &q_[static_cast<size_t>(h) * head_dim_];
     float tile_max = -INFINITY;
     for (int j = 0; j < count; ++j) {
-      const float dot = Dot(q, &k_tile_[static_cast<size_t>(j) * head_dim_], head_dim_);
+      const float dot = DecodeDot(q, &k_tile_[static_cast<size_t>(j) * head_dim_], head_dim_);
       const float score = (dot * k_token_scale_[static_cast<size_t>(j)]) * score_factor_;
       scores_[static_cast<size_t>(j)] = score;
       tile_max = fmaxf(tile_max, score);

@@ -17,10 +17,7 @@ void WriteOutput(const DecodeAttentionLaunch& launch, int64_t index, float value
   }
 }
 
-}  // namespace
-
-KvAccessStatus CheckDecodeRequestCpu(const DecodeAttentionLaunch& launch, int request,
-                                     int32_t seq_len) {
+KvAccessStatus CheckRequest(const DecodeAttentionLaunch& launch, int request, int32_t seq_len) {
   const KvPoolView& pool = launch.pool;
   if (!DecodeLengthInRange(launch.table, pool.page_size, seq_len)) {
     return KvAccessStatus::kSequenceLengthOutOfRange;
@@ -34,7 +31,7 @@ KvAccessStatus CheckDecodeRequestCpu(const DecodeAttentionLaunch& launch, int re
   return KvAccessStatus::kOk;
 }
 
-void WriteFailedDecodeHead(const DecodeAttentionLaunch& launch, int request, int head) {
+void WriteFailedHead(const DecodeAttentionLaunch& launch, int request, int head) {
   const int v_dim = launch.pool.v_head_dim;
   const int64_t out_row = (int64_t{request} * launch.num_q_heads + head) * v_dim;
   for (int i = 0; i < v_dim; ++i) {
@@ -47,6 +44,35 @@ void WriteFailedDecodeHead(const DecodeAttentionLaunch& launch, int request, int
   if (launch.lse != nullptr) {
     launch.lse[int64_t{request} * launch.num_q_heads + head] = BitsToFloat(kQuietNaNBits);
   }
+}
+
+}  // namespace
+
+bool BeginDecodeRequestCpu(const DecodeAttentionLaunch& launch, int request) {
+  const KvAccessStatus status = CheckRequest(launch, request, launch.seq_lens[request]);
+  launch.request_status[request] = static_cast<int32_t>(status);
+  if (status == KvAccessStatus::kOk) return true;
+  for (int head = 0; head < launch.num_q_heads; ++head) WriteFailedHead(launch, request, head);
+  return false;
+}
+
+Fp8Table MakeFp8Table(KvDtype dtype) {
+  Fp8Table table{};
+  if (dtype == KvDtype::kBf16) return table;
+  for (int code = 0; code < 256; ++code) {
+    table[static_cast<size_t>(code)] = DecodeKvFp8(static_cast<uint8_t>(code), dtype);
+  }
+  return table;
+}
+
+float DecodeDot(const float* a, const float* b, int n) {
+  constexpr int kLanes = kDecodeCpuDotLanes;
+  float lanes[kLanes] = {};
+  for (int i = 0; i < n; i += kLanes) {
+    for (int lane = 0; lane < kLanes; ++lane) lanes[lane] += a[i + lane] * b[i + lane];
+  }
+  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+         ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
 }
 
 void CombineDecodeSplits(const DecodeAttentionLaunch& launch, int request, int head, int splits,

@@ -1,8 +1,10 @@
 // The host steps both CPU decode backends (the simple path's and the fast GQA twin) share: the
-// request check before any read, the outputs of a failed request, and the combine of a head's
-// split partials in split order (what the CUDA combine kernel computes).
+// request check before any read and the outputs of a failed request, the FP8 table and the dot
+// product of a row, and the combine of a head's split partials in split order (what the CUDA
+// combine kernel computes).
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "kernels/attention/attention_launch.h"
@@ -17,13 +19,21 @@ struct SplitPartial {
   float sum;
 };
 
-// The request's status, checked before anything is read: its length, then every block-table
-// entry it needs.
-KvAccessStatus CheckDecodeRequestCpu(const DecodeAttentionLaunch& launch, int request,
-                                     int32_t seq_len);
+// Checks a request before anything is read (its length, then every block-table entry it needs)
+// and writes its status; a request that may not be computed gets NaN in every output and
+// log-sum-exp, and false is returned.
+bool BeginDecodeRequestCpu(const DecodeAttentionLaunch& launch, int request);
 
-// NaN in every output and the log-sum-exp of (request, head).
-void WriteFailedDecodeHead(const DecodeAttentionLaunch& launch, int request, int head);
+// Every FP8 code's value (DecodeKvFp8), so a row decodes by table look-up; zeros for bf16.
+using Fp8Table = std::array<float, 256>;
+Fp8Table MakeFp8Table(KvDtype dtype);
+
+// Lanes of DecodeDot: head dimensions must be a multiple of it.
+inline constexpr int kDecodeCpuDotLanes = 8;
+
+// q . k over n values (a multiple of kDecodeCpuDotLanes): independent partial sums, then a fixed
+// tree; the compiler vectorises it.
+float DecodeDot(const float* a, const float* b, int n);
 
 // Adds the `splits` partials of (request, head) in split order and writes its outputs and
 // log-sum-exp: `partials` [splits], `acc` [splits][v_head_dim] (unnormalised weighted V sums),

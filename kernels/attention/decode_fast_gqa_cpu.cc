@@ -30,20 +30,9 @@ constexpr int kWarps = kFastGqaWarps;
 constexpr int kStageTokens = kFastGqaStageTokens;
 // The kernel's quad: 4 lanes share a query row, lane t summing tokens 2t, 2t + 1, 2t + 8, 2t + 9.
 constexpr int kQuadLanes = 4;
-constexpr int kDotLanes = 8;
+constexpr int kDotLanes = kDecodeCpuDotLanes;
 
 static_assert(kFastGqaMaxGroup == kMaxGqaGroup, "every GQA group fits the MMA's 16 rows");
-
-// q . k over n values (a multiple of kDotLanes): independent partial sums, then a fixed tree.
-// Any order is within the bound (docs/numerics.md), and this one vectorises.
-float Dot(const float* a, const float* b, int n) {
-  float lanes[kDotLanes] = {};
-  for (int i = 0; i < n; i += kDotLanes) {
-    for (int lane = 0; lane < kDotLanes; ++lane) lanes[lane] += a[i + lane] * b[i + lane];
-  }
-  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-         ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-}
 
 // The value P.V takes for a weight: rounded to bf16, as the kernel packs its A fragment.
 float RoundToBf16(float x) { return DecodeBf16(EncodeBf16(x)); }
@@ -70,6 +59,7 @@ class FastGqaCpu {
   explicit FastGqaCpu(const DecodeAttentionLaunch& launch)
       : launch_(launch),
         pool_(launch.pool),
+        fp8_(MakeFp8Table(pool_.format.dtype)),
         group_(launch.num_q_heads / pool_.num_kv_heads),
         dim_(pool_.head_dim),
         factor_(ScoreFactorLog2(launch.softmax_scale, pool_)),
@@ -83,25 +73,12 @@ class FastGqaCpu {
     KVSIM_CHECK_EQ(dim_ % kDotLanes, 0);
     tile_.k.resize(static_cast<size_t>(kWarpTile) * dim_);
     tile_.v.resize(tile_.k.size());
-    for (int code = 0; code < 256; ++code) {
-      fp8_[static_cast<size_t>(code)] =
-          pool_.format.dtype == KvDtype::kBf16
-              ? 0.0f
-              : DecodeKvFp8(static_cast<uint8_t>(code), pool_.format.dtype);
-    }
   }
 
   void Run() {
     for (int request = 0; request < launch_.table.batch; ++request) {
+      if (!BeginDecodeRequestCpu(launch_, request)) continue;
       const int32_t seq_len = launch_.seq_lens[request];
-      const KvAccessStatus status = CheckDecodeRequestCpu(launch_, request, seq_len);
-      launch_.request_status[request] = static_cast<int32_t>(status);
-      if (status != KvAccessStatus::kOk) {
-        for (int head = 0; head < launch_.num_q_heads; ++head) {
-          WriteFailedDecodeHead(launch_, request, head);
-        }
-        continue;
-      }
       for (int kv_head = 0; kv_head < pool_.num_kv_heads; ++kv_head) {
         RunKvHead(request, kv_head, seq_len);
       }
@@ -179,7 +156,7 @@ class FastGqaCpu {
     float scores[kWarpTile];
     float tile_max = -INFINITY;
     for (int j = 0; j < tile_.valid; ++j) {
-      const float dot = Dot(q, &tile_.k[static_cast<size_t>(j) * dim_], dim_);
+      const float dot = DecodeDot(q, &tile_.k[static_cast<size_t>(j) * dim_], dim_);
       scores[j] = (dot * tile_.k_scale[j]) * factor_;
       tile_max = fmaxf(tile_max, scores[j]);
     }
@@ -230,11 +207,11 @@ class FastGqaCpu {
 
   const DecodeAttentionLaunch& launch_;
   const KvPoolView& pool_;
+  const Fp8Table fp8_;  // every FP8 code's value (DecodeKvFp8)
   const int group_;
   const int dim_;
   const float factor_;
-  std::array<float, 256> fp8_{};  // every FP8 code's value (DecodeKvFp8)
-  std::vector<float> q_;          // [group, head_dim]
+  std::vector<float> q_;  // [group, head_dim]
   WarpTileData tile_;
   std::vector<WarpPartial> warps_;      // [kWarps]
   std::vector<SplitPartial> partials_;  // [group, max_splits]

@@ -124,10 +124,7 @@ TEST_F(DecodeFastGqaGpuTest, BadRequestsFailAloneAsInTheSimpleKernel) {
   DeviceCase device = testing::UploadAndAppend(*cuda_, c).value();
   const DecodeOutputs clean =
       testing::RunFastGqa(*cuda_, c, device, AttentionOutputDtype::kFp32).value();
-  c.block_table[static_cast<size_t>(c.row_stride) + 2] = INT32_MAX;
-  c.seq_lens[2] = c.max_pages_per_request * c.shape.page_size + 1;
-  device.block_table = Upload(*cuda_, c.block_table).value();
-  device.seq_lens = Upload(*cuda_, c.seq_lens).value();
+  ASSERT_TRUE(testing::BreakRequestsOneAndTwo(*cuda_, c, device).ok());
   const DecodeOutputs fast =
       testing::RunFastGqa(*cuda_, c, device, AttentionOutputDtype::kFp32).value();
   const DecodeOutputs simple = RunSimple(*cuda_, c, device, AttentionOutputDtype::kFp32).value();

@@ -1,6 +1,8 @@
 // Direct runs of the fast GQA decode path.
 #include "tests/kernels/attention/fast_gqa_run.h"
 
+#include <cstdint>
+
 #include "kernels/attention/decode_fast_gqa.h"
 #include "kernels/attention/kv_cache.h"
 
@@ -50,6 +52,14 @@ Result<DecodeOutputs> RunFastGqa(Backend& backend, const AttentionCase& c, Devic
                        [launcher](Backend& on, const DecodeAttentionArgs& args) {
                          return RunLauncher(on, args, launcher);
                        });
+}
+
+Status BreakRequestsOneAndTwo(Backend& backend, AttentionCase& c, DeviceCase& device) {
+  c.block_table.at(static_cast<size_t>(c.row_stride) + 2) = INT32_MAX;
+  c.seq_lens.at(2) = c.max_pages_per_request * c.shape.page_size + 1;
+  KVSIM_ASSIGN_OR_RETURN(device.block_table, Upload(backend, c.block_table));
+  KVSIM_ASSIGN_OR_RETURN(device.seq_lens, Upload(backend, c.seq_lens));
+  return Status::Ok();
 }
 
 }  // namespace kvsim::testing

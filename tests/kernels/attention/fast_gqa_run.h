@@ -25,4 +25,9 @@ Status RunLauncher(Backend& backend, const DecodeAttentionArgs& args, DecodeLaun
 Result<DecodeOutputs> RunFastGqa(Backend& backend, const AttentionCase& c, DeviceCase& device,
                                  AttentionOutputDtype out_dtype);
 
+// Breaks requests 1 and 2 of `c` (3 requests or more) on `backend`: request 1's third block-table
+// entry becomes an id no pool has, request 2 asks for one token more than its row covers. A read
+// through either would be out of bounds; they must report statuses 2 and 1 and read nothing.
+Status BreakRequestsOneAndTwo(Backend& backend, AttentionCase& c, DeviceCase& device);
+
 }  // namespace kvsim::testing
