@@ -26,6 +26,7 @@
 #include "kernels/attention/attention_launch.h"
 #include "kernels/attention/decode_combine.h"
 #include "kernels/attention/decode_fast_gqa.h"
+#include "kernels/attention/decode_fast_gqa_fragments.h"
 #include "kernels/attention/decode_fast_gqa_layout.h"
 #include "kernels/attention/decode_math.h"
 #include "kernels/attention/decode_plan.h"
@@ -38,34 +39,19 @@ namespace {
 constexpr int kWarpTile = kFastGqaWarpTileTokens;
 constexpr int kStageTokens = kFastGqaStageTokens;
 
-// One compiled configuration: the stored dtype and the head dimension.
+// One compiled configuration: the stored dtype and the head dimension (FastGqaShape), its
+// pipeline and where its Q fragments live.
 template <KvDtype kDtype, int kHeadDim>
-struct FastGqaConfig {
-  static constexpr KvDtype dtype = kDtype;
-  static constexpr int head_dim = kHeadDim;
-  static constexpr int value_bytes = kDtype == KvDtype::kBf16 ? 2 : 1;
-  static constexpr int row_bytes = kHeadDim * value_bytes;
-  static constexpr int chunks = row_bytes / 16;  // 16-byte chunks of a row
-  static constexpr int stages = FastGqaStages(row_bytes);
-  static constexpr int stage_bytes = FastGqaStageBytes(row_bytes);
-  static constexpr int kv_rows_bytes = kStageTokens * FastGqaSmemRowBytes(row_bytes);
-  // A quad's 4 threads read chunks 4b..4b+3 of a row: 64-byte blocks b; each chunk holds the
-  // B fragments of steps_per_chunk score k-steps (16 FP8 or 8 bf16 values, 4 per k-step).
-  static constexpr int blocks = row_bytes / 64;
-  static constexpr int steps_per_chunk = 16 / (4 * value_bytes);
-  static constexpr int k_steps = kHeadDim / 16;
-  // P.V n-tiles of 8 value dimensions, and the bytes of each V row one thread reads.
-  static constexpr int n_tiles = kHeadDim / 8;
-  static constexpr int slice_bytes = n_tiles * value_bytes;
-  static constexpr int slice_words = slice_bytes / 4;
+struct FastGqaConfig : FastGqaShape<kDtype, kHeadDim> {
+  using Shape = FastGqaShape<kDtype, kHeadDim>;
+  static constexpr int stages = FastGqaStages(Shape::row_bytes);
+  static constexpr int stage_bytes = FastGqaStageBytes(Shape::row_bytes);
+  static constexpr int kv_rows_bytes = kStageTokens * FastGqaSmemRowBytes(Shape::row_bytes);
   // Q fragments stay in registers up to head_dim 128; at 256 the output accumulators need them.
   static constexpr bool q_in_registers = kHeadDim <= 128;
-  static constexpr int shared_bytes = FastGqaSharedBytes(row_bytes, kHeadDim);
+  static constexpr int shared_bytes = FastGqaSharedBytes(Shape::row_bytes, kHeadDim);
   // The Q fragments (head_dim 256) follow the pipeline or merge area, whichever is larger.
   static constexpr int q_shared_offset = shared_bytes - kFastGqaMaxGroup * kHeadDim * 2;
-  static_assert(row_bytes % 64 == 0, "rows are whole 64-byte blocks");
-  static_assert(blocks * steps_per_chunk == k_steps, "the chunks cover head_dim");
-  static_assert(slice_bytes % 8 == 0, "a V slice is whole 8-byte words");
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -104,103 +90,6 @@ __device__ __forceinline__ void CommitCopies() { asm volatile("cp.async.commit_g
 template <int kPending>
 __device__ __forceinline__ void WaitCopies() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
-}
-
-// Two floats as a bf16x2 register, rounded to nearest even (low half: `low`).
-__device__ __forceinline__ uint32_t PackBf16x2(float low, float high) {
-  const __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
-  return *reinterpret_cast<const uint32_t*>(&pair);
-}
-
-// Two FP8 codes (low byte first) as a bf16x2 register: the hardware cvt to half2 is exact, and
-// every e4m3/e5m2 value is a bf16 value, so the result equals the simple path's float values.
-template <KvDtype kDtype>
-__device__ __forceinline__ uint32_t Fp8x2ToBf16x2(uint32_t two) {
-  constexpr __nv_fp8_interpretation_t kKind = kDtype == KvDtype::kFp8E5M2 ? __NV_E5M2 : __NV_E4M3;
-  const __half2_raw half =
-      __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two), kKind);
-  const float2 f = __half22float2(__half2(half));
-  return PackBf16x2(f.x, f.y);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Fragments.
-
-// The score B fragments of k-step `s` of a chunk holding row values 4 per k-step: (b0, b1) =
-// values (4s, 4s + 1) and (4s + 2, 4s + 3), matching Q's permuted order (QFragment).
-template <class C>
-__device__ __forceinline__ void KFragment(const uint4& raw, int s, uint32_t& b0, uint32_t& b1) {
-  const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
-  if constexpr (C::dtype == KvDtype::kBf16) {
-    b0 = words[2 * s];
-    b1 = words[2 * s + 1];
-  } else {
-    b0 = Fp8x2ToBf16x2<C::dtype>(words[s] & 0xFFFFu);
-    b1 = Fp8x2ToBf16x2<C::dtype>(words[s] >> 16);
-  }
-}
-
-// The first row value of score k-step `step` that thread t (lane % 4) holds.
-template <class C>
-__device__ __forceinline__ int QFragmentDim(int step, int t) {
-  const int block = step / C::steps_per_chunk;
-  const int s = step % C::steps_per_chunk;
-  return (4 * block + t) * (16 / C::value_bytes) + 4 * s;
-}
-
-// The A fragment of score k-step `step` for lane (g, t): query rows g and g + 8 of the group (zero
-// beyond it), values QFragmentDim .. + 3.
-template <class C>
-__device__ __forceinline__ uint4 QFragment(const uint16_t* q_group, int group, int step, int g,
-                                           int t) {
-  const int dim = QFragmentDim<C>(step, t);
-  uint2 top = {0u, 0u};
-  uint2 bottom = {0u, 0u};
-  if (g < group) top = *reinterpret_cast<const uint2*>(q_group + g * C::head_dim + dim);
-  if (g + 8 < group)
-    bottom = *reinterpret_cast<const uint2*>(q_group + (g + 8) * C::head_dim + dim);
-  return {top.x, bottom.x, top.y, bottom.y};
-}
-
-// Byte j of the low/high halves of two rows' words, interleaved for a P.V B fragment: for FP8,
-// pairs (a byte k, b byte k) become one bf16x2; for bf16, (a half k, b half k).
-template <class C>
-__device__ __forceinline__ void InterleaveValues(uint32_t a, uint32_t b, uint32_t (&pairs)[4]) {
-  if constexpr (C::dtype == KvDtype::kBf16) {
-    pairs[0] = __byte_perm(a, b, 0x5410);  // a.lo, b.lo
-    pairs[1] = __byte_perm(a, b, 0x7632);  // a.hi, b.hi
-  } else {
-    const uint32_t low = __byte_perm(a, b, 0x5140);   // a0 b0 a1 b1
-    const uint32_t high = __byte_perm(a, b, 0x7362);  // a2 b2 a3 b3
-    pairs[0] = Fp8x2ToBf16x2<C::dtype>(low & 0xFFFFu);
-    pairs[1] = Fp8x2ToBf16x2<C::dtype>(low >> 16);
-    pairs[2] = Fp8x2ToBf16x2<C::dtype>(high & 0xFFFFu);
-    pairs[3] = Fp8x2ToBf16x2<C::dtype>(high >> 16);
-  }
-}
-
-// Reads `words` 32-bit words of row `row`'s V slice for column n into `out`: whole chunks
-// n, n + 8, ... for slices of 16 bytes or more, else the 8-byte piece n.
-template <class C>
-__device__ __forceinline__ void LoadVSlice(const uint8_t* v_rows, int row, int n,
-                                           uint32_t (&out)[C::slice_words]) {
-  if constexpr (C::slice_bytes >= 16) {
-#pragma unroll
-    for (int q = 0; q < C::slice_bytes / 16; ++q) {
-      const uint4 raw = *reinterpret_cast<const uint4*>(
-          v_rows + FastGqaChunkOffset(C::row_bytes, row, n + 8 * q));
-      out[4 * q] = raw.x;
-      out[4 * q + 1] = raw.y;
-      out[4 * q + 2] = raw.z;
-      out[4 * q + 3] = raw.w;
-    }
-  } else {
-    static_assert(C::slice_bytes == 8, "slices below 16 bytes are 8");
-    const uint2 raw = *reinterpret_cast<const uint2*>(
-        v_rows + FastGqaChunkOffset(C::row_bytes, row, n / 2) + 8 * (n % 2));
-    out[0] = raw.x;
-    out[1] = raw.y;
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -288,8 +177,10 @@ __device__ __forceinline__ void WarpTile(const uint8_t* stage_smem, int first_ro
   for (int b = 0; b < C::blocks; ++b) {
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      const uint4 raw = *reinterpret_cast<const uint4*>(
-          k_rows + FastGqaChunkOffset(C::row_bytes, first_row + 8 * i + g, 4 * b + t));
+      uint32_t chunk[4];
+      FastGqaLoad16(
+          k_rows + FastGqaChunkOffset(C::row_bytes, first_row + 8 * i + g, FastGqaScoreChunk(b, t)),
+          chunk);
 #pragma unroll
       for (int sub = 0; sub < C::steps_per_chunk; ++sub) {
         const int step = b * C::steps_per_chunk + sub;
@@ -305,7 +196,7 @@ __device__ __forceinline__ void WarpTile(const uint8_t* stage_smem, int first_ro
           a[3] = frag.w;
         }
         uint32_t b0, b1;
-        KFragment<C>(raw, sub, b0, b1);
+        FastGqaKFragment<C>(chunk, sub, b0, b1);
         MmaBf16(s[i], a, b0, b1);
       }
     }
@@ -318,7 +209,7 @@ __device__ __forceinline__ void WarpTile(const uint8_t* stage_smem, int first_ro
   for (int i = 0; i < 2; ++i) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int token = 8 * i + 2 * t + e % 2;
+      const int token = FastGqaScoreToken(i, t, e);
       const float k_scale = token_scales ? k_scales[first_row + token] : 1.0f;
       s[i][e] = token < valid ? (s[i][e] * k_scale) * factor : -INFINITY;
       tile_max[e / 2] = fmaxf(tile_max[e / 2], s[i][e]);
@@ -345,34 +236,33 @@ __device__ __forceinline__ void WarpTile(const uint8_t* stage_smem, int first_ro
   }
   // Weights; P (times the V token scale) rounded to bf16 as the A fragment of P.V: the n-tile 0
   // elements are k 2t, 2t + 1 and the n-tile 1 elements k 2t + 8, 2t + 9.
-  uint32_t p[4];
+  float weighted[2][4];
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    float weighted[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const float weight = exp2f(s[i][e] - safe_max[e / 2]);
       state.sum[e / 2] += weight;
-      const int token = 8 * i + 2 * t + e % 2;
-      weighted[e] = token_scales ? weight * v_scales[first_row + token] : weight;
+      const int token = FastGqaScoreToken(i, t, e);
+      weighted[i][e] = token_scales ? weight * v_scales[first_row + token] : weight;
     }
-    p[2 * i] = PackBf16x2(weighted[0], weighted[1]);
-    p[2 * i + 1] = PackBf16x2(weighted[2], weighted[3]);
   }
+  uint32_t p[4];
+  FastGqaPFragment(weighted, p);
 
   // O += P V: B column g of n-tile j is value dimension FastGqaValueDim(j, g); k rows 2t, 2t + 1
   // (b0) and 2t + 8, 2t + 9 (b1) of the warp tile.
   uint32_t rows[4][C::slice_words];
-  LoadVSlice<C>(v_rows, first_row + 2 * t, g, rows[0]);
-  LoadVSlice<C>(v_rows, first_row + 2 * t + 1, g, rows[1]);
-  LoadVSlice<C>(v_rows, first_row + 2 * t + 8, g, rows[2]);
-  LoadVSlice<C>(v_rows, first_row + 2 * t + 9, g, rows[3]);
+  FastGqaLoadVSlice<C>(v_rows, first_row + 2 * t, g, rows[0]);
+  FastGqaLoadVSlice<C>(v_rows, first_row + 2 * t + 1, g, rows[1]);
+  FastGqaLoadVSlice<C>(v_rows, first_row + 2 * t + 8, g, rows[2]);
+  FastGqaLoadVSlice<C>(v_rows, first_row + 2 * t + 9, g, rows[3]);
   constexpr int kPairsPerWord = 4 / C::value_bytes;
 #pragma unroll
   for (int w = 0; w < C::slice_words; ++w) {
     uint32_t low[4], high[4];
-    InterleaveValues<C>(rows[0][w], rows[1][w], low);
-    InterleaveValues<C>(rows[2][w], rows[3][w], high);
+    FastGqaInterleave<C>(rows[0][w], rows[1][w], low);
+    FastGqaInterleave<C>(rows[2][w], rows[3][w], high);
 #pragma unroll
     for (int k = 0; k < kPairsPerWord; ++k) {
       MmaBf16(state.out[w * kPairsPerWord + k], p, low[k], high[k]);
@@ -415,16 +305,14 @@ __global__ void __launch_bounds__(kFastGqaThreads)
   if constexpr (C::q_in_registers) {
 #pragma unroll
     for (int step = 0; step < C::k_steps; ++step) {
-      const uint4 frag = QFragment<C>(q_group, group, step, g, t);
-      q_frags[step][0] = frag.x;
-      q_frags[step][1] = frag.y;
-      q_frags[step][2] = frag.z;
-      q_frags[step][3] = frag.w;
+      FastGqaQFragment<C>(q_group, group, step, g, t, q_frags[step]);
     }
   } else {
     // Each warp builds every fourth k-step's fragments; the first stage's barrier publishes them.
     for (int step = warp; step < C::k_steps; step += kFastGqaWarps) {
-      q_shared[step * 32 + tid % 32] = QFragment<C>(q_group, group, step, g, t);
+      uint32_t frag[4];
+      FastGqaQFragment<C>(q_group, group, step, g, t, frag);
+      q_shared[step * 32 + tid % 32] = {frag[0], frag[1], frag[2], frag[3]};
     }
   }
 

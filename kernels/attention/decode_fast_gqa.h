@@ -17,8 +17,8 @@ namespace cuda {
 
 // Enqueues the fast GQA split kernel and the shared combine kernel on `launch.stream`. GQA only
 // (head_dim 64, 128 or 256; bf16, e4m3 or e5m2 rows, per-tensor or per-token-head scales; group
-// 1 to 16); InvalidArgument names what is supported otherwise, Unavailable where no device works,
-// Internal when a CUDA call fails.
+// 1 to 16; pools and workspace 16-byte aligned, q 8-byte aligned); InvalidArgument names what is
+// supported otherwise, Internal when a CUDA call fails (no usable device included).
 Status LaunchDecodeAttentionFastGqa(const DecodeAttentionLaunch& launch);
 
 }  // namespace cuda
