@@ -21,6 +21,7 @@
 #include "tests/kernels/attention/attention_case.h"
 #include "tests/kernels/attention/fast_gqa_bound.h"
 #include "tests/kernels/attention/fast_gqa_run.h"
+#include "tests/kernels/attention/nonfinite_checks.h"
 #include "tests/kernels/attention/reference_check.h"
 
 namespace kvsim {
@@ -168,6 +169,24 @@ TEST_F(DecodeFastGqaGpuTest, RunsGiveTheSameBitsAndUseTheGivenStream) {
   EXPECT_TRUE(SameBits(first.out, on_stream->out));
   EXPECT_TRUE(SameBits(first.lse, on_stream->lse));
   EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+}
+
+Status RunFastKernel(Backend& backend, const DecodeAttentionArgs& args) {
+  return testing::RunLauncher(backend, args, cuda::LaunchDecodeAttentionFastGqa);
+}
+
+TEST_F(DecodeFastGqaGpuTest, NaNAndInfinitiesReachOnlyTheHeadsThatReadThem) {
+  for (const KvFormat format : AllKvFormats()) {
+    if (format.scaling == KvScaling::kMlaBlock128) continue;
+    const std::string failure = testing::CheckNonFiniteQuery(*cuda_, format, RunFastKernel);
+    EXPECT_TRUE(failure.empty()) << failure;
+  }
+  for (bool negative : {false, true}) {
+    const std::string k = testing::CheckInfinityInBf16K(*cuda_, negative, RunFastKernel);
+    EXPECT_TRUE(k.empty()) << k;
+    const std::string v = testing::CheckInfinityInBf16V(*cuda_, negative, RunFastKernel);
+    EXPECT_TRUE(v.empty()) << v;
+  }
 }
 
 }  // namespace

@@ -11,12 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention/decode_fast_gqa.h"
 #include "kernels/attention/kv_cache.h"
 #include "kernels/attention/reference/attention_reference.h"
 #include "kernels/backend.h"
 #include "tests/kernels/attention/attention_case.h"
 #include "tests/kernels/attention/fast_gqa_bound.h"
 #include "tests/kernels/attention/fast_gqa_run.h"
+#include "tests/kernels/attention/nonfinite_checks.h"
 #include "tests/kernels/attention/reference_check.h"
 
 namespace kvsim {
@@ -177,6 +179,30 @@ TEST(DecodeFastGqaTest, RequestsWithBadLengthsOrPagesFailAloneAndReadNothing) {
       EXPECT_TRUE(std::isnan(bad.lse[static_cast<size_t>(params.num_q_heads + head)]));
       EXPECT_TRUE(std::isnan(bad.lse[static_cast<size_t>(2 * params.num_q_heads + head)]));
     }
+  }
+}
+
+Status RunTwin(Backend& backend, const DecodeAttentionArgs& args) {
+  return testing::RunLauncher(backend, args, [](const DecodeAttentionLaunch& launch) {
+    DecodeAttentionFastGqaCpu(launch);
+    return Status::Ok();
+  });
+}
+
+// The NaN and infinity policy (docs/kernels.md), whose -inf rule the fast path's warps keep: the
+// checks' -inf tokens have finite tokens before them in their warp tile, or are their request's
+// only token.
+TEST(DecodeFastGqaTest, NaNAndInfinitiesReachOnlyTheHeadsThatReadThem) {
+  std::unique_ptr<Backend> backend = CreateCpuBackend();
+  for (const KvFormat format : GqaFormats()) {
+    const std::string failure = testing::CheckNonFiniteQuery(*backend, format, RunTwin);
+    EXPECT_TRUE(failure.empty()) << failure;
+  }
+  for (bool negative : {false, true}) {
+    const std::string k = testing::CheckInfinityInBf16K(*backend, negative, RunTwin);
+    EXPECT_TRUE(k.empty()) << k;
+    const std::string v = testing::CheckInfinityInBf16V(*backend, negative, RunTwin);
+    EXPECT_TRUE(v.empty()) << v;
   }
 }
 
