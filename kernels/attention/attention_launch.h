@@ -85,7 +85,9 @@ KVSIM_HD_INLINE DecodeWorkspaceLayout MakeDecodeWorkspaceLayout(int batch, int n
 }
 
 // The CPU implementations: run on the calling thread, in a fixed order. DecodeAttentionCpu is the
-// simple path; the Fast ones are the CPU twins of the fast CUDA kernels (same tiles, same order).
+// simple path; the Fast ones are the CPU twins of the fast CUDA kernels (same tiles, same order:
+// for GQA, warp tiles of 16 tokens with their own online softmax merged in order, P rounded to
+// bf16 where the tensor cores take it). Each takes a validated launch of its kind.
 void AppendKvCpu(const AppendKvLaunch& launch);
 void DecodeAttentionCpu(const DecodeAttentionLaunch& launch);
 void DecodeAttentionFastMlaCpu(const DecodeAttentionLaunch& launch);
@@ -100,7 +102,10 @@ Status LaunchAppendKv(const AppendKvLaunch& launch);
 // synchronisation.
 Status LaunchDecodeAttention(const DecodeAttentionLaunch& launch);
 // The fast paths: their split kernel, then the simple path's combine kernel (same reduction order
-// across splits), on launch.stream; no allocation, no free, no synchronisation.
+// across splits), on launch.stream; no allocation, no free, no synchronisation
+// (docs/kernels.md, "Fast paths"). MLA: 1 to 128 heads in 64-head tiles. GQA: head_dim 64, 128
+// or 256; bf16, e4m3 or e5m2 rows, per-tensor or per-token-head scales; group 1 to 16; pools and
+// workspace 16-byte aligned, q 8-byte aligned. InvalidArgument names what is supported otherwise.
 Status LaunchDecodeAttentionFastMla(const DecodeAttentionLaunch& launch);
 Status LaunchDecodeAttentionFastGqa(const DecodeAttentionLaunch& launch);
 // The combine kernel alone (every split of every request and head already in the workspace).

@@ -5,8 +5,6 @@
 #include <cstdint>
 #include <string>
 
-#include "kernels/attention/decode_fast_gqa_stub.h"
-
 namespace kvsim {
 
 Status ValidateDecodeHeads(const KvCacheShape& shape, int num_q_heads) {
@@ -89,6 +87,24 @@ int64_t DecodeWorkspaceBytes(const DecodeAttentionArgs& args) {
       .total_bytes;
 }
 
+DecodeAttentionLaunch MakeDecodeLaunch(const DecodeAttentionArgs& args) {
+  DecodeAttentionLaunch launch;
+  launch.pool = MakeKvPoolView(args.cache);
+  launch.table = MakeBlockTableView(args.block_table);
+  launch.seq_lens = args.seq_lens->as<int32_t>();
+  launch.q = args.q->as<uint16_t>();
+  launch.num_q_heads = args.num_q_heads;
+  launch.softmax_scale = args.softmax_scale;
+  launch.out_dtype = args.out_dtype;
+  launch.out = args.out->data();
+  launch.lse = args.lse != nullptr ? args.lse->as<float>() : nullptr;
+  launch.request_status = args.request_status->as<int32_t>();
+  launch.plan = DecodePlanFor(args);
+  launch.path = args.launch.path;
+  launch.stream = args.launch.stream;
+  return launch;
+}
+
 Status DecodeAttention(Backend& backend, const DecodeAttentionArgs& args) {
   const KvCacheShape& shape = args.cache.shape;
   KVSIM_RETURN_IF_ERROR(ValidateKvCache(backend, args.cache));
@@ -113,27 +129,7 @@ Status DecodeAttention(Backend& backend, const DecodeAttentionArgs& args) {
   KVSIM_RETURN_IF_ERROR(ValidateArgBuffer(backend, args.request_status,
                                           batch * int64_t{sizeof(int32_t)}, "request_status"));
 
-  if (args.launch.path == KernelPath::kFast && shape.kind == AttentionKind::kGqa &&
-      !kFastGqaBuilt) {
-    return UnavailableError(
-        "fast GQA decode is not built yet; the fast path supports MLA (use the simple path for "
-        "GQA)");
-  }
-
-  DecodeAttentionLaunch launch;
-  launch.pool = MakeKvPoolView(args.cache);
-  launch.table = MakeBlockTableView(args.block_table);
-  launch.seq_lens = args.seq_lens->as<int32_t>();
-  launch.q = args.q->as<uint16_t>();
-  launch.num_q_heads = args.num_q_heads;
-  launch.softmax_scale = args.softmax_scale;
-  launch.out_dtype = args.out_dtype;
-  launch.out = args.out->data();
-  launch.lse = args.lse != nullptr ? args.lse->as<float>() : nullptr;
-  launch.request_status = args.request_status->as<int32_t>();
-  launch.plan = DecodePlanFor(args);
-  launch.path = args.launch.path;
-  launch.stream = args.launch.stream;
+  DecodeAttentionLaunch launch = MakeDecodeLaunch(args);
   KVSIM_RETURN_IF_ERROR(CheckAligned16(launch.q, "q"));
   KVSIM_RETURN_IF_ERROR(CheckAligned16(launch.pool.k_pages, "k_pages"));
   KVSIM_RETURN_IF_ERROR(CheckAligned16(launch.pool.v_pages, "v_pages"));

@@ -58,6 +58,11 @@ DecodeSplitPlan DecodePlanFor(const DecodeAttentionArgs& args);
 // shapes DecodeAttention would reject give 0 (the call itself says what is wrong).
 int64_t DecodeWorkspaceBytes(const DecodeAttentionArgs& args);
 
+// The raw launch DecodeAttention hands its kernels for `args` (path and stream included,
+// workspace left null). `args` must have passed DecodeAttention's checks; tests that call one
+// kernel entry point directly build their launch with it.
+DecodeAttentionLaunch MakeDecodeLaunch(const DecodeAttentionArgs& args);
+
 // Validates every shape and buffer, then runs args.launch.path on `backend` (on CUDA,
 // asynchronously on args.launch.stream when a workspace is given: a fault
 // while the kernels run surfaces at the next Synchronize or CopyToHost). Per-request problems (a

@@ -16,17 +16,7 @@ namespace kvsim {
 namespace {
 
 constexpr int kTile = kDecodeTileTokens;
-constexpr int kDotLanes = 8;
-
-// q . k over n values (a multiple of kDotLanes): kDotLanes independent sums, then a fixed tree.
-float Dot(const float* a, const float* b, int n) {
-  float lanes[kDotLanes] = {};
-  for (int i = 0; i < n; i += kDotLanes) {
-    for (int lane = 0; lane < kDotLanes; ++lane) lanes[lane] += a[i + lane] * b[i + lane];
-  }
-  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-         ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-}
+constexpr int kDotLanes = kDecodeCpuDotLanes;
 
 // y += a * x over n values (a multiple of kDotLanes), in blocks the compiler turns into vector
 // instructions; each element is one multiply and one add, as in the scalar loop.
@@ -70,7 +60,7 @@ class CpuDecoder {
 
   void Run() {
     for (int request = 0; request < launch_.table.batch; ++request) {
-      if (!StartDecodeRequestCpu(launch_, request)) continue;
+      if (!BeginDecodeRequestCpu(launch_, request)) continue;
       const int32_t seq_len = launch_.seq_lens[request];
       const int kv_groups = pool_.v_pages != nullptr ? pool_.num_kv_heads : 1;
       for (int kv_head = 0; kv_head < kv_groups; ++kv_head) RunGroup(request, kv_head, seq_len);
@@ -136,7 +126,7 @@ class CpuDecoder {
     const float* q = &q_[static_cast<size_t>(h) * head_dim_];
     float tile_max = -INFINITY;
     for (int j = 0; j < count; ++j) {
-      const float dot = Dot(q, &k_tile_[static_cast<size_t>(j) * head_dim_], head_dim_);
+      const float dot = DecodeDot(q, &k_tile_[static_cast<size_t>(j) * head_dim_], head_dim_);
       const float score = (dot * k_token_scale_[static_cast<size_t>(j)]) * score_factor_;
       scores_[static_cast<size_t>(j)] = score;
       tile_max = fmaxf(tile_max, score);
@@ -158,9 +148,9 @@ class CpuDecoder {
 
   // The splits of one head, in split order, as the CUDA combine kernel does.
   void Combine(int request, int head, int h, int splits) {
-    CombineHeadCpu(launch_, request, head,
-                   &partial_ml_[static_cast<size_t>(h) * launch_.plan.max_splits], Acc(h, 0),
-                   v_dim_, splits, split_weight_);
+    CombineDecodeSplits(launch_, request, head, splits,
+                        &partial_ml_[static_cast<size_t>(h) * launch_.plan.max_splits], Acc(h, 0),
+                        split_weight_.data());
   }
 
   float* Acc(int h, int split) {

@@ -1,20 +1,19 @@
-// What the CPU implementations of both decode paths share: FP8 look-up tables, a row's values, the
-// request checks, the cross-split combine (the order the CUDA combine kernel adds in) and the
-// outputs of a failed request.
+// What the CPU decode backends (the simple path's and the fast paths' twins) share: the request
+// check before any read and the outputs of a failed request, the FP8 table, a row's values and the
+// dot product of a row, and the combine of a head's split partials in split order (what the CUDA
+// combine kernel computes).
 #pragma once
 
 #include <array>
 #include <cstdint>
-#include <vector>
 
 #include "kernels/attention/attention_launch.h"
 #include "kernels/attention/kv_row.h"
 
 namespace kvsim {
 
-// Every FP8 code's value, so a row decodes by table look-up (the values DecodeKvFp8 gives).
+// Every FP8 code's value (DecodeKvFp8), so a row decodes by table look-up; zeros for bf16.
 using Fp8Table = std::array<float, 256>;
-
 Fp8Table MakeFp8Table(KvDtype dtype);
 
 // The first `count` values of one row of the pool: unscaled for per-tensor and per-token-head
@@ -23,29 +22,29 @@ Fp8Table MakeFp8Table(KvDtype dtype);
 void DequantizeRow(const KvPoolView& pool, const Fp8Table& fp8, const uint8_t* row, int count,
                    float* values);
 
-// kOk, or why request `request` of `seq_len` tokens may not be computed (its length, or a page
-// of its block-table row that it needs).
-KvAccessStatus CheckDecodeRequest(const DecodeAttentionLaunch& launch, int request,
-                                  int32_t seq_len);
+// Lanes of DecodeDot: head dimensions must be a multiple of it.
+inline constexpr int kDecodeCpuDotLanes = 8;
 
-// Checks request `request` (CheckDecodeRequest), writes its status and, when it may not be
-// computed, NaN to every head's outputs; true when it may run.
-bool StartDecodeRequestCpu(const DecodeAttentionLaunch& launch, int request);
+// q . k over n values (a multiple of kDecodeCpuDotLanes): independent partial sums, then a fixed
+// tree; the compiler vectorises it.
+float DecodeDot(const float* a, const float* b, int n);
 
-// One query head's running state within a split: the base-2 max and the sum of weights.
+// Checks a request before anything is read (its length, then every block-table entry it needs)
+// and writes its status; a request that may not be computed gets NaN in every output and
+// log-sum-exp, and false is returned.
+bool BeginDecodeRequestCpu(const DecodeAttentionLaunch& launch, int request);
+
+// One query head's partial over one split: the base-2 maximum score and the sum of weights
+// (the weighted sum of V lives beside it).
 struct SplitPartial {
   float max_log2;
   float sum;
 };
 
-// Adds the `splits` partials of (request, head) in split order, as the CUDA combine kernel does,
-// and writes its out row and lse. `ml[s]` and `acc + s * acc_stride` hold split s's state and
-// unnormalised V sum; `split_weight` is scratch of at least `splits` floats.
-void CombineHeadCpu(const DecodeAttentionLaunch& launch, int request, int head,
-                    const SplitPartial* ml, const float* acc, int64_t acc_stride, int splits,
-                    std::vector<float>& split_weight);
-
-// Writes NaN to the out row and lse of (request, head).
-void WriteFailedHeadCpu(const DecodeAttentionLaunch& launch, int request, int head);
+// Adds the `splits` partials of (request, head) in split order and writes its outputs and
+// log-sum-exp: `partials` [splits], `acc` [splits][v_head_dim] (unnormalised weighted V sums),
+// `split_weight` [splits] scratch.
+void CombineDecodeSplits(const DecodeAttentionLaunch& launch, int request, int head, int splits,
+                         const SplitPartial* partials, const float* acc, float* split_weight);
 
 }  // namespace kvsim

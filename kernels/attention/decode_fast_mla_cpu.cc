@@ -57,7 +57,7 @@ class FastMlaCpuDecoder {
 
   void Run() {
     for (int request = 0; request < launch_.table.batch; ++request) {
-      if (!StartDecodeRequestCpu(launch_, request)) continue;
+      if (!BeginDecodeRequestCpu(launch_, request)) continue;
       const int32_t seq_len = launch_.seq_lens[request];
       for (int first = 0; first < launch_.num_q_heads; first += kFastMlaHeadsPerTile) {
         RunHeadTile(request, first, std::min(kFastMlaHeadsPerTile, launch_.num_q_heads - first),
@@ -81,8 +81,8 @@ class FastMlaCpuDecoder {
       RunSplit(request, heads, split, begin, std::min(seq_len, begin + launch_.plan.split_tokens));
     }
     for (int h = 0; h < heads; ++h) {
-      CombineHeadCpu(launch_, request, first + h, &partial_ml_[PartialIndex(h, 0)],
-                     &partial_acc_[PartialIndex(h, 0) * kVDim], kVDim, splits, split_weight_);
+      CombineDecodeSplits(launch_, request, first + h, splits, &partial_ml_[PartialIndex(h, 0)],
+                          &partial_acc_[PartialIndex(h, 0) * kVDim], split_weight_.data());
     }
   }
 

@@ -89,18 +89,16 @@ void DequantizeRow(const HostKvCache& cache, const std::vector<uint8_t>& pool,
 
 int CeilDiv(int a, int b) { return (a + b - 1) / b; }
 
-// One tensor-core step adds kTensorCoreStepK exact bf16 products to an fp32 accumulator; each of
-// those 17 terms may be aligned to the largest and truncated (2^-23 of the largest, at most), and
-// the result rounded or truncated (2^-23 of it): within 18 * 2^-23 = 36 u of the sum of the
-// terms' magnitudes, and (1 + 36 u) <= (1 + u)^36, so a step counts as 36 roundings.
-constexpr int kTensorCoreStepK = 16;
-constexpr int kTensorCoreStepRoundings = 36;
 // The weights rounded to bf16 for the PV product: 8 significant bits.
 constexpr double kBf16UnitRoundoff = 0x1p-8;
 // bf16 weights below the smallest normal may be flushed to zero by the tensor cores.
 constexpr double kBf16FlushLimit = 0x1p-126;
 
 }  // namespace
+
+int TensorCoreRoundings(int terms) {
+  return CeilDiv(terms, kTensorCoreStepK) * kTensorCoreStepRoundings;
+}
 
 bool PlanWithinBound(const DecodeSplitPlan& plan) {
   return plan.split_tokens >= kBoundMinSplitTokens && plan.split_tokens <= kBoundMaxSplitTokens &&
@@ -116,9 +114,7 @@ DecodeRoundingModel WorstCaseRoundingModel(int head_dim, int seq_len, DecodeArit
   // the factor softmax_scale * k_scale * log2(e) (the float log2(e), two products, one applying
   // it). On tensor cores: ceil(head_dim / 16) steps of kTensorCoreStepRoundings each instead of
   // the dot product's head_dim + (head_dim - 1).
-  worst.score_depth = tensor_core
-                          ? CeilDiv(head_dim, kTensorCoreStepK) * kTensorCoreStepRoundings + 5
-                          : head_dim + 5;
+  worst.score_depth = tensor_core ? TensorCoreRoundings(head_dim) + 5 : head_dim + 5;
   for (int split = kBoundMinSplitTokens; split <= kBoundMaxSplitTokens; split += kBoundTileTokens) {
     const int split_length = std::min(split, seq_len);
     const int tiles = CeilDiv(split_length, kBoundTileTokens);
@@ -129,8 +125,7 @@ DecodeRoundingModel WorstCaseRoundingModel(int head_dim, int seq_len, DecodeArit
     // tensor cores the additions (and the product by v) inside a split are the PV steps of its
     // tiles, kTensorCoreStepRoundings each; the denominator's fp32 additions are fewer.
     const int in_split =
-        tensor_core ? tiles * (kBoundTileTokens / kTensorCoreStepK) * kTensorCoreStepRoundings
-                    : (split_length - 1) + 1;
+        tensor_core ? TensorCoreRoundings(tiles * kBoundTileTokens) : (split_length - 1) + 1;
     const int sum_depth = in_split + (tiles - 1) + 1 + 1 + (splits - 1) + 1 + 1;
     // Its exp2 factors: its own, one rescaling per later tile, the combine's.
     const int exp_count = tiles + 1;

@@ -61,6 +61,17 @@ enum class DecodeArithmetic : uint8_t {
   kBf16TensorCore,
 };
 
+// One tensor-core step (mma.sync m16n8k16) adds kTensorCoreStepK exact bf16 products to an fp32
+// accumulator; each of those 17 terms may be aligned to the largest and truncated (2^-23 of the
+// largest, at most), and the result rounded or truncated (2^-23 of it): within 18 * 2^-23 = 36 u
+// of the sum of the terms' magnitudes, and (1 + 36 u) <= (1 + u)^36, so a step counts as 36
+// roundings (docs/numerics.md, "The fast paths").
+inline constexpr int kTensorCoreStepK = 16;
+inline constexpr int kTensorCoreStepRoundings = 36;
+
+// The roundings a chain of tensor-core steps over `terms` products counts as (whole steps).
+int TensorCoreRoundings(int terms);
+
 // Whether a kernel's split plan is one the bound covers: a whole number of tiles within the range.
 bool PlanWithinBound(const DecodeSplitPlan& plan);
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,12 @@ struct DecodeOutputs {
 Result<DecodeOutputs> RunDecode(Backend& backend, const AttentionCase& c, DeviceCase& device,
                                 AttentionOutputDtype out_dtype,
                                 KernelPath path = kDefaultKernelPath);
+
+// As RunDecode, with `run` in place of DecodeAttention (a kernel path called directly). `run`
+// returns once its results can be downloaded.
+using DecodeRunner = std::function<Status(Backend& backend, const DecodeAttentionArgs& args)>;
+Result<DecodeOutputs> RunDecodeWith(Backend& backend, const AttentionCase& c, DeviceCase& device,
+                                    AttentionOutputDtype out_dtype, const DecodeRunner& run);
 
 // The decode arguments for a case (outputs left null).
 DecodeAttentionArgs DecodeArgsFor(const AttentionCase& c, DeviceCase& device);

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "kernels/attention/decode_attention.h"
-#include "kernels/attention/decode_fast_gqa_stub.h"
 #include "kernels/attention/decode_fast_mla.h"
 #include "kernels/attention/reference/attention_reference.h"
 #include "kernels/backend.h"
@@ -152,24 +151,6 @@ TEST(DecodeFastMlaTest, UnalignedQIsRefusedByName) {
     EXPECT_NE(result.message().find("'q' is not 16-byte aligned"), std::string::npos)
         << result.ToString();
   }
-}
-
-// GQA has no fast kernel yet: a clear error, not the simple path in disguise.
-TEST(DecodeFastMlaTest, FastGqaIsRefusedUntilBuilt) {
-  if (kFastGqaBuilt) GTEST_SKIP() << "the fast GQA kernel is built; its own tests cover it";
-  std::unique_ptr<Backend> backend = CreateCpuBackend();
-  AttentionCaseParams params;
-  params.shape = GqaCacheShape(0, 16, 2, 128, {KvDtype::kBf16, KvScaling::kNone});
-  params.num_q_heads = 4;
-  params.seq_lens = {5};
-  const AttentionCase c = testing::MakeAttentionCase(params);
-  Result<DeviceCase> device = testing::UploadAndAppend(*backend, c);
-  ASSERT_TRUE(device.ok()) << device.status().ToString();
-  const Result<DecodeOutputs> outputs =
-      testing::RunDecode(*backend, c, *device, AttentionOutputDtype::kFp32, kFast);
-  ASSERT_FALSE(outputs.ok());
-  EXPECT_NE(outputs.status().message().find("fast GQA decode is not built yet"), std::string::npos)
-      << outputs.status().ToString();
 }
 
 }  // namespace
