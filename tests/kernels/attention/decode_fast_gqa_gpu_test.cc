@@ -1,5 +1,5 @@
 // The fast GQA decode kernel on a GPU, called through its launcher: within the FP64 reference's
-// bound for its tensor-core order (docs/numerics.md, "The fast GQA path") on the shapes the CPU
+// bound for its tensor-core order (docs/numerics.md, "The fast paths") on the shapes the CPU
 // twin is checked on, beside the simple kernel on the same cache (within its own bound), the same
 // per-request statuses and NaN rows, the same bits on every run, and work enqueued on the stream
 // it is given. Skips where no GPU works.
