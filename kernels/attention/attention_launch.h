@@ -8,6 +8,7 @@
 #include "kernels/attention/decode_plan.h"
 #include "kernels/attention/kv_row.h"
 #include "kernels/host_device.h"
+#include "kernels/launch_options.h"
 
 namespace kvsim {
 
@@ -40,9 +41,26 @@ struct DecodeAttentionLaunch {
   float* lse = nullptr;               // [batch, num_q_heads] or nullptr
   int32_t* request_status = nullptr;  // [batch], written (KvAccessStatus)
   DecodeSplitPlan plan;
-  // CUDA only: scratch of MakeDecodeWorkspaceLayout(...).total_bytes bytes.
+  // CUDA only: scratch of MakeDecodeWorkspaceLayout(...).total_bytes bytes, 16-byte aligned.
   uint8_t* workspace = nullptr;
+  // Which implementation runs (both backends run the chosen path's algorithm).
+  KernelPath path = kDefaultKernelPath;
+  // CUDA only: the cudaStream_t every kernel of the call is enqueued on (nullptr: legacy default).
+  void* stream = nullptr;
 };
+
+// The tokens [*begin, *end) that split `split` of request `request` covers (of seq_len tokens);
+// false when the request's length is out of range or the split starts past it, so a kernel block
+// of that split has nothing to do.
+KVSIM_HD_INLINE bool DecodeSplitTokens(const DecodeAttentionLaunch& launch, int request, int split,
+                                       int* begin, int* end) {
+  const int32_t seq_len = launch.seq_lens[request];
+  if (!DecodeLengthInRange(launch.table, launch.pool.page_size, seq_len)) return false;
+  *begin = split * launch.plan.split_tokens;
+  if (*begin >= seq_len) return false;
+  *end = seq_len < *begin + launch.plan.split_tokens ? seq_len : *begin + launch.plan.split_tokens;
+  return true;
+}
 
 // Where the CUDA decode's per-split partial results live inside its workspace.
 struct DecodeWorkspaceLayout {
@@ -66,16 +84,34 @@ KVSIM_HD_INLINE DecodeWorkspaceLayout MakeDecodeWorkspaceLayout(int batch, int n
   return layout;
 }
 
-// The CPU implementations: run on the calling thread, in a fixed order.
+// The CPU implementations: run on the calling thread, in a fixed order. DecodeAttentionCpu is the
+// simple path; the Fast ones are the CPU twins of the fast CUDA kernels (same tiles, same order:
+// for GQA, warp tiles of 16 tokens with their own online softmax merged in order, P rounded to
+// bf16 where the tensor cores take it). Each takes a validated launch of its kind.
 void AppendKvCpu(const AppendKvLaunch& launch);
 void DecodeAttentionCpu(const DecodeAttentionLaunch& launch);
+void DecodeAttentionFastMlaCpu(const DecodeAttentionLaunch& launch);
+void DecodeAttentionFastGqaCpu(const DecodeAttentionLaunch& launch);
 
 namespace cuda {
 
 // The CUDA launchers (kernels/attention/*.cu). Unavailable where no device works; Internal when a
 // CUDA call fails.
 Status LaunchAppendKv(const AppendKvLaunch& launch);
+// The simple path: split kernel and combine kernel on launch.stream; no allocation, no free, no
+// synchronisation.
 Status LaunchDecodeAttention(const DecodeAttentionLaunch& launch);
+// The fast paths: their split kernel, then the simple path's combine kernel (same reduction order
+// across splits), on launch.stream; no allocation, no free, no synchronisation
+// (docs/kernels.md, "Fast paths"). MLA: 1 to 128 heads in 64-head tiles. GQA: head_dim 64, 128
+// or 256; bf16, e4m3 or e5m2 rows, per-tensor or per-token-head scales; group 1 to 16; pools and
+// workspace 16-byte aligned, q 8-byte aligned. InvalidArgument names what is supported otherwise.
+Status LaunchDecodeAttentionFastMla(const DecodeAttentionLaunch& launch);
+Status LaunchDecodeAttentionFastGqa(const DecodeAttentionLaunch& launch);
+// The combine kernel alone (every split of every request and head already in the workspace).
+Status LaunchDecodeCombine(const DecodeAttentionLaunch& launch);
+// Waits for the work queued on `stream` so far (a cudaStream_t; nullptr: the legacy default).
+Status SynchronizeStream(void* stream);
 
 }  // namespace cuda
 }  // namespace kvsim

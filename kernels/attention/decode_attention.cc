@@ -2,6 +2,7 @@
 #include "kernels/attention/decode_attention.h"
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 namespace kvsim {
@@ -28,9 +29,38 @@ Status ValidateDecodeHeads(const KvCacheShape& shape, int num_q_heads) {
 
 namespace {
 
-int BlocksPerSplit(const KvCacheShape& shape, int num_q_heads) {
+// CUDA blocks per split of one request: one per KV head (GQA, both paths), one per head block
+// (MLA simple) or per 64-head tile (MLA fast).
+int BlocksPerSplit(const KvCacheShape& shape, int num_q_heads, KernelPath path) {
   if (shape.kind == AttentionKind::kGqa) return shape.num_kv_heads;
-  return (num_q_heads + kMlaHeadsPerBlock - 1) / kMlaHeadsPerBlock;
+  const int heads = path == KernelPath::kFast ? kFastMlaHeadsPerTile : kMlaHeadsPerBlock;
+  return (num_q_heads + heads - 1) / heads;
+}
+
+// The kernels read these with 16-byte vector loads (q rows, K/V rows, the partial results).
+Status CheckAligned16(const void* pointer, const char* name) {
+  if (reinterpret_cast<uintptr_t>(pointer) % 16 == 0) return Status::Ok();
+  return InvalidArgumentError(std::string("decode attention: buffer '") + name +
+                              "' is not 16-byte aligned; the kernels read it with 16-byte loads");
+}
+
+// Runs the chosen path's CPU implementation.
+Status RunCpu(const DecodeAttentionLaunch& launch) {
+  if (launch.path == KernelPath::kSimple) {
+    DecodeAttentionCpu(launch);
+  } else if (launch.pool.v_pages == nullptr) {
+    DecodeAttentionFastMlaCpu(launch);
+  } else {
+    DecodeAttentionFastGqaCpu(launch);
+  }
+  return Status::Ok();
+}
+
+// Enqueues the chosen path's CUDA kernels on launch.stream.
+Status RunCuda(const DecodeAttentionLaunch& launch) {
+  if (launch.path == KernelPath::kSimple) return cuda::LaunchDecodeAttention(launch);
+  if (launch.pool.v_pages == nullptr) return cuda::LaunchDecodeAttentionFastMla(launch);
+  return cuda::LaunchDecodeAttentionFastGqa(launch);
 }
 
 // The shapes a plan depends on: the cache's, the block table's dimensions and the head count.
@@ -45,7 +75,8 @@ Status ValidateDecodeShapes(const DecodeAttentionArgs& args) {
 DecodeSplitPlan DecodePlanFor(const DecodeAttentionArgs& args) {
   if (!ValidateDecodeShapes(args).ok()) return DecodeSplitPlan{};
   const KvCacheShape& shape = args.cache.shape;
-  return PlanDecodeSplits(args.block_table.batch, BlocksPerSplit(shape, args.num_q_heads),
+  return PlanDecodeSplits(args.block_table.batch,
+                          BlocksPerSplit(shape, args.num_q_heads, args.launch.path),
                           int64_t{args.block_table.max_pages_per_request} * shape.page_size);
 }
 
@@ -54,6 +85,24 @@ int64_t DecodeWorkspaceBytes(const DecodeAttentionArgs& args) {
   return MakeDecodeWorkspaceLayout(args.block_table.batch, args.num_q_heads,
                                    args.cache.shape.v_head_dim, DecodePlanFor(args))
       .total_bytes;
+}
+
+DecodeAttentionLaunch MakeDecodeLaunch(const DecodeAttentionArgs& args) {
+  DecodeAttentionLaunch launch;
+  launch.pool = MakeKvPoolView(args.cache);
+  launch.table = MakeBlockTableView(args.block_table);
+  launch.seq_lens = args.seq_lens->as<int32_t>();
+  launch.q = args.q->as<uint16_t>();
+  launch.num_q_heads = args.num_q_heads;
+  launch.softmax_scale = args.softmax_scale;
+  launch.out_dtype = args.out_dtype;
+  launch.out = args.out->data();
+  launch.lse = args.lse != nullptr ? args.lse->as<float>() : nullptr;
+  launch.request_status = args.request_status->as<int32_t>();
+  launch.plan = DecodePlanFor(args);
+  launch.path = args.launch.path;
+  launch.stream = args.launch.stream;
+  return launch;
 }
 
 Status DecodeAttention(Backend& backend, const DecodeAttentionArgs& args) {
@@ -80,32 +129,29 @@ Status DecodeAttention(Backend& backend, const DecodeAttentionArgs& args) {
   KVSIM_RETURN_IF_ERROR(ValidateArgBuffer(backend, args.request_status,
                                           batch * int64_t{sizeof(int32_t)}, "request_status"));
 
-  DecodeAttentionLaunch launch;
-  launch.pool = MakeKvPoolView(args.cache);
-  launch.table = MakeBlockTableView(args.block_table);
-  launch.seq_lens = args.seq_lens->as<int32_t>();
-  launch.q = args.q->as<uint16_t>();
-  launch.num_q_heads = args.num_q_heads;
-  launch.softmax_scale = args.softmax_scale;
-  launch.out_dtype = args.out_dtype;
-  launch.out = args.out->data();
-  launch.lse = args.lse != nullptr ? args.lse->as<float>() : nullptr;
-  launch.request_status = args.request_status->as<int32_t>();
-  launch.plan = DecodePlanFor(args);
-  if (backend.kind() == BackendKind::kCpu) {
-    DecodeAttentionCpu(launch);
-    return Status::Ok();
-  }
+  DecodeAttentionLaunch launch = MakeDecodeLaunch(args);
+  KVSIM_RETURN_IF_ERROR(CheckAligned16(launch.q, "q"));
+  KVSIM_RETURN_IF_ERROR(CheckAligned16(launch.pool.k_pages, "k_pages"));
+  KVSIM_RETURN_IF_ERROR(CheckAligned16(launch.pool.v_pages, "v_pages"));
+  if (backend.kind() == BackendKind::kCpu) return RunCpu(launch);
+
   const int64_t workspace_bytes = DecodeWorkspaceBytes(args);
-  DeviceBuffer owned;
-  DeviceBuffer* workspace = args.workspace;
-  if (workspace == nullptr) {
-    KVSIM_ASSIGN_OR_RETURN(owned, backend.Allocate(static_cast<size_t>(workspace_bytes)));
-    workspace = &owned;
+  if (args.workspace != nullptr) {
+    KVSIM_RETURN_IF_ERROR(ValidateArgBuffer(backend, args.workspace, workspace_bytes, "workspace"));
+    launch.workspace = args.workspace->as<uint8_t>();
+    KVSIM_RETURN_IF_ERROR(CheckAligned16(launch.workspace, "workspace"));
+    return RunCuda(launch);
   }
-  KVSIM_RETURN_IF_ERROR(ValidateArgBuffer(backend, workspace, workspace_bytes, "workspace"));
-  launch.workspace = workspace->as<uint8_t>();
-  return cuda::LaunchDecodeAttention(launch);
+  // No caller workspace: one for this call, kept alive until the call's kernels have finished on
+  // the stream (freeing it earlier would let a later allocation reuse memory they still write).
+  KVSIM_ASSIGN_OR_RETURN(DeviceBuffer owned,
+                         backend.Allocate(static_cast<size_t>(workspace_bytes)));
+  launch.workspace = owned.as<uint8_t>();
+  KVSIM_RETURN_IF_ERROR(CheckAligned16(launch.workspace, "workspace"));
+  const Status launched = RunCuda(launch);
+  const Status finished = cuda::SynchronizeStream(launch.stream);
+  KVSIM_RETURN_IF_ERROR(launched);
+  return finished;
 }
 
 }  // namespace kvsim

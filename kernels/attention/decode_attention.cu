@@ -17,6 +17,7 @@
 #include <string>
 
 #include "kernels/attention/attention_launch.h"
+#include "kernels/attention/decode_fp8.cuh"
 #include "kernels/attention/decode_geometry.h"
 #include "kernels/attention/decode_math.h"
 #include "kernels/attention/decode_plan.h"
@@ -91,13 +92,11 @@ __device__ __forceinline__ void DecodeChunk(ChunkKind kind, const uint4& raw, fl
     return;
   }
   if constexpr (kDtype != KvDtype::kBf16) {
-    constexpr __nv_fp8_interpretation_t kKind = kDtype == KvDtype::kFp8E5M2 ? __NV_E5M2 : __NV_E4M3;
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
 #pragma unroll
       for (int pair = 0; pair < 2; ++pair) {
-        const auto two = static_cast<__nv_fp8x2_storage_t>((words[w] >> (16 * pair)) & 0xFFFFu);
-        const float2 f = __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(two, kKind)));
+        const float2 f = DecodeFp8Pair<kDtype>(words[w], pair);
         values[4 * w + 2 * pair] = f.x;
         values[4 * w + 2 * pair + 1] = f.y;
       }
@@ -157,11 +156,9 @@ __global__ void __launch_bounds__(kDecodeMaxThreads)
   const int head_block = static_cast<int>(blockIdx.y);
   const int request = static_cast<int>(blockIdx.z);
 
-  const int32_t seq_len = launch.seq_lens[request];
-  if (!DecodeLengthInRange(launch.table, pool.page_size, seq_len)) return;
-  const int begin = split * launch.plan.split_tokens;
-  if (begin >= seq_len) return;
-  const int end = min(seq_len, begin + launch.plan.split_tokens);
+  int begin = 0;
+  int end = 0;
+  if (!DecodeSplitTokens(launch, request, split, &begin, &end)) return;
 
   const DecodeSmemLayout layout =
       MakeDecodeSmemLayout(C::row_bytes, !C::mla, heads_per_block, strides, C::v_dim);
@@ -444,15 +441,10 @@ Status LaunchConfig(const DecodeAttentionLaunch& launch) {
   const dim3 block(static_cast<unsigned>(geometry.lanes),
                    static_cast<unsigned>(geometry.heads_per_block),
                    static_cast<unsigned>(geometry.strides));
-  DecodeSplitKernel<C><<<grid, block, static_cast<size_t>(geometry.smem.total_bytes)>>>(launch);
+  DecodeSplitKernel<C><<<grid, block, static_cast<size_t>(geometry.smem.total_bytes),
+                         static_cast<cudaStream_t>(launch.stream)>>>(launch);
   KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-  const dim3 combine_grid(static_cast<unsigned>(launch.num_q_heads),
-                          static_cast<unsigned>(launch.table.batch));
-  DecodeCombineKernel<<<combine_grid, kCombineThreads>>>(launch);
-  // Asynchronous, as serving engines launch: a fault inside the kernels surfaces at the next
-  // synchronising call (Backend::Synchronize, CopyToHost).
-  KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-  return Status::Ok();
+  return LaunchDecodeCombine(launch);
 }
 
 template <KvDtype kDtype>
@@ -471,6 +463,22 @@ Status DispatchGqaHeadDim(const DecodeAttentionLaunch& launch) {
 }
 
 }  // namespace
+
+Status LaunchDecodeCombine(const DecodeAttentionLaunch& launch) {
+  const dim3 combine_grid(static_cast<unsigned>(launch.num_q_heads),
+                          static_cast<unsigned>(launch.table.batch));
+  DecodeCombineKernel<<<combine_grid, kCombineThreads, 0,
+                        static_cast<cudaStream_t>(launch.stream)>>>(launch);
+  // Asynchronous, as serving engines launch: a fault inside the kernels surfaces at the next
+  // synchronising call (Backend::Synchronize, CopyToHost).
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return Status::Ok();
+}
+
+Status SynchronizeStream(void* stream) {
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+  return Status::Ok();
+}
 
 Status LaunchDecodeAttention(const DecodeAttentionLaunch& launch) {
   const KvFormat format = launch.pool.format;

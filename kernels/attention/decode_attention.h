@@ -9,6 +9,7 @@
 #include "kernels/attention/decode_plan.h"
 #include "kernels/attention/kv_cache.h"
 #include "kernels/backend.h"
+#include "kernels/launch_options.h"
 
 namespace kvsim {
 
@@ -34,9 +35,15 @@ struct DecodeAttentionArgs {
   // int32 [batch], written: a KvAccessStatus per request. A request that is not kOk gets NaN in
   // its out and lse rows.
   DeviceBuffer* request_status = nullptr;
-  // CUDA: scratch of at least DecodeWorkspaceBytes(args) bytes on the backend; when null, one is
-  // allocated for the call. Unused on the CPU.
+  // CUDA: scratch of at least DecodeWorkspaceBytes(args) bytes on the backend, 16-byte aligned.
+  // With one, the call only enqueues kernels on launch.stream (no allocation, free or
+  // synchronisation: safe under CUDA-graph capture). When null, one is allocated for the call and
+  // the call waits for launch.stream before freeing it, so the call is then synchronous (and not
+  // capturable). Unused on the CPU.
   DeviceBuffer* workspace = nullptr;
+  // The path (simple or fast) and, on CUDA, the stream. The plan, and so the workspace size,
+  // depends on the path.
+  LaunchOptions launch;
 };
 
 // Checks `num_q_heads` against a valid cache shape: GQA num_kv_heads times a group of 1 to
@@ -51,7 +58,13 @@ DecodeSplitPlan DecodePlanFor(const DecodeAttentionArgs& args);
 // shapes DecodeAttention would reject give 0 (the call itself says what is wrong).
 int64_t DecodeWorkspaceBytes(const DecodeAttentionArgs& args);
 
-// Validates every shape and buffer, then runs on `backend` (on CUDA, asynchronously: a fault
+// The raw launch DecodeAttention hands its kernels for `args` (path and stream included,
+// workspace left null). `args` must have passed DecodeAttention's checks; tests that call one
+// kernel entry point directly build their launch with it.
+DecodeAttentionLaunch MakeDecodeLaunch(const DecodeAttentionArgs& args);
+
+// Validates every shape and buffer, then runs args.launch.path on `backend` (on CUDA,
+// asynchronously on args.launch.stream when a workspace is given: a fault
 // while the kernels run surfaces at the next Synchronize or CopyToHost). Per-request problems (a
 // length or a page id out of range) are not errors of the call: they are reported in
 // request_status, an out-of-range page id is never used as an address, and the other requests
@@ -60,7 +73,10 @@ int64_t DecodeWorkspaceBytes(const DecodeAttentionArgs& args);
 // tiles, so the request's in-range pages may be read before its outputs are set to NaN.
 //
 // Numerics: q and K products and every sum in fp32; softmax with exp2 on log2(e)-scaled scores;
-// splits combined in split order. docs/numerics.md bounds the error against exact arithmetic.
+// splits combined in split order. docs/numerics.md bounds the error against exact arithmetic
+// (the fast path multiplies on tensor cores and rounds the weights to bf16 for the product with
+// V; its bound is derived there too). The pointers the kernels read with 16-byte loads (q, the
+// pages, the workspace) must be 16-byte aligned: InvalidArgument names the one that is not.
 // NaN and infinities in q or in the rows a request reads follow IEEE arithmetic and reach only
 // that request's query heads that read them (docs/kernels.md, "Decode attention", states what
 // each gives).

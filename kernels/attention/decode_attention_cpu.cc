@@ -2,13 +2,12 @@
 // with an online softmax, then a combine in split order) on one thread, in a fixed order, with
 // inner loops the compiler vectorises (8 independent partial sums; V updates along head_dim).
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "base/check.h"
 #include "kernels/attention/attention_launch.h"
+#include "kernels/attention/decode_cpu_common.h"
 #include "kernels/attention/decode_math.h"
 #include "kernels/attention/decode_plan.h"
 #include "kernels/attention/kv_row.h"
@@ -17,61 +16,7 @@ namespace kvsim {
 namespace {
 
 constexpr int kTile = kDecodeTileTokens;
-constexpr int kDotLanes = 8;
-
-// Every FP8 code's value, so a row decodes by table look-up (the values DecodeKvFp8 gives).
-using Fp8Table = std::array<float, 256>;
-
-Fp8Table MakeFp8Table(KvDtype dtype) {
-  Fp8Table table{};
-  if (dtype == KvDtype::kBf16) return table;
-  for (int code = 0; code < 256; ++code) {
-    table[static_cast<size_t>(code)] = DecodeKvFp8(static_cast<uint8_t>(code), dtype);
-  }
-  return table;
-}
-
-// The values of one row of the pool: unscaled for per-tensor and per-token-head formats (their
-// scales are applied to the score and to the weight), exactly scaled for FlashMLA's power-of-two
-// block scales.
-void DequantizeRow(const KvPoolView& pool, const Fp8Table& fp8, const uint8_t* row, int count,
-                   float* values) {
-  if (pool.format.dtype == KvDtype::kBf16) {
-    for (int i = 0; i < count; ++i) {
-      uint16_t bits;
-      std::memcpy(&bits, row + 2 * i, sizeof(bits));
-      values[i] = DecodeBf16(bits);
-    }
-    return;
-  }
-  if (pool.format.scaling != KvScaling::kMlaBlock128) {
-    for (int i = 0; i < count; ++i) values[i] = fp8[row[i]];
-    return;
-  }
-  for (int block = 0; block < kMlaScaleBlocks; ++block) {
-    float scale;
-    std::memcpy(&scale, row + kMlaLoraRank + sizeof(float) * block, sizeof(scale));
-    const int first = block * kMlaScaleBlock;
-    for (int i = first; i < first + kMlaScaleBlock && i < count; ++i)
-      values[i] = fp8[row[i]] * scale;
-  }
-  const uint8_t* rope = row + kMlaLoraRank + sizeof(float) * kMlaScaleBlocks;
-  for (int i = kMlaLoraRank; i < count; ++i) {
-    uint16_t bits;
-    std::memcpy(&bits, rope + 2 * (i - kMlaLoraRank), sizeof(bits));
-    values[i] = DecodeBf16(bits);
-  }
-}
-
-// q . k over n values (a multiple of kDotLanes): kDotLanes independent sums, then a fixed tree.
-float Dot(const float* a, const float* b, int n) {
-  float lanes[kDotLanes] = {};
-  for (int i = 0; i < n; i += kDotLanes) {
-    for (int lane = 0; lane < kDotLanes; ++lane) lanes[lane] += a[i + lane] * b[i + lane];
-  }
-  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-         ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-}
+constexpr int kDotLanes = kDecodeCpuDotLanes;
 
 // y += a * x over n values (a multiple of kDotLanes), in blocks the compiler turns into vector
 // instructions; each element is one multiply and one add, as in the scalar loop.
@@ -87,13 +32,6 @@ void Scale(float a, float* __restrict y, int n) {
     for (int lane = 0; lane < kDotLanes; ++lane) y[i + lane] *= a;
   }
 }
-
-// One query head's running state within a split: the base-2 max, the sum of weights, and the
-// weighted sum of V (unnormalised).
-struct SplitPartial {
-  float max_log2;
-  float sum;
-};
 
 // The work of one call: scratch sized once, reused for every request and head group.
 class CpuDecoder {
@@ -122,32 +60,14 @@ class CpuDecoder {
 
   void Run() {
     for (int request = 0; request < launch_.table.batch; ++request) {
+      if (!BeginDecodeRequestCpu(launch_, request)) continue;
       const int32_t seq_len = launch_.seq_lens[request];
-      const KvAccessStatus status = CheckRequest(request, seq_len);
-      launch_.request_status[request] = static_cast<int32_t>(status);
-      if (status != KvAccessStatus::kOk) {
-        for (int head = 0; head < launch_.num_q_heads; ++head) WriteFailed(request, head);
-        continue;
-      }
       const int kv_groups = pool_.v_pages != nullptr ? pool_.num_kv_heads : 1;
       for (int kv_head = 0; kv_head < kv_groups; ++kv_head) RunGroup(request, kv_head, seq_len);
     }
   }
 
  private:
-  KvAccessStatus CheckRequest(int request, int32_t seq_len) const {
-    if (!DecodeLengthInRange(launch_.table, pool_.page_size, seq_len)) {
-      return KvAccessStatus::kSequenceLengthOutOfRange;
-    }
-    const int pages = (seq_len + pool_.page_size - 1) / pool_.page_size;
-    for (int page = 0; page < pages; ++page) {
-      if (!PageInRange(LookupPage(launch_.table, request, page), pool_.num_pages)) {
-        return KvAccessStatus::kPageOutOfRange;
-      }
-    }
-    return KvAccessStatus::kOk;
-  }
-
   // The query heads of one KV head (GQA) or all heads (MLA) over every split, then the combine.
   void RunGroup(int request, int kv_head, int seq_len) {
     const int first_head = kv_head * group_;
@@ -206,7 +126,7 @@ class CpuDecoder {
     const float* q = &q_[static_cast<size_t>(h) * head_dim_];
     float tile_max = -INFINITY;
     for (int j = 0; j < count; ++j) {
-      const float dot = Dot(q, &k_tile_[static_cast<size_t>(j) * head_dim_], head_dim_);
+      const float dot = DecodeDot(q, &k_tile_[static_cast<size_t>(j) * head_dim_], head_dim_);
       const float score = (dot * k_token_scale_[static_cast<size_t>(j)]) * score_factor_;
       scores_[static_cast<size_t>(j)] = score;
       tile_max = fmaxf(tile_max, score);
@@ -228,43 +148,9 @@ class CpuDecoder {
 
   // The splits of one head, in split order, as the CUDA combine kernel does.
   void Combine(int request, int head, int h, int splits) {
-    const SplitPartial* ml = &partial_ml_[static_cast<size_t>(h) * launch_.plan.max_splits];
-    float max_log2 = -INFINITY;
-    for (int s = 0; s < splits; ++s) max_log2 = fmaxf(max_log2, ml[s].max_log2);
-    float sum = 0.0f;
-    for (int s = 0; s < splits; ++s) {
-      split_weight_[static_cast<size_t>(s)] = exp2f(ml[s].max_log2 - max_log2);
-      sum += split_weight_[static_cast<size_t>(s)] * ml[s].sum;
-    }
-    const float output_factor = OutputFactor(pool_);
-    const int64_t out_row = (int64_t{request} * launch_.num_q_heads + head) * v_dim_;
-    for (int i = 0; i < v_dim_; ++i) {
-      float acc = 0.0f;
-      for (int s = 0; s < splits; ++s) acc += split_weight_[static_cast<size_t>(s)] * Acc(h, s)[i];
-      const float value = (acc / sum) * output_factor;
-      if (launch_.out_dtype == AttentionOutputDtype::kFp32) {
-        static_cast<float*>(launch_.out)[out_row + i] = value;
-      } else {
-        static_cast<uint16_t*>(launch_.out)[out_row + i] = EncodeBf16(value);
-      }
-    }
-    if (launch_.lse != nullptr) {
-      launch_.lse[int64_t{request} * launch_.num_q_heads + head] = LogSumExp(max_log2, sum);
-    }
-  }
-
-  void WriteFailed(int request, int head) {
-    const int64_t out_row = (int64_t{request} * launch_.num_q_heads + head) * v_dim_;
-    for (int i = 0; i < v_dim_; ++i) {
-      if (launch_.out_dtype == AttentionOutputDtype::kFp32) {
-        static_cast<float*>(launch_.out)[out_row + i] = BitsToFloat(kQuietNaNBits);
-      } else {
-        static_cast<uint16_t*>(launch_.out)[out_row + i] = kBf16QuietNaNBits;
-      }
-    }
-    if (launch_.lse != nullptr) {
-      launch_.lse[int64_t{request} * launch_.num_q_heads + head] = BitsToFloat(kQuietNaNBits);
-    }
+    CombineDecodeSplits(launch_, request, head, splits,
+                        &partial_ml_[static_cast<size_t>(h) * launch_.plan.max_splits], Acc(h, 0),
+                        split_weight_.data());
   }
 
   float* Acc(int h, int split) {

@@ -20,6 +20,9 @@ inline constexpr int kDecodeMaxSplitTokens = 4096;
 inline constexpr int kDecodeTargetBlocks = 4 * 132;
 // MLA query heads handled by one CUDA block (each reads the shared latent tile once).
 inline constexpr int kMlaHeadsPerBlock = 16;
+// MLA query heads of one fast-path tile: the M dimension of its tensor-core products, so each
+// latent row is loaded and converted once per 64 heads (FlashMLA's tile; 128 heads are two tiles).
+inline constexpr int kFastMlaHeadsPerTile = 64;
 
 static_assert(kDecodeMinSplitTokens % kDecodeTileTokens == 0, "splits are whole tiles");
 static_assert(kDecodeMaxSplitTokens % kDecodeTileTokens == 0, "splits are whole tiles");
@@ -32,7 +35,8 @@ struct DecodeSplitPlan {
 
 // Chooses the split length for a batch of `batch` requests whose block-table rows cover at most
 // `max_context_tokens` tokens, each split of each request occupying `blocks_per_split` CUDA blocks
-// (GQA: num_kv_heads; MLA: ceil(num_q_heads / kMlaHeadsPerBlock)).
+// (GQA: num_kv_heads; MLA: ceil(num_q_heads / kMlaHeadsPerBlock), on the fast path
+// ceil(num_q_heads / kFastMlaHeadsPerTile)).
 DecodeSplitPlan PlanDecodeSplits(int batch, int blocks_per_split, int64_t max_context_tokens);
 
 // Splits of a request of `seq_len` tokens (>= 1).

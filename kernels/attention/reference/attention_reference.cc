@@ -89,29 +89,44 @@ void DequantizeRow(const HostKvCache& cache, const std::vector<uint8_t>& pool,
 
 int CeilDiv(int a, int b) { return (a + b - 1) / b; }
 
+// The weights rounded to bf16 for the PV product: 8 significant bits.
+constexpr double kBf16UnitRoundoff = 0x1p-8;
+// bf16 weights below the smallest normal may be flushed to zero by the tensor cores.
+constexpr double kBf16FlushLimit = 0x1p-126;
+
 }  // namespace
+
+int TensorCoreRoundings(int terms) {
+  return CeilDiv(terms, kTensorCoreStepK) * kTensorCoreStepRoundings;
+}
 
 bool PlanWithinBound(const DecodeSplitPlan& plan) {
   return plan.split_tokens >= kBoundMinSplitTokens && plan.split_tokens <= kBoundMaxSplitTokens &&
          plan.split_tokens % kBoundTileTokens == 0;
 }
 
-DecodeRoundingModel WorstCaseRoundingModel(int head_dim, int seq_len) {
+DecodeRoundingModel WorstCaseRoundingModel(int head_dim, int seq_len, DecodeArithmetic arithmetic) {
   KVSIM_CHECK_GE(seq_len, 1);
   KVSIM_CHECK_GE(head_dim, 1);
+  const bool tensor_core = arithmetic == DecodeArithmetic::kBf16TensorCore;
   DecodeRoundingModel worst;
   // A score: head_dim products and head_dim - 1 additions in any order, the token's K scale, and
   // the factor softmax_scale * k_scale * log2(e) (the float log2(e), two products, one applying
-  // it).
-  worst.score_depth = head_dim + 5;
+  // it). On tensor cores: ceil(head_dim / 16) steps of kTensorCoreStepRoundings each instead of
+  // the dot product's head_dim + (head_dim - 1).
+  worst.score_depth = tensor_core ? TensorCoreRoundings(head_dim) + 5 : head_dim + 5;
   for (int split = kBoundMinSplitTokens; split <= kBoundMaxSplitTokens; split += kBoundTileTokens) {
     const int split_length = std::min(split, seq_len);
     const int tiles = CeilDiv(split_length, kBoundTileTokens);
     const int splits = CeilDiv(seq_len, split);
     // A weight's path to the sums: at most split_length - 1 additions inside its split (any tree),
     // a rescaling per later tile, the products by the V token scale and by v, the combine's
-    // product, splits - 1 additions across splits, the division and the per-tensor V scale.
-    const int sum_depth = (split_length - 1) + (tiles - 1) + 2 + 1 + (splits - 1) + 1 + 1;
+    // product, splits - 1 additions across splits, the division and the per-tensor V scale. On
+    // tensor cores the additions (and the product by v) inside a split are the PV steps of its
+    // tiles, kTensorCoreStepRoundings each; the denominator's fp32 additions are fewer.
+    const int in_split =
+        tensor_core ? TensorCoreRoundings(tiles * kBoundTileTokens) : (split_length - 1) + 1;
+    const int sum_depth = in_split + (tiles - 1) + 1 + 1 + (splits - 1) + 1 + 1;
     // Its exp2 factors: its own, one rescaling per later tile, the combine's.
     const int exp_count = tiles + 1;
     worst.sum_depth = std::max(worst.sum_depth, sum_depth);
@@ -168,7 +183,7 @@ DequantizedKv DequantizeRequest(const HostKvCache& cache, const std::vector<int3
 
 DecodeReference ReferenceDecode(const DequantizedKv& kv, const Eigen::VectorXd& q,
                                 double softmax_scale, const DecodeRoundingModel& model,
-                                AttentionOutputDtype out_dtype) {
+                                AttentionOutputDtype out_dtype, DecodeArithmetic arithmetic) {
   const int64_t n = kv.k.rows();
   KVSIM_CHECK_GE(n, 1);
   const Eigen::VectorXd scores = softmax_scale * (kv.k * q);
@@ -198,12 +213,21 @@ DecodeReference ReferenceDecode(const DequantizedKv& kv, const Eigen::VectorXd& 
   const double rho_max = std::exp(delta) * std::pow(1 + kExp2Error, exps);
   const double rho_min = std::exp(-delta) * std::pow(1 - kExp2Error, exps);
   const double sums = Gamma(model.sum_depth, u);
+  // The tensor-core path rounds each weight to bf16 where it multiplies V (not in the sum that
+  // divides): a factor within 1 +- 2^-8 on the numerator only.
+  const bool tensor_core = arithmetic == DecodeArithmetic::kBf16TensorCore;
+  const double weight_rounding = tensor_core ? kBf16UnitRoundoff : 0.0;
   // Every normalised weight is within [r_lo, r_hi] times the exact p_j; so each output is off by
   // at most (r_hi - 1) * sum_j p_j |v_j|, and r_hi - 1 >= 1 - r_lo.
-  const double ratio = rho_max * (1 + sums) / (rho_min * (1 - sums)) - 1;
+  const double ratio = rho_max * (1 + sums) * (1 + weight_rounding) /
+                           (rho_min * (1 - sums) * (1 - weight_rounding)) -
+                       1;
   // Weights and partial sums that underflow float lose up to kFloatUnderflow each, against a
-  // largest weight of 1: at most n * (exps + sum_depth) such losses per output.
-  const double underflow = static_cast<double>(n) * (exps + model.sum_depth) * 2 * kFloatUnderflow;
+  // largest weight of 1: at most n * (exps + sum_depth) such losses per output; a bf16 weight
+  // flushed to zero loses up to kBf16FlushLimit.
+  const double underflow =
+      static_cast<double>(n) *
+      ((exps + model.sum_depth) * 2 * kFloatUnderflow + (tensor_core ? kBf16FlushLimit : 0.0));
   // The reference's own double rounding (scores, exp, sums of n + head_dim terms).
   const double reference_error =
       Gamma(static_cast<double>(n + kv.k.cols() + 16), kDoubleUnitRoundoff) *
@@ -216,7 +240,6 @@ DecodeReference ReferenceDecode(const DequantizedKv& kv, const Eigen::VectorXd& 
   tolerance.array() += underflow * (max_abs_v + 1);
   if (out_dtype == AttentionOutputDtype::kBf16) {
     // Rounding to bf16 (p = 8): at most 2^-8 of the value, or 2^-134 below the normal range.
-    constexpr double kBf16UnitRoundoff = 0x1p-8;
     tolerance = tolerance + kBf16UnitRoundoff * (result.out.cwiseAbs() + tolerance);
     tolerance.array() += 0x1p-134;
   }

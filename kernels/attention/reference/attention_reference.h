@@ -51,13 +51,36 @@ inline constexpr int kBoundTileTokens = 32;
 inline constexpr int kBoundMinSplitTokens = 256;
 inline constexpr int kBoundMaxSplitTokens = 4096;
 
+// The arithmetic of a decode kernel, as far as its bound depends on it (docs/numerics.md).
+enum class DecodeArithmetic : uint8_t {
+  // Every product and sum a rounded fp32 operation (the simple paths, in any summation order).
+  kFp32,
+  // The fast paths' tensor cores: q . k and the weights times V as bf16 products accumulated in
+  // fp32 16 at a time, in an unspecified order with truncation allowed; the weights rounded to
+  // bf16 for the PV product (the denominator keeps them in fp32).
+  kBf16TensorCore,
+};
+
+// One tensor-core step (mma.sync m16n8k16) adds kTensorCoreStepK exact bf16 products to an fp32
+// accumulator; each of those 17 terms may be aligned to the largest and truncated (2^-23 of the
+// largest, at most), and the result rounded or truncated (2^-23 of it): within 18 * 2^-23 = 36 u
+// of the sum of the terms' magnitudes, and (1 + 36 u) <= (1 + u)^36, so a step counts as 36
+// roundings (docs/numerics.md, "The fast paths").
+inline constexpr int kTensorCoreStepK = 16;
+inline constexpr int kTensorCoreStepRoundings = 36;
+
+// The roundings a chain of tensor-core steps over `terms` products counts as (whole steps).
+int TensorCoreRoundings(int terms);
+
 // Whether a kernel's split plan is one the bound covers: a whole number of tiles within the range.
 bool PlanWithinBound(const DecodeSplitPlan& plan);
 
 // The longest chains of roundings in one request of `seq_len` tokens (>= 1) with K rows of
 // `head_dim` values, the largest over every split length the bound covers, whatever the kernel's
-// plan chose.
-DecodeRoundingModel WorstCaseRoundingModel(int head_dim, int seq_len);
+// plan chose. Under kBf16TensorCore each 16-product tensor-core step counts as 36 roundings
+// (docs/numerics.md, "The fast paths").
+DecodeRoundingModel WorstCaseRoundingModel(int head_dim, int seq_len,
+                                           DecodeArithmetic arithmetic = DecodeArithmetic::kFp32);
 
 // Exact attention of one query head, with the kernels' error bound for each output.
 struct DecodeReference {
@@ -69,11 +92,13 @@ struct DecodeReference {
 };
 
 // `q` holds the query's values (bf16 widened to double). The bound follows docs/numerics.md for
-// fp32 arithmetic within the counts of `model`, then the rounding of `out_dtype`; it is infinite
-// when the rounding factors overflow (then it bounds nothing, and checks must say so).
+// fp32 arithmetic within the counts of `model` (kBf16TensorCore adds the weights' rounding to
+// bf16 for the PV product), then the rounding of `out_dtype`; it is infinite when the rounding
+// factors overflow (then it bounds nothing, and checks must say so).
 DecodeReference ReferenceDecode(const DequantizedKv& kv, const Eigen::VectorXd& q,
                                 double softmax_scale, const DecodeRoundingModel& model,
-                                AttentionOutputDtype out_dtype);
+                                AttentionOutputDtype out_dtype,
+                                DecodeArithmetic arithmetic = DecodeArithmetic::kFp32);
 
 // Per-element bounds on what storing a value costs in a format: |stored - x| <= relative * |x| +
 // absolute, valid while |x| / scale does not exceed the format's largest finite value.

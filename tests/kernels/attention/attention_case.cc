@@ -330,7 +330,17 @@ DecodeAttentionArgs DecodeArgsFor(const AttentionCase& c, DeviceCase& device) {
 }
 
 Result<DecodeOutputs> RunDecode(Backend& backend, const AttentionCase& c, DeviceCase& device,
-                                AttentionOutputDtype out_dtype) {
+                                AttentionOutputDtype out_dtype, KernelPath path) {
+  return RunDecodeWith(backend, c, device, out_dtype,
+                       [path](Backend& on, const DecodeAttentionArgs& args) {
+                         DecodeAttentionArgs on_path = args;
+                         on_path.launch.path = path;
+                         return DecodeAttention(on, on_path);
+                       });
+}
+
+Result<DecodeOutputs> RunDecodeWith(Backend& backend, const AttentionCase& c, DeviceCase& device,
+                                    AttentionOutputDtype out_dtype, const DecodeRunner& run) {
   const size_t head_rows = static_cast<size_t>(c.batch) * c.params.num_q_heads;
   const size_t out_values = head_rows * static_cast<size_t>(c.shape.v_head_dim);
   const size_t element = out_dtype == AttentionOutputDtype::kBf16 ? 2 : 4;
@@ -345,7 +355,7 @@ Result<DecodeOutputs> RunDecode(Backend& backend, const AttentionCase& c, Device
   args.out = &out;
   args.lse = &lse;
   args.request_status = &status;
-  KVSIM_RETURN_IF_ERROR(DecodeAttention(backend, args));
+  KVSIM_RETURN_IF_ERROR(run(backend, args));
   DecodeOutputs outputs;
   if (out_dtype == AttentionOutputDtype::kFp32) {
     KVSIM_ASSIGN_OR_RETURN(outputs.out, Download<float>(backend, out));
@@ -359,8 +369,9 @@ Result<DecodeOutputs> RunDecode(Backend& backend, const AttentionCase& c, Device
   return outputs;
 }
 
-DecodeSplitPlan PlanFor(const AttentionCase& c) {
+DecodeSplitPlan PlanFor(const AttentionCase& c, KernelPath path) {
   DecodeAttentionArgs args;
+  args.launch.path = path;
   args.cache.shape = c.shape;
   args.block_table.batch = c.batch;
   args.block_table.max_pages_per_request = c.max_pages_per_request;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -106,15 +107,22 @@ struct DecodeOutputs {
   std::vector<int32_t> status;
 };
 
-// Runs decode attention with out, lse and status poisoned (0xFF) first.
+// Runs decode attention on `path` with out, lse and status poisoned (0xFF) first.
 Result<DecodeOutputs> RunDecode(Backend& backend, const AttentionCase& c, DeviceCase& device,
-                                AttentionOutputDtype out_dtype);
+                                AttentionOutputDtype out_dtype,
+                                KernelPath path = kDefaultKernelPath);
+
+// As RunDecode, with `run` in place of DecodeAttention (a kernel path called directly). `run`
+// returns once its results can be downloaded.
+using DecodeRunner = std::function<Status(Backend& backend, const DecodeAttentionArgs& args)>;
+Result<DecodeOutputs> RunDecodeWith(Backend& backend, const AttentionCase& c, DeviceCase& device,
+                                    AttentionOutputDtype out_dtype, const DecodeRunner& run);
 
 // The decode arguments for a case (outputs left null).
 DecodeAttentionArgs DecodeArgsFor(const AttentionCase& c, DeviceCase& device);
 
-// The split plan decode attention uses for the case (DecodePlanFor on its shapes).
-DecodeSplitPlan PlanFor(const AttentionCase& c);
+// The split plan decode attention uses for the case on `path` (DecodePlanFor on its shapes).
+DecodeSplitPlan PlanFor(const AttentionCase& c, KernelPath path = kDefaultKernelPath);
 
 // The request's block-table row, as the reference reads it.
 std::vector<int32_t> RequestPages(const AttentionCase& c, int request);

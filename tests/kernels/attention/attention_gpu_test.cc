@@ -19,6 +19,7 @@
 #include "kernels/cuda/device.h"
 #include "properties/kernels/attention/attention_generators.h"
 #include "tests/kernels/attention/attention_case.h"
+#include "tests/kernels/attention/gpu_fixture.h"
 #include "tests/kernels/attention/nonfinite_checks.h"
 #include "tests/kernels/attention/reference_check.h"
 
@@ -30,18 +31,7 @@ using testing::AttentionCaseParams;
 using testing::DecodeOutputs;
 using testing::DeviceCase;
 
-class AttentionGpuTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const Status device = cuda::DeviceAvailable();
-    if (!device.ok()) GTEST_SKIP() << device.message();
-    cuda_ = CreateBackend(BackendChoice::kCuda).value();
-    cpu_ = CreateCpuBackend();
-  }
-
-  std::unique_ptr<Backend> cuda_;
-  std::unique_ptr<Backend> cpu_;
-};
+using AttentionGpuTest = testing::AttentionGpuFixture;
 
 // Appends a case on both backends, with special values (NaN, infinities, signed zeros,
 // subnormals, values beyond e4m3's range) injected; every pool byte must agree. Empty, or what

@@ -48,9 +48,10 @@ size_t TokenValue(const AttentionCase& c, int request, int position, int kv_head
   return 0;
 }
 
-Result<DecodeOutputs> Run(Backend& backend, const AttentionCase& c, AttentionOutputDtype dtype) {
+Result<DecodeOutputs> Run(Backend& backend, const AttentionCase& c, AttentionOutputDtype dtype,
+                          const DecodeRunner& run) {
   KVSIM_ASSIGN_OR_RETURN(DeviceCase device, UploadAndAppend(backend, c));
-  return RunDecode(backend, c, device, dtype);
+  return RunDecodeWith(backend, c, device, dtype, run);
 }
 
 const char* DtypeName(AttentionOutputDtype dtype) {
@@ -147,11 +148,11 @@ class Expect {
 // states what the policy expects of the special run, given the baseline run `want`. Every status
 // must be kOk. Empty, or the first failure.
 template <class Check>
-std::string CompareRuns(Backend& backend, const AttentionCase& baseline,
+std::string CompareRuns(Backend& backend, const DecodeRunner& run, const AttentionCase& baseline,
                         const AttentionCase& special, const std::string& what, Check check) {
   for (AttentionOutputDtype dtype : {AttentionOutputDtype::kFp32, AttentionOutputDtype::kBf16}) {
-    const Result<DecodeOutputs> want = Run(backend, baseline, dtype);
-    const Result<DecodeOutputs> got = Run(backend, special, dtype);
+    const Result<DecodeOutputs> want = Run(backend, baseline, dtype, run);
+    const Result<DecodeOutputs> got = Run(backend, special, dtype, run);
     if (!want.ok()) return want.status().ToString();
     if (!got.ok()) return got.status().ToString();
     Expect expect(special, *got, what + ", " + DtypeName(dtype));
@@ -164,13 +165,14 @@ std::string CompareRuns(Backend& backend, const AttentionCase& baseline,
 
 }  // namespace
 
-std::string CheckNonFiniteQuery(Backend& backend, KvFormat format) {
+std::string CheckNonFiniteQuery(Backend& backend, KvFormat format, const DecodeRunner& run) {
   const AttentionCase clean = MakeCase(format, {23, 41, 17});
   AttentionCase special = clean;
   special.q[QueryValue(1, 0, 3)] = kNaN;
   special.q[QueryValue(1, 1, 10)] = kPlusInf;
   special.q[QueryValue(1, 3, 63)] = kMinusInf;
-  return CompareRuns(backend, clean, special, "NaN and infinities in q, " + KvFormatName(format),
+  return CompareRuns(backend, run, clean, special,
+                     "NaN and infinities in q, " + KvFormatName(format),
                      [](Expect& expect, const DecodeOutputs& want) {
                        for (int request : {0, 1, 2}) {
                          for (int head = 0; head < kQueryHeads; ++head) {
@@ -184,7 +186,7 @@ std::string CheckNonFiniteQuery(Backend& backend, KvFormat format) {
                      });
 }
 
-std::string CheckInfinityInBf16K(Backend& backend, bool negative) {
+std::string CheckInfinityInBf16K(Backend& backend, bool negative, const DecodeRunner& run) {
   // Request 1's last token (position 40, in a tile with finite tokens before it) and request 3's
   // only token store the infinity at dimension 3 of KV head 0; query heads 0 and 1 of both
   // requests have q = +1 and -1 there.
@@ -202,7 +204,7 @@ std::string CheckInfinityInBf16K(Backend& backend, bool negative) {
   // The same cache and queries, with request 1 stopping before its last token.
   AttentionCase shorter = full;
   shorter.seq_lens[1] = 40;
-  return CompareRuns(backend, shorter, full,
+  return CompareRuns(backend, run, shorter, full,
                      std::string(negative ? "-inf" : "+inf") + " in a bf16 K row",
                      [&](Expect& expect, const DecodeOutputs& want) {
                        for (int head = 0; head < kQueryHeads; ++head) {
@@ -220,12 +222,12 @@ std::string CheckInfinityInBf16K(Backend& backend, bool negative) {
                      });
 }
 
-std::string CheckInfinityInBf16V(Backend& backend, bool negative) {
+std::string CheckInfinityInBf16V(Backend& backend, bool negative, const DecodeRunner& run) {
   const AttentionCase clean = MakeCase({KvDtype::kBf16, KvScaling::kNone}, {23, 41, 17});
   AttentionCase special = clean;
   special.v_new[TokenValue(special, 1, 12, 0, 9)] = negative ? kMinusInf : kPlusInf;
   const float infinity = negative ? -INFINITY : INFINITY;
-  return CompareRuns(backend, clean, special,
+  return CompareRuns(backend, run, clean, special,
                      std::string(negative ? "-inf" : "+inf") + " in a bf16 V row",
                      [&](Expect& expect, const DecodeOutputs& want) {
                        for (int request : {0, 1, 2}) {

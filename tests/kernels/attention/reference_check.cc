@@ -8,17 +8,59 @@
 #include "base/check.h"
 #include "kernels/attention/decode_plan.h"
 #include "kernels/formats.h"
+#include "tests/kernels/attention/fast_gqa_bound.h"
 
 namespace kvsim::testing {
+
+namespace {
+
+bool SameModel(const DecodeRoundingModel& a, const DecodeRoundingModel& b) {
+  return a.score_depth == b.score_depth && a.sum_depth == b.sum_depth && a.exp_count == b.exp_count;
+}
+
+}  // namespace
 
 // The bound counts the exp2 factors of 32-token tiles; a kernel with other tiles needs another.
 static_assert(kDecodeTileTokens == reference::kBoundTileTokens,
               "the kernels' tile is the one the bound assumes");
 
+reference::DecodeArithmetic ArithmeticFor(KernelPath path) {
+  switch (path) {
+    case KernelPath::kSimple:
+      return reference::DecodeArithmetic::kFp32;
+    case KernelPath::kFast:
+      return reference::DecodeArithmetic::kBf16TensorCore;
+  }
+  return reference::DecodeArithmetic::kFp32;
+}
+
+BoundModelsFor PathBoundModels(AttentionKind kind, KernelPath path) {
+  if (kind == AttentionKind::kGqa && path == KernelPath::kFast) {
+    return [](int head_dim, int seq_len) {
+      return FastGqaWorstCaseBoundModels(head_dim, seq_len, FastGqaArithmetic::kTensorCores);
+    };
+  }
+  const reference::DecodeArithmetic arithmetic = ArithmeticFor(path);
+  return [arithmetic](int head_dim, int seq_len) {
+    const DecodeRoundingModel model =
+        reference::WorstCaseRoundingModel(head_dim, seq_len, arithmetic);
+    return BoundModels{model, model, arithmetic};
+  };
+}
+
 ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
                                            const reference::HostKvCache& cache,
                                            const DecodeOutputs& outputs,
-                                           AttentionOutputDtype out_dtype) {
+                                           AttentionOutputDtype out_dtype, KernelPath path) {
+  return CheckDecodeAgainstReference(c, cache, outputs, out_dtype, path,
+                                     PathBoundModels(c.shape.kind, path));
+}
+
+ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
+                                           const reference::HostKvCache& cache,
+                                           const DecodeOutputs& outputs,
+                                           AttentionOutputDtype out_dtype, KernelPath path,
+                                           const BoundModelsFor& models) {
   ReferenceCheck check;
   const bool mla = c.shape.kind == AttentionKind::kMla;
   const int heads = c.params.num_q_heads;
@@ -28,7 +70,7 @@ ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
   auto fail = [&](const std::string& what) {
     if (check.failure.empty()) check.failure = what + " in " + DescribeCase(c);
   };
-  const DecodeSplitPlan plan = PlanFor(c);
+  const DecodeSplitPlan plan = PlanFor(c, path);
   if (!reference::PlanWithinBound(plan)) {
     fail("the kernels' plan splits at " + std::to_string(plan.split_tokens) +
          " tokens, outside what the bound covers");
@@ -40,7 +82,8 @@ ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
       continue;
     }
     const int seq_len = c.seq_lens[static_cast<size_t>(r)];
-    const DecodeRoundingModel model = reference::WorstCaseRoundingModel(head_dim, seq_len);
+    const BoundModels model = models(head_dim, seq_len);
+    const bool same_models = SameModel(model.out, model.lse);
     const std::vector<int32_t> pages = RequestPages(c, r);
     for (int kv_head = 0; kv_head < (mla ? 1 : c.shape.num_kv_heads); ++kv_head) {
       const reference::DequantizedKv kv =
@@ -51,8 +94,13 @@ ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
         for (int i = 0; i < head_dim; ++i) {
           q(i) = DecodeBf16(c.q[head_row * static_cast<size_t>(head_dim) + static_cast<size_t>(i)]);
         }
-        const reference::DecodeReference expected =
-            reference::ReferenceDecode(kv, q, c.softmax_scale, model, out_dtype);
+        const reference::DecodeReference expected = reference::ReferenceDecode(
+            kv, q, c.softmax_scale, model.out, out_dtype, model.arithmetic);
+        const double lse_tolerance =
+            same_models ? expected.lse_tolerance
+                        : reference::ReferenceDecode(kv, q, c.softmax_scale, model.lse, out_dtype,
+                                                     model.arithmetic)
+                              .lse_tolerance;
         for (int i = 0; i < v_dim; ++i) {
           const double got =
               outputs.out[head_row * static_cast<size_t>(v_dim) + static_cast<size_t>(i)];
@@ -72,11 +120,11 @@ ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
           if (ratio > check.worst_ratio) check.worst_ratio = ratio;
         }
         const double lse_error = std::fabs(outputs.lse[head_row] - expected.lse);
-        if (!(lse_error <= expected.lse_tolerance) || !std::isfinite(expected.lse_tolerance)) {
+        if (!(lse_error <= lse_tolerance) || !std::isfinite(lse_tolerance)) {
           std::ostringstream message;
           message << "request " << r << " head " << h << ": lse " << outputs.lse[head_row]
                   << ", reference " << expected.lse << ", |error| " << lse_error << " > bound "
-                  << expected.lse_tolerance;
+                  << lse_tolerance;
           fail(message.str());
         }
       }
@@ -86,7 +134,12 @@ ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
 }
 
 double DroppedTokenSeparation(const AttentionCase& c, const reference::HostKvCache& cache, int r,
-                              AttentionOutputDtype out_dtype) {
+                              AttentionOutputDtype out_dtype, KernelPath path) {
+  return DroppedTokenSeparation(c, cache, r, out_dtype, PathBoundModels(c.shape.kind, path));
+}
+
+double DroppedTokenSeparation(const AttentionCase& c, const reference::HostKvCache& cache, int r,
+                              AttentionOutputDtype out_dtype, const BoundModelsFor& models) {
   const bool mla = c.shape.kind == AttentionKind::kMla;
   const int heads = c.params.num_q_heads;
   const int group = mla ? heads : heads / c.shape.num_kv_heads;
@@ -106,16 +159,26 @@ double DroppedTokenSeparation(const AttentionCase& c, const reference::HostKvCac
       for (int i = 0; i < head_dim; ++i) {
         q(i) = DecodeBf16(c.q[head_row * static_cast<size_t>(head_dim) + static_cast<size_t>(i)]);
       }
+      const BoundModels models_with = models(head_dim, seq_len);
+      const BoundModels models_without = models(head_dim, seq_len - 1);
       const reference::DecodeReference a = reference::ReferenceDecode(
-          with, q, c.softmax_scale, reference::WorstCaseRoundingModel(head_dim, seq_len),
-          out_dtype);
+          with, q, c.softmax_scale, models_with.out, out_dtype, models_with.arithmetic);
       const reference::DecodeReference b = reference::ReferenceDecode(
-          without, q, c.softmax_scale, reference::WorstCaseRoundingModel(head_dim, seq_len - 1),
-          out_dtype);
+          without, q, c.softmax_scale, models_without.out, out_dtype, models_without.arithmetic);
+      const double lse_bounds =
+          SameModel(models_with.out, models_with.lse) &&
+                  SameModel(models_without.out, models_without.lse)
+              ? a.lse_tolerance + b.lse_tolerance
+              : reference::ReferenceDecode(with, q, c.softmax_scale, models_with.lse, out_dtype,
+                                           models_with.arithmetic)
+                        .lse_tolerance +
+                    reference::ReferenceDecode(without, q, c.softmax_scale, models_without.lse,
+                                               out_dtype, models_without.arithmetic)
+                        .lse_tolerance;
       const Eigen::ArrayXd outputs =
           (a.out - b.out).array().abs() / (a.tolerance + b.tolerance).array();
-      separation = std::max({separation, outputs.maxCoeff(),
-                             std::fabs(a.lse - b.lse) / (a.lse_tolerance + b.lse_tolerance)});
+      separation =
+          std::max({separation, outputs.maxCoeff(), std::fabs(a.lse - b.lse) / lse_bounds});
     }
   }
   return separation;

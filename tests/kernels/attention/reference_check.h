@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "kernels/attention/reference/attention_reference.h"
+#include "kernels/launch_options.h"
 #include "tests/kernels/attention/attention_case.h"
 
 namespace kvsim::testing {
@@ -17,18 +19,54 @@ struct ReferenceCheck {
   std::string failure;     // empty when every element, lse and status is within its bound
 };
 
-// Checks every request and head of `outputs` (run on `c` with `out_dtype`) against the reference
-// of the cache `cache` (downloaded after the run). Every status must be kOk.
+// What the reference's bound assumes of one kernel for one request: the rounding counts of its
+// order, for the outputs and for the log-sum-exp (whose path to the weight sum may have fewer
+// roundings than the weighted sum of V), and its arithmetic (fp32, or bf16 tensor cores with the
+// weights rounded to bf16 for P V).
+struct BoundModels {
+  DecodeRoundingModel out;
+  DecodeRoundingModel lse;
+  reference::DecodeArithmetic arithmetic = reference::DecodeArithmetic::kFp32;
+};
+
+// The models for a request of seq_len tokens with K rows of head_dim values.
+using BoundModelsFor = std::function<BoundModels(int head_dim, int seq_len)>;
+
+// The arithmetic the bound assumes for a kernel path: fp32 for the simple paths, bf16 tensor
+// cores for the fast ones.
+reference::DecodeArithmetic ArithmeticFor(KernelPath path);
+
+// The models of DecodeAttention's kernel for `kind` on `path`: WorstCaseRoundingModel under
+// ArithmeticFor(path) for the simple paths and fast MLA; the fast GQA path's own tensor-core
+// counts (FastGqaWorstCaseBoundModels), which also cover its CPU twin.
+BoundModelsFor PathBoundModels(AttentionKind kind, KernelPath path);
+
+// Checks every request and head of `outputs` (run on `c` with `out_dtype` on `path`) against the
+// reference of the cache `cache` (downloaded after the run), within the bound of `models` (the
+// path's plan must be one the bound covers). Every status must be kOk.
 ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
                                            const reference::HostKvCache& cache,
                                            const DecodeOutputs& outputs,
-                                           AttentionOutputDtype out_dtype);
+                                           AttentionOutputDtype out_dtype, KernelPath path,
+                                           const BoundModelsFor& models);
+
+// As above with PathBoundModels(c.shape.kind, path).
+ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
+                                           const reference::HostKvCache& cache,
+                                           const DecodeOutputs& outputs,
+                                           AttentionOutputDtype out_dtype,
+                                           KernelPath path = kDefaultKernelPath);
 
 // How far apart the check holds request `r`'s exact outputs with and without its last token
-// (seq_len >= 2): the largest, over its heads' outputs and log-sum-exps, of |without - with| /
-// (bound with + bound without). Above 1, no output is within its bound of both, so a kernel that
-// dropped the token fails the check; at or below 1 the check cannot tell.
+// (seq_len >= 2), under the bound of `models`: the largest, over its heads' outputs and
+// log-sum-exps, of |without - with| / (bound with + bound without). Above 1, no output is within
+// its bound of both, so a kernel that dropped the token fails the check; at or below 1 the check
+// cannot tell.
 double DroppedTokenSeparation(const AttentionCase& c, const reference::HostKvCache& cache, int r,
-                              AttentionOutputDtype out_dtype);
+                              AttentionOutputDtype out_dtype, const BoundModelsFor& models);
+
+// As above with PathBoundModels(c.shape.kind, path).
+double DroppedTokenSeparation(const AttentionCase& c, const reference::HostKvCache& cache, int r,
+                              AttentionOutputDtype out_dtype, KernelPath path = kDefaultKernelPath);
 
 }  // namespace kvsim::testing

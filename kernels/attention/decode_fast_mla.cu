@@ -1,0 +1,477 @@
+// Fast MLA decode on tensor cores, as FlashMLA tiles it: one block per (split, 64-head tile,
+// request). The tile's query heads are the M dimension of mma.sync m16n8k16 bf16 products, so each
+// latent row (512 latent + 64 rope values) is loaded once per 64 heads and, for FP8 caches,
+// converted to bf16 once into shared memory (exact: every e4m3 and e5m2 value, and every FlashMLA
+// value times its power-of-two scale, is a bf16 value). Tiles of 32 tokens stream through a
+// 3-stage cp.async pipeline whose page look-ups are loaded one iteration before their copies are
+// issued. Per tile: S = Q K^T (36 k-steps), the online softmax in fp32 with exp2 on log2(e)-scaled
+// scores, the weights rounded to bf16, O += P V (2 k-steps). Partials go to the simple path's
+// workspace and its combine kernel adds the splits (decode_attention.cu), so the cross-split
+// order is the simple path's. The CPU twin is decode_fast_mla_cpu.cc.
+//
+// Warp w of 8 owns head rows 16 (w % 4) .. + 16: for S the tokens 16 (w / 4) .. + 16 of the tile
+// (the two warps of a row group exchange their row maxima and sums through shared memory), for
+// O the V columns 256 (w / 4) .. + 256, an fp32 accumulator of 16 x 256 = 128 registers a thread.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/attention/attention_launch.h"
+#include "kernels/attention/decode_fast_mla.h"
+#include "kernels/attention/decode_fp8.cuh"
+#include "kernels/attention/decode_math.h"
+#include "kernels/attention/decode_plan.h"
+#include "kernels/attention/kv_row.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/formats.h"
+
+namespace kvsim::cuda {
+
+// One compiled cache format (outside the unnamed namespace: not every instantiation reads
+// every member): the stored dtype, and whether rows are FlashMLA's 656-byte ones.
+template <KvDtype kDtype, bool kBlockScales>
+struct FastMlaConfig {
+  static constexpr KvDtype dtype = kDtype;
+  static constexpr bool block_scales = kBlockScales;
+  static constexpr bool bf16 = kDtype == KvDtype::kBf16;
+  static constexpr int row_bytes =
+      kBlockScales ? kMlaBlockRowBytes : KvDtypeBytes(kDtype) * kMlaHeadDim;
+  static constexpr int row_chunks = row_bytes / 16;
+  static_assert(row_bytes % 16 == 0, "rows are whole 16-byte chunks");
+};
+
+namespace {
+
+constexpr int kTile = kDecodeTileTokens;
+constexpr int kHeads = kFastMlaHeadsPerTile;
+constexpr int kRowElements = kFastMlaSmemRowElements;
+constexpr int kPRowElements = kFastMlaPRowElements;
+constexpr int kStages = kFastMlaStages;
+constexpr int kRowSlots = kStages + 1;             // page look-ups run one tile ahead of the copies
+constexpr int kHeadChunks = kMlaHeadDim * 2 / 16;  // 16-byte chunks of a bf16 Q or K row: 72
+
+// The shared-memory address of a generic pointer into shared memory (what PTX's .shared takes).
+__device__ __forceinline__ uint32_t SharedAddress(const void* pointer) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
+}
+
+// Asynchronous 16-byte copy global -> shared; with `valid` false it reads nothing and writes
+// zeros (src-size 0), so padding tokens and heads are zero, never stale bytes.
+__device__ __forceinline__ void CopyAsync16(void* shared, const void* global, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(SharedAddress(shared)),
+               "l"(global), "r"(valid ? 16 : 0));
+}
+
+// Asynchronous 4-byte copy (a token's scale), zero when not `valid`.
+__device__ __forceinline__ void CopyAsync4(void* shared, const void* global, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(SharedAddress(shared)),
+               "l"(global), "r"(valid ? 4 : 0));
+}
+
+// Closes the group of copies issued since the last commit (one group per tile).
+__device__ __forceinline__ void CommitCopies() { asm volatile("cp.async.commit_group;\n" ::); }
+
+// Waits until at most kPending groups of this thread's copies are still in flight.
+template <int kPending>
+__device__ __forceinline__ void WaitCopies() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
+
+// Four 8x8 bf16 matrices from shared memory, lane l giving row l % 8 of matrix l / 8: the A
+// operand of an m16n8k16 product (row-major), or the B operands of two n8 blocks.
+__device__ __forceinline__ void LoadMatrices(uint32_t (&r)[4], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(SharedAddress(row)));
+}
+
+// The same, transposed: B operands from a row-major [k][n] tile (V, tokens by columns).
+__device__ __forceinline__ void LoadMatricesTransposed(uint32_t (&r)[4], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(SharedAddress(row)));
+}
+
+// d += a (16x16 bf16, row-major) * b (16x8 bf16, column-major), fp32 accumulators.
+__device__ __forceinline__ void MmaBf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                        uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Reduces this lane's two row values over the 4 lanes holding the same accumulator rows (a
+// butterfly over lane bits 0 and 1: every lane gets ((own op lane ^ 1) op (pair ^ 2)), the order
+// the CPU twin follows), then hands them to the other token half through `exchange` [2][64].
+template <class Op>
+__device__ __forceinline__ void ReduceRowsAndShare(float low, float high, Op op, float* exchange,
+                                                   int half, int row_low, int row_high, int tq) {
+#pragma unroll
+  for (int offset = 1; offset < 4; offset *= 2) {
+    low = op(low, __shfl_xor_sync(0xFFFFFFFFu, low, offset));
+    high = op(high, __shfl_xor_sync(0xFFFFFFFFu, high, offset));
+  }
+  if (tq == 0) {
+    exchange[half * kFastMlaHeadsPerTile + row_low] = low;
+    exchange[half * kFastMlaHeadsPerTile + row_high] = high;
+  }
+}
+
+// Two floats as a bf16 pair (round to nearest even), low half first.
+__device__ __forceinline__ uint32_t PackBf16(float low, float high) {
+  const __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
+  return *reinterpret_cast<const uint32_t*>(&pair);
+}
+
+// 16 FP8 codes times `scale` as 16 bf16 values (two uint4). The FP8 -> half conversion is exact,
+// and so are the widening and the product by a power of two or 1 and the bf16 rounding.
+template <KvDtype kDtype>
+__device__ __forceinline__ void ConvertFp8Chunk(const uint4& raw, float scale, uint4* out) {
+  const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+  uint32_t packed[8];
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+#pragma unroll
+    for (int pair = 0; pair < 2; ++pair) {
+      const float2 f = DecodeFp8Pair<kDtype>(words[w], pair);
+      packed[2 * w + pair] = PackBf16(f.x * scale, f.y * scale);
+    }
+  }
+  out[0] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+  out[1] = make_uint4(packed[4], packed[5], packed[6], packed[7]);
+}
+
+// The pool row of token `j` of tile `tile` of this split (-1: past the split, or a page out of
+// range, which raises *bad_page). The block-table read is the only dependent load of the copy.
+__device__ __forceinline__ int64_t TileRow(const DecodeAttentionLaunch& launch, int request,
+                                           int begin, int end, int tile, int j, int* bad_page) {
+  const int position = begin + tile * kTile + j;
+  if (position >= end) return -1;
+  const KvPoolView& pool = launch.pool;
+  const int32_t page = LookupPage(launch.table, request, position / pool.page_size);
+  if (!PageInRange(page, pool.num_pages)) {
+    *bad_page = 1;  // every writer stores the same value
+    return -1;
+  }
+  return KvRowIndex(pool, page, position % pool.page_size, 0);
+}
+
+// Issues the copies of tile `tile` into its stage: rows (zero-filled where -1) and, with
+// per-token scales, each token's scale.
+template <class C>
+__device__ __forceinline__ void IssueTile(const DecodeAttentionLaunch& launch,
+                                          const FastMlaSmemLayout& layout, uint8_t* smem, int tile,
+                                          int tid) {
+  const KvPoolView& pool = launch.pool;
+  const auto* rows =
+      reinterpret_cast<const int64_t*>(smem + layout.rows_offset) + (tile % kRowSlots) * kTile;
+  uint8_t* stage = smem + layout.stage_offset + (tile % kStages) * layout.stage_bytes;
+  // bf16 rows land padded, ready for ldmatrix; FP8 rows land as stored and are converted.
+  constexpr int kStageRowBytes = C::bf16 ? kRowElements * 2 : C::row_bytes;
+  for (int i = tid; i < kTile * C::row_chunks; i += kFastMlaThreads) {
+    const int j = i / C::row_chunks;
+    const int chunk = i % C::row_chunks;
+    const int64_t row = rows[j];
+    const uint8_t* source = pool.k_pages + (row >= 0 ? row * C::row_bytes + chunk * 16 : 0);
+    CopyAsync16(stage + j * kStageRowBytes + chunk * 16, source, row >= 0);
+  }
+  if (pool.k_token_scales != nullptr && tid < kTile) {
+    float* scales =
+        reinterpret_cast<float*>(smem + layout.scales_offset) + (tile % kStages) * kTile;
+    const int64_t row = rows[tid];
+    CopyAsync4(scales + tid, pool.k_token_scales + (row >= 0 ? row : 0), row >= 0);
+  }
+}
+
+// FP8 caches: the landed stage -> the padded bf16 tile (the latent and the rope values).
+template <class C>
+__device__ __forceinline__ void ConvertTile(const uint8_t* stage, uint8_t* tile, int tid) {
+  // FlashMLA rows: 32 FP8 chunks, the 16 bytes of 4 scales, 8 bf16 rope chunks.
+  constexpr int kFp8Chunks = C::block_scales ? kMlaLoraRank / 16 : kMlaHeadDim / 16;
+  for (int i = tid; i < kTile * C::row_chunks; i += kFastMlaThreads) {
+    const int j = i / C::row_chunks;
+    const int chunk = i % C::row_chunks;
+    const uint8_t* row = stage + j * C::row_bytes;
+    uint4* out = reinterpret_cast<uint4*>(tile + j * kRowElements * 2);
+    const uint4 raw = *reinterpret_cast<const uint4*>(row + chunk * 16);
+    if (chunk < kFp8Chunks) {
+      float scale = 1.0f;
+      if constexpr (C::block_scales) {
+        scale = reinterpret_cast<const float*>(row + kMlaLoraRank)[chunk * 16 / kMlaScaleBlock];
+      }
+      ConvertFp8Chunk<C::dtype>(raw, scale, out + 2 * chunk);
+    } else if (chunk > kFp8Chunks) {
+      out[kMlaLoraRank / 8 + (chunk - kFp8Chunks - 1)] = raw;  // a bf16 rope chunk, as stored
+    }
+  }
+}
+
+// Grid: (max_splits, ceil(num_q_heads / 64), batch); block: kFastMlaThreads; dynamic shared
+// memory MakeFastMlaSmemLayout(C::row_bytes).total_bytes. Writes each (request, head, split)'s
+// unnormalised partial (max, sum, weighted V sum) and, from head tile 0, the split's page status.
+template <class C>
+__global__ void __launch_bounds__(kFastMlaThreads, 1)
+    FastMlaDecodeKernel(DecodeAttentionLaunch launch) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  const KvPoolView& pool = launch.pool;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid % 32;
+  const int warp = tid / 32;
+  const int row_group = warp % kFastMlaRowGroups;  // head rows 16 row_group .. + 16
+  const int half = warp / kFastMlaRowGroups;       // token half (S), column half (O)
+  const int split = static_cast<int>(blockIdx.x);
+  const int first_head = static_cast<int>(blockIdx.y) * kHeads;
+  const int request = static_cast<int>(blockIdx.z);
+
+  int begin = 0;
+  int end = 0;
+  if (!DecodeSplitTokens(launch, request, split, &begin, &end)) return;
+  const int tiles = (end - begin + kTile - 1) / kTile;
+  const int heads = min(kHeads, launch.num_q_heads - first_head);
+
+  const FastMlaSmemLayout layout = MakeFastMlaSmemLayout(C::row_bytes);
+  uint8_t* q_tile = smem + layout.q_offset;
+  uint8_t* p_tile = smem + layout.p_offset;
+  auto* rows = reinterpret_cast<int64_t*>(smem + layout.rows_offset);
+  auto* scales = reinterpret_cast<float*>(smem + layout.scales_offset);
+  auto* row_max = reinterpret_cast<float*>(smem + layout.reduce_offset);  // [2 halves][64]
+  float* row_sum = row_max + kFastMlaTokenHalves * kHeads;                // [2 halves][64]
+  auto* bad_page = reinterpret_cast<int*>(smem + layout.flag_offset);
+
+  if (tid == 0) *bad_page = 0;
+  if (pool.k_token_scales == nullptr) {
+    for (int i = tid; i < kStages * kTile; i += kFastMlaThreads) scales[i] = 1.0f;
+  }
+  __syncthreads();
+  if (tid < kTile) {
+    for (int t = 0; t < kStages; ++t) {
+      rows[t * kTile + tid] = TileRow(launch, request, begin, end, t, tid, bad_page);
+    }
+  }
+  // The queries of the tile's heads (zero rows for padding heads), in the first copy group.
+  for (int i = tid; i < kHeads * kHeadChunks; i += kFastMlaThreads) {
+    const int h = i / kHeadChunks;
+    const int chunk = i % kHeadChunks;
+    const bool valid = h < heads;
+    const int64_t q_row = static_cast<int64_t>(request) * launch.num_q_heads + first_head + h;
+    const auto* source = reinterpret_cast<const uint8_t*>(launch.q) +
+                         (valid ? q_row * kMlaHeadDim * 2 + chunk * 16 : 0);
+    CopyAsync16(q_tile + h * kRowElements * 2 + chunk * 16, source, valid);
+  }
+  __syncthreads();
+  for (int t = 0; t < kStages - 1; ++t) {
+    if (t < tiles) IssueTile<C>(launch, layout, smem, t, tid);
+    CommitCopies();
+  }
+  // The page look-up of tile kStages, loaded now and stored at the end of the first iteration.
+  int64_t next_row =
+      tid < kTile ? TileRow(launch, request, begin, end, kStages, tid, bad_page) : -1;
+
+  const float factor = ScoreFactorLog2(launch.softmax_scale, pool);
+  const int g = lane / 4;   // the accumulator row (and row + 8) this lane holds
+  const int tq = lane % 4;  // the accumulator column pair this lane holds
+  const int row_low = row_group * 16 + g;
+  const int row_high = row_low + 8;
+  float max_low = -INFINITY, max_high = -INFINITY;
+  float sum_low = 0.0f, sum_high = 0.0f;
+  float o[kFastMlaVColumnsPerWarp / 8][4];
+#pragma unroll
+  for (int n = 0; n < kFastMlaVColumnsPerWarp / 8; ++n) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o[n][e] = 0.0f;
+  }
+  // ldmatrix row addresses: lane l gives row l % 8 of matrix l / 8.
+  const int a_row = (lane % 8) + ((lane / 8) % 2) * 8;  // A: matrices (rows 0-7, 8-15) x (k 0, 8)
+  const int a_col = (lane / 16) * 8;
+  const int b_token = half * kFastMlaHalfTokens + (lane / 16) * 8 + lane % 8;  // K as B
+  const int b_col = ((lane / 8) % 2) * 8;
+
+  for (int t = 0; t < tiles; ++t) {
+    if (t + kStages - 1 < tiles) IssueTile<C>(launch, layout, smem, t + kStages - 1, tid);
+    CommitCopies();
+    WaitCopies<kStages - 1>();
+    __syncthreads();
+    const uint8_t* stage = smem + layout.stage_offset + (t % kStages) * layout.stage_bytes;
+    const uint8_t* kv = stage;
+    if constexpr (!C::bf16) {
+      ConvertTile<C>(stage, smem + layout.tile_offset, tid);
+      __syncthreads();
+      kv = smem + layout.tile_offset;
+    }
+
+    // S = Q K^T for this warp's 16 heads and 16 tokens.
+    float s[2][4] = {};
+#pragma unroll 4
+    for (int k0 = 0; k0 < kMlaHeadDim; k0 += 16) {
+      uint32_t a[4];
+      uint32_t b[4];
+      LoadMatrices(a, q_tile + ((row_group * 16 + a_row) * kRowElements + k0 + a_col) * 2);
+      LoadMatrices(b, kv + (b_token * kRowElements + k0 + b_col) * 2);
+      MmaBf16(s[0], a, b[0], b[1]);
+      MmaBf16(s[1], a, b[2], b[3]);
+    }
+
+    // Scores in base 2, the row maxima of this token half, then of the tile.
+    const float* tile_scales = scales + (t % kStages) * kTile;
+    const int count = min(kTile, end - begin - t * kTile);
+    float low = -INFINITY, high = -INFINITY;
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int token = half * kFastMlaHalfTokens + n * 8 + 2 * tq + (e & 1);
+        s[n][e] = token < count ? (s[n][e] * tile_scales[token]) * factor : -INFINITY;
+      }
+      low = fmaxf(low, fmaxf(s[n][0], s[n][1]));
+      high = fmaxf(high, fmaxf(s[n][2], s[n][3]));
+    }
+    ReduceRowsAndShare(
+        low, high, [](float a, float b) { return fmaxf(a, b); }, row_max, half, row_low, row_high,
+        tq);
+    __syncthreads();
+    const float new_low = fmaxf(max_low, fmaxf(row_max[row_low], row_max[kHeads + row_low]));
+    const float new_high = fmaxf(max_high, fmaxf(row_max[row_high], row_max[kHeads + row_high]));
+    const float rescale_low = exp2f(max_low - new_low);
+    const float rescale_high = exp2f(max_high - new_high);
+    max_low = new_low;
+    max_high = new_high;
+
+    // Weights, this half's sums in the twin's order, and the weights rounded to bf16 for PV.
+    float w[2][4];
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) w[n][e] = exp2f(s[n][e] - (e < 2 ? new_low : new_high));
+      const int token = half * kFastMlaHalfTokens + n * 8 + 2 * tq;
+      auto* p_low = reinterpret_cast<uint32_t*>(p_tile + (row_low * kPRowElements + token) * 2);
+      auto* p_high = reinterpret_cast<uint32_t*>(p_tile + (row_high * kPRowElements + token) * 2);
+      *p_low = PackBf16(__fmul_rn(w[n][0], tile_scales[token]),
+                        __fmul_rn(w[n][1], tile_scales[token + 1]));
+      *p_high = PackBf16(__fmul_rn(w[n][2], tile_scales[token]),
+                         __fmul_rn(w[n][3], tile_scales[token + 1]));
+    }
+    const float part_low = __fadd_rn(__fadd_rn(__fadd_rn(w[0][0], w[0][1]), w[1][0]), w[1][1]);
+    const float part_high = __fadd_rn(__fadd_rn(__fadd_rn(w[0][2], w[0][3]), w[1][2]), w[1][3]);
+    ReduceRowsAndShare(
+        part_low, part_high, [](float a, float b) { return __fadd_rn(a, b); }, row_sum, half,
+        row_low, row_high, tq);
+    __syncthreads();
+    sum_low = __fadd_rn(__fmul_rn(sum_low, rescale_low),
+                        __fadd_rn(row_sum[row_low], row_sum[kHeads + row_low]));
+    sum_high = __fadd_rn(__fmul_rn(sum_high, rescale_high),
+                         __fadd_rn(row_sum[row_high], row_sum[kHeads + row_high]));
+
+    // O = O * rescale + P V over this warp's 256 columns, tokens 0-15 then 16-31.
+#pragma unroll
+    for (int n = 0; n < kFastMlaVColumnsPerWarp / 8; ++n) {
+      o[n][0] *= rescale_low;
+      o[n][1] *= rescale_low;
+      o[n][2] *= rescale_high;
+      o[n][3] *= rescale_high;
+    }
+#pragma unroll
+    for (int k0 = 0; k0 < kTile; k0 += 16) {
+      uint32_t a[4];
+      LoadMatrices(a, p_tile + ((row_group * 16 + a_row) * kPRowElements + k0 + a_col) * 2);
+      const int v_token = k0 + (lane % 8) + ((lane / 8) % 2) * 8;
+      const int v_col = half * kFastMlaVColumnsPerWarp + (lane / 16) * 8;
+#pragma unroll
+      for (int n = 0; n < kFastMlaVColumnsPerWarp / 8; n += 2) {
+        uint32_t b[4];
+        LoadMatricesTransposed(b, kv + (v_token * kRowElements + v_col + n * 8) * 2);
+        MmaBf16(o[n], a, b[0], b[1]);
+        MmaBf16(o[n + 1], a, b[2], b[3]);
+      }
+    }
+
+    // The page look-up of tile t + kStages, loaded an iteration ago, for the next issue.
+    if (tid < kTile) {
+      rows[((t + kStages) % kRowSlots) * kTile + tid] = next_row;
+      next_row = TileRow(launch, request, begin, end, t + kStages + 1, tid, bad_page);
+    }
+    __syncthreads();
+  }
+  WaitCopies<0>();
+
+  const DecodeWorkspaceLayout workspace =
+      MakeDecodeWorkspaceLayout(launch.table.batch, launch.num_q_heads, kMlaLoraRank, launch.plan);
+  auto* acc = reinterpret_cast<float*>(launch.workspace + workspace.partial_acc_offset);
+  auto* ml = reinterpret_cast<float*>(launch.workspace + workspace.partial_ml_offset);
+  const int64_t request_heads = static_cast<int64_t>(request) * launch.num_q_heads + first_head;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = r == 0 ? row_low : row_high;
+    if (row >= heads) continue;
+    const int64_t partial = (request_heads + row) * launch.plan.max_splits + split;
+    float* out = acc + partial * kMlaLoraRank + half * kFastMlaVColumnsPerWarp + 2 * tq;
+#pragma unroll
+    for (int n = 0; n < kFastMlaVColumnsPerWarp / 8; ++n) {
+      *reinterpret_cast<float2*>(out + n * 8) = make_float2(o[n][2 * r], o[n][2 * r + 1]);
+    }
+    if (half == 0 && tq == 0) {
+      ml[2 * partial] = r == 0 ? max_low : max_high;
+      ml[2 * partial + 1] = r == 0 ? sum_low : sum_high;
+    }
+  }
+  if (tid == 0 && blockIdx.y == 0) {
+    auto* split_status =
+        reinterpret_cast<int32_t*>(launch.workspace + workspace.split_status_offset);
+    split_status[static_cast<int64_t>(request) * launch.plan.max_splits + split] =
+        static_cast<int32_t>(*bad_page != 0 ? KvAccessStatus::kPageOutOfRange
+                                            : KvAccessStatus::kOk);
+  }
+}
+
+template <class C>
+Status LaunchFastMlaConfig(const DecodeAttentionLaunch& launch) {
+  if (launch.pool.row_bytes != C::row_bytes) {
+    return InternalError("fast MLA decode: a pool of " + std::to_string(launch.pool.row_bytes) +
+                         "-byte rows reached the kernel compiled for " +
+                         std::to_string(C::row_bytes) + "-byte rows");
+  }
+  const FastMlaSmemLayout layout = MakeFastMlaSmemLayout(C::row_bytes);
+  // decode_fast_mla_test checks every format's layout against this limit.
+  if (layout.total_bytes > kFastMlaMaxSharedBytes) {
+    return InternalError("fast MLA decode needs " + std::to_string(layout.total_bytes) +
+                         " bytes of shared memory; at most " +
+                         std::to_string(kFastMlaMaxSharedBytes));
+  }
+  // Above the default 48 KB a kernel must opt in; a host-side attribute, not a stream operation.
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
+      FastMlaDecodeKernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, layout.total_bytes));
+  const dim3 grid(static_cast<unsigned>(launch.plan.max_splits),
+                  static_cast<unsigned>((launch.num_q_heads + kHeads - 1) / kHeads),
+                  static_cast<unsigned>(launch.table.batch));
+  FastMlaDecodeKernel<C><<<grid, kFastMlaThreads, static_cast<size_t>(layout.total_bytes),
+                           static_cast<cudaStream_t>(launch.stream)>>>(launch);
+  KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return LaunchDecodeCombine(launch);
+}
+
+}  // namespace
+
+Status LaunchDecodeAttentionFastMla(const DecodeAttentionLaunch& launch) {
+  const KvFormat format = launch.pool.format;
+  if (launch.pool.v_pages != nullptr || launch.pool.head_dim != kMlaHeadDim) {
+    return InvalidArgumentError("fast MLA decode takes MLA caches (576-value latent rows)");
+  }
+  if (format.scaling == KvScaling::kMlaBlock128) {
+    return LaunchFastMlaConfig<FastMlaConfig<KvDtype::kFp8E4M3, true>>(launch);
+  }
+  switch (format.dtype) {
+    case KvDtype::kBf16:
+      return LaunchFastMlaConfig<FastMlaConfig<KvDtype::kBf16, false>>(launch);
+    case KvDtype::kFp8E4M3:
+      return LaunchFastMlaConfig<FastMlaConfig<KvDtype::kFp8E4M3, false>>(launch);
+    case KvDtype::kFp8E5M2:
+      return LaunchFastMlaConfig<FastMlaConfig<KvDtype::kFp8E5M2, false>>(launch);
+  }
+  return InvalidArgumentError("unsupported KV cache format for fast MLA decode");
+}
+
+}  // namespace kvsim::cuda

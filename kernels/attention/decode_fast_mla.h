@@ -1,0 +1,75 @@
+// The fast MLA decode kernel's tiling (decode_fast_mla.cu), shared with its CPU twin
+// (decode_fast_mla_cpu.cc) and with a CPU test that checks every format's shared memory fits.
+//
+// One CUDA block computes one split of one request for a tile of up to kFastMlaHeadsPerTile
+// query heads: the heads are the M dimension of the tensor-core products, so each 576-value
+// latent row is loaded and converted to bf16 once per 64 heads. Tiles of kDecodeTileTokens
+// tokens, one online-softmax update each, as on the simple path.
+#pragma once
+
+#include "kernels/attention/decode_plan.h"
+#include "kernels/attention/kv_format.h"
+#include "kernels/host_device.h"
+
+namespace kvsim {
+
+// 8 warps: warp w owns query-head rows 16 (w % 4) .. + 16 of the tile; for QK^T the tokens
+// 16 (w / 4) .. + 16 of the token tile, for PV the V columns 256 (w / 4) .. + 256.
+inline constexpr int kFastMlaWarps = 8;
+inline constexpr int kFastMlaThreads = kFastMlaWarps * 32;
+inline constexpr int kFastMlaRowGroups = kFastMlaHeadsPerTile / 16;  // 4 groups of 16 heads
+inline constexpr int kFastMlaTokenHalves = kFastMlaWarps / kFastMlaRowGroups;       // 2
+inline constexpr int kFastMlaHalfTokens = kDecodeTileTokens / kFastMlaTokenHalves;  // 16
+inline constexpr int kFastMlaVColumnsPerWarp = kMlaLoraRank / kFastMlaTokenHalves;  // 256
+// cp.async stages of KV tiles in flight: the tile being computed and two ahead.
+inline constexpr int kFastMlaStages = 3;
+// bf16 elements per row of Q and of a converted K tile in shared memory: 576 plus 8 of padding,
+// so that eight consecutive rows (1168 bytes apart, 16 mod 128) fall in distinct bank groups
+// and ldmatrix reads them without conflicts.
+inline constexpr int kFastMlaSmemRowElements = kMlaHeadDim + 8;
+// bf16 elements per row of the weights P [64 heads][32 tokens]: 80 bytes apart, conflict-free.
+inline constexpr int kFastMlaPRowElements = kDecodeTileTokens + 8;
+// Shared memory one block may use on sm_90 (227 KB), opted into with cudaFuncSetAttribute.
+inline constexpr int kFastMlaMaxSharedBytes = 227 * 1024;
+
+static_assert(kFastMlaHeadsPerTile % 16 == 0, "head tiles are whole m16 blocks");
+static_assert(kFastMlaTokenHalves == 2, "two warps share each head row group");
+static_assert(kFastMlaHalfTokens == 16, "a warp's QK^T covers two n8 blocks of tokens");
+static_assert(kMlaHeadDim % 16 == 0, "the QK^T k-steps are whole k16 blocks");
+static_assert(kDecodeTileTokens % 16 == 0, "the PV k-steps are whole k16 blocks");
+
+// Where the fast kernel's shared memory goes, in bytes from its start (all 16-byte aligned).
+struct FastMlaSmemLayout {
+  int q_offset = 0;       // bf16 [64][kFastMlaSmemRowElements]: the tile's queries (0 for padding)
+  int stage_offset = 0;   // kFastMlaStages raw KV tiles of stage_bytes each (cp.async targets)
+  int stage_bytes = 0;    // bf16 caches: a padded bf16 tile (used as is); others: 32 raw rows
+  int tile_offset = 0;    // bf16 [32][kFastMlaSmemRowElements]: the converted tile (FP8 caches)
+  int p_offset = 0;       // bf16 [64][kFastMlaPRowElements]: the rounded weights
+  int rows_offset = 0;    // int64 [kFastMlaStages + 1][32]: pool row per token (-1: none)
+  int scales_offset = 0;  // float [kFastMlaStages][32]: per-token scales (1 when none)
+  int reduce_offset = 0;  // float [2 (max, sum)][2 halves][64]: the two token halves' partials
+  int flag_offset = 0;    // int: a page of this block was out of range
+  int total_bytes = 0;
+};
+
+KVSIM_HD_INLINE int FastMlaAlign16(int bytes) { return (bytes + 15) / 16 * 16; }
+
+// The layout for pool rows of `row_bytes` (1152 for bf16, 576 for FP8, 656 for FlashMLA rows).
+KVSIM_HD_INLINE FastMlaSmemLayout MakeFastMlaSmemLayout(int row_bytes) {
+  const bool bf16 = row_bytes == kMlaHeadDim * 2;
+  const int padded_tile_bytes = kDecodeTileTokens * kFastMlaSmemRowElements * 2;
+  FastMlaSmemLayout layout;
+  layout.q_offset = 0;
+  layout.stage_offset = layout.q_offset + kFastMlaHeadsPerTile * kFastMlaSmemRowElements * 2;
+  layout.stage_bytes = bf16 ? padded_tile_bytes : FastMlaAlign16(kDecodeTileTokens * row_bytes);
+  layout.tile_offset = layout.stage_offset + kFastMlaStages * layout.stage_bytes;
+  layout.p_offset = layout.tile_offset + (bf16 ? 0 : padded_tile_bytes);
+  layout.rows_offset = layout.p_offset + kFastMlaHeadsPerTile * kFastMlaPRowElements * 2;
+  layout.scales_offset = layout.rows_offset + (kFastMlaStages + 1) * kDecodeTileTokens * 8;
+  layout.reduce_offset = layout.scales_offset + kFastMlaStages * kDecodeTileTokens * 4;
+  layout.flag_offset = layout.reduce_offset + 2 * kFastMlaTokenHalves * kFastMlaHeadsPerTile * 4;
+  layout.total_bytes = FastMlaAlign16(layout.flag_offset + 4);
+  return layout;
+}
+
+}  // namespace kvsim

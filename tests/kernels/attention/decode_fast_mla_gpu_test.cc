@@ -1,0 +1,177 @@
+// The fast MLA decode kernel on a GPU: within the FP64 reference's tensor-core bound on awkward
+// shapes (every format, 1 to 128 heads, lengths around tiles, splits and pages), within both
+// bounds of the simple kernel and of its CPU twin, failed requests as on the CPU, and the same
+// bits through a caller's workspace on a stream of its own. Skips where no GPU works.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/attention/decode_attention.h"
+#include "kernels/attention/reference/attention_reference.h"
+#include "kernels/backend.h"
+#include "kernels/backend_factory.h"
+#include "kernels/cuda/device.h"
+#include "tests/kernels/attention/attention_case.h"
+#include "tests/kernels/attention/gpu_fixture.h"
+#include "tests/kernels/attention/reference_check.h"
+
+namespace kvsim {
+namespace {
+
+using testing::AttentionCase;
+using testing::AttentionCaseParams;
+using testing::DecodeOutputs;
+using testing::DeviceCase;
+
+constexpr KernelPath kFast = KernelPath::kFast;
+constexpr KernelPath kSimple = KernelPath::kSimple;
+constexpr AttentionOutputDtype kFp32 = AttentionOutputDtype::kFp32;
+
+using DecodeFastMlaGpuTest = testing::AttentionGpuFixture;
+
+std::vector<AttentionCaseParams> Cases() {
+  std::vector<AttentionCaseParams> cases;
+  uint64_t seed = 0xfa5700;
+  for (const KvFormat format : AllKvFormats()) {
+    for (int heads : {1, 3, 16, 64, 100, 128}) {
+      AttentionCaseParams p;
+      p.shape = MlaCacheShape(0, heads == 3 ? 7 : 64, format);
+      p.num_q_heads = heads;
+      p.seq_lens = {33, 1, 31, 257, heads == 100 ? 4097 : 70};
+      p.shared_pages = 1;
+      p.newest_token_score = 8;
+      p.seed = ++seed;
+      cases.push_back(p);
+    }
+  }
+  return cases;
+}
+
+// |a - b| <= bound_a + bound_b element by element, for two runs each within its own bound of the
+// same exact attention.
+std::string CompareWithin(const DecodeOutputs& a, const DecodeOutputs& b, const AttentionCase& c,
+                          const reference::HostKvCache& cache, KernelPath path_a,
+                          KernelPath path_b) {
+  const int heads = c.params.num_q_heads;
+  const int v_dim = c.shape.v_head_dim;
+  for (int r = 0; r < c.batch; ++r) {
+    const int seq_len = c.seq_lens[static_cast<size_t>(r)];
+    const reference::DequantizedKv kv =
+        reference::DequantizeRequest(cache, testing::RequestPages(c, r), seq_len, 0);
+    for (int h = 0; h < heads; ++h) {
+      const size_t head_row = static_cast<size_t>(r) * heads + static_cast<size_t>(h);
+      Eigen::VectorXd q(c.shape.head_dim);
+      for (int i = 0; i < c.shape.head_dim; ++i) {
+        q(i) = DecodeBf16(c.q[head_row * static_cast<size_t>(c.shape.head_dim) + i]);
+      }
+      Eigen::VectorXd bound = Eigen::VectorXd::Zero(v_dim);
+      for (KernelPath path : {path_a, path_b}) {
+        const reference::DecodeArithmetic arithmetic = testing::ArithmeticFor(path);
+        bound += reference::ReferenceDecode(
+                     kv, q, c.softmax_scale,
+                     reference::WorstCaseRoundingModel(c.shape.head_dim, seq_len, arithmetic),
+                     kFp32, arithmetic)
+                     .tolerance;
+      }
+      for (int i = 0; i < v_dim; ++i) {
+        const size_t at = head_row * static_cast<size_t>(v_dim) + static_cast<size_t>(i);
+        if (!(std::fabs(a.out[at] - b.out[at]) <= bound(i))) {
+          return "request " + std::to_string(r) + " head " + std::to_string(h) + " dim " +
+                 std::to_string(i) + ": " + std::to_string(a.out[at]) + " vs " +
+                 std::to_string(b.out[at]) + " in " + testing::DescribeCase(c);
+        }
+      }
+    }
+  }
+  return "";
+}
+
+TEST_F(DecodeFastMlaGpuTest, EqualsTheReferenceTheSimplePathAndTheTwin) {
+  for (const AttentionCaseParams& params : Cases()) {
+    const AttentionCase c = testing::MakeAttentionCase(params);
+    SCOPED_TRACE(testing::DescribeParams(params));
+    DeviceCase device = testing::UploadAndAppend(*cuda_, c).value();
+    const reference::HostKvCache cache = reference::DownloadKvCache(*cuda_, device.cache()).value();
+    for (AttentionOutputDtype dtype : {kFp32, AttentionOutputDtype::kBf16}) {
+      const Result<DecodeOutputs> fast = testing::RunDecode(*cuda_, c, device, dtype, kFast);
+      ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+      const testing::ReferenceCheck check =
+          testing::CheckDecodeAgainstReference(c, cache, *fast, dtype, kFast);
+      EXPECT_TRUE(check.failure.empty()) << check.failure;
+    }
+    const DecodeOutputs fast = testing::RunDecode(*cuda_, c, device, kFp32, kFast).value();
+    const DecodeOutputs simple = testing::RunDecode(*cuda_, c, device, kFp32, kSimple).value();
+    EXPECT_EQ(CompareWithin(fast, simple, c, cache, kFast, kSimple), "");
+    DeviceCase on_cpu = testing::UploadAndAppend(*cpu_, c).value();
+    const DecodeOutputs twin = testing::RunDecode(*cpu_, c, on_cpu, kFp32, kFast).value();
+    EXPECT_EQ(CompareWithin(fast, twin, c, cache, kFast, kFast), "");
+  }
+}
+
+TEST_F(DecodeFastMlaGpuTest, BadRequestsFailAloneAsOnTheCpu) {
+  AttentionCaseParams params;
+  params.shape = MlaCacheShape(0, 5, {KvDtype::kFp8E4M3, KvScaling::kPerTokenHead});
+  params.num_q_heads = 100;
+  params.seq_lens = {23, 41, 17, 2000};
+  params.seed = 0x7e58;
+  AttentionCase c = testing::MakeAttentionCase(params);
+  c.block_table[static_cast<size_t>(c.row_stride) + 2] = INT32_MAX;
+  c.block_table[static_cast<size_t>(3 * c.row_stride) + 300] = -1;
+  c.seq_lens[2] = c.max_pages_per_request * c.shape.page_size + 1;
+  for (Backend* backend : {cuda_.get(), cpu_.get()}) {
+    DeviceCase device =
+        testing::UploadAndAppend(*backend, testing::MakeAttentionCase(params)).value();
+    device.block_table = Upload(*backend, c.block_table).value();
+    device.seq_lens = Upload(*backend, c.seq_lens).value();
+    const DecodeOutputs bad = testing::RunDecode(*backend, c, device, kFp32, kFast).value();
+    SCOPED_TRACE(backend->description());
+    EXPECT_EQ(bad.status, (std::vector<int32_t>{0, 2, 1, 2}));
+    const size_t row = static_cast<size_t>(params.num_q_heads) * c.shape.v_head_dim;
+    for (size_t i = row; i < bad.out.size(); ++i) ASSERT_TRUE(std::isnan(bad.out[i])) << i;
+    for (size_t i = 0; i < row; ++i) ASSERT_FALSE(std::isnan(bad.out[i])) << i;
+  }
+}
+
+// A caller's workspace on a stream of its own: only kernels are enqueued, and the results are
+// the bits of a call that allocates its own workspace (the kernels have no atomics).
+TEST_F(DecodeFastMlaGpuTest, CallerWorkspaceOnAStreamGivesTheSameBits) {
+  AttentionCaseParams params;
+  params.shape = MlaCacheShape(0, 64, {KvDtype::kFp8E4M3, KvScaling::kMlaBlock128});
+  params.num_q_heads = 128;
+  params.seq_lens = {3000, 5, 700};
+  const AttentionCase c = testing::MakeAttentionCase(params);
+  DeviceCase device = testing::UploadAndAppend(*cuda_, c).value();
+  const DecodeOutputs owned = testing::RunDecode(*cuda_, c, device, kFp32, kFast).value();
+
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  DecodeAttentionArgs args = testing::DecodeArgsFor(c, device);
+  args.launch.path = kFast;
+  args.launch.stream = stream;
+  const size_t head_rows = static_cast<size_t>(c.batch) * params.num_q_heads;
+  DeviceBuffer out = cuda_->Allocate(head_rows * c.shape.v_head_dim * sizeof(float)).value();
+  DeviceBuffer lse = cuda_->Allocate(head_rows * sizeof(float)).value();
+  DeviceBuffer status = cuda_->Allocate(static_cast<size_t>(c.batch) * sizeof(int32_t)).value();
+  DeviceBuffer workspace = cuda_->Allocate(static_cast<size_t>(DecodeWorkspaceBytes(args))).value();
+  for (DeviceBuffer* buffer : {&out, &lse, &status, &workspace}) {
+    ASSERT_TRUE(cuda_->Fill(*buffer, 0xFF).ok());
+  }
+  // A non-blocking stream does not wait for the legacy stream the fills ran on.
+  ASSERT_TRUE(cuda_->Synchronize().ok());
+  args.out = &out;
+  args.lse = &lse;
+  args.request_status = &status;
+  args.workspace = &workspace;
+  ASSERT_TRUE(DecodeAttention(*cuda_, args).ok());
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(Download<float>(*cuda_, out).value(), owned.out);
+  EXPECT_EQ(Download<float>(*cuda_, lse).value(), owned.lse);
+  ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+}
+
+}  // namespace
+}  // namespace kvsim

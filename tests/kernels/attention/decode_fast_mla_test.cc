@@ -1,0 +1,157 @@
+// The fast MLA decode path's CPU twin (64-head tiles, bf16 tensor-core arithmetic) against the
+// FP64 reference within the bound of docs/numerics.md ("The fast paths"): every cache format,
+// awkward head counts (1 to 128: one partial tile, whole tiles, one and a half), lengths around
+// tiles, splits and pages.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/attention/decode_attention.h"
+#include "kernels/attention/decode_fast_mla.h"
+#include "kernels/attention/reference/attention_reference.h"
+#include "kernels/backend.h"
+#include "tests/kernels/attention/attention_case.h"
+#include "tests/kernels/attention/reference_check.h"
+
+namespace kvsim {
+namespace {
+
+using testing::AttentionCase;
+using testing::AttentionCaseParams;
+using testing::DecodeOutputs;
+using testing::DeviceCase;
+
+constexpr KernelPath kFast = KernelPath::kFast;
+
+// Runs `params` on the fast CPU path with both output dtypes and checks every output against the
+// reference; returns the largest |error| / bound. With `telling`, also requires that dropping
+// request 0's last token would fail the check.
+double ExpectFastMatchesReference(const AttentionCaseParams& params, bool telling) {
+  std::unique_ptr<Backend> backend = CreateCpuBackend();
+  const AttentionCase c = testing::MakeAttentionCase(params);
+  Result<DeviceCase> device = testing::UploadAndAppend(*backend, c);
+  EXPECT_TRUE(device.ok()) << device.status().ToString();
+  if (!device.ok()) return INFINITY;
+  const Result<reference::HostKvCache> cache =
+      reference::DownloadKvCache(*backend, device->cache());
+  EXPECT_TRUE(cache.ok()) << cache.status().ToString();
+  if (!cache.ok()) return INFINITY;
+  double worst = 0;
+  for (AttentionOutputDtype dtype : {AttentionOutputDtype::kFp32, AttentionOutputDtype::kBf16}) {
+    const Result<DecodeOutputs> outputs = testing::RunDecode(*backend, c, *device, dtype, kFast);
+    EXPECT_TRUE(outputs.ok()) << outputs.status().ToString();
+    if (!outputs.ok()) return INFINITY;
+    const testing::ReferenceCheck check =
+        testing::CheckDecodeAgainstReference(c, *cache, *outputs, dtype, kFast);
+    EXPECT_TRUE(check.failure.empty()) << check.failure;
+    EXPECT_GT(check.checked, 0);
+    worst = std::max(worst, check.worst_ratio);
+  }
+  if (telling) {
+    EXPECT_GT(testing::DroppedTokenSeparation(c, *cache, 0, AttentionOutputDtype::kFp32, kFast),
+              1.0)
+        << "request 0's last token dropped would pass the fast path's bound";
+  }
+  return worst;
+}
+
+TEST(DecodeFastMlaTest, EveryFormatAndHeadCountMatchesReference) {
+  double worst = 0;
+  for (const KvFormat format : AllKvFormats()) {
+    for (int heads : {1, 3, 16, 64, 100, 128}) {
+      AttentionCaseParams params;
+      // 7-token pages: every length below ends inside a page.
+      params.shape = MlaCacheShape(0, 7, format);
+      params.num_q_heads = heads;
+      params.seq_lens = {33, 1, 31, 257};
+      params.shared_pages = 2;
+      params.newest_token_score = 8;
+      params.seed = 0xfa57000u + static_cast<uint64_t>(heads);
+      SCOPED_TRACE(KvFormatName(format) + " heads " + std::to_string(heads));
+      worst = std::max(worst, ExpectFastMatchesReference(params, heads == 3));
+    }
+  }
+  std::cout << "fast MLA, largest |kernel - reference| / bound: " << worst << "\n";
+}
+
+// 4097 tokens: 17 splits of 256 at batch 1, the last of one token, on a last page of one token.
+TEST(DecodeFastMlaTest, LongRequestMatchesReference) {
+  double worst = 0;
+  for (const KvFormat format : {KvFormat{KvDtype::kBf16, KvScaling::kNone},
+                                KvFormat{KvDtype::kFp8E4M3, KvScaling::kPerTensor},
+                                KvFormat{KvDtype::kFp8E4M3, KvScaling::kMlaBlock128}}) {
+    AttentionCaseParams params;
+    params.shape = MlaCacheShape(0, 64, format);
+    params.num_q_heads = format.scaling == KvScaling::kPerTensor ? 100 : 3;
+    params.seq_lens = {4097};
+    params.newest_token_score = 12;
+    params.seed = 0xfa571000u;
+    SCOPED_TRACE(KvFormatName(format));
+    worst = std::max(worst, ExpectFastMatchesReference(params, true));
+  }
+  std::cout << "fast MLA 4097 tokens, largest |kernel - reference| / bound: " << worst << "\n";
+}
+
+// The fast plan puts 64 heads in one block: fewer blocks per split than the simple path's 16.
+TEST(DecodeFastMlaTest, PlanCountsHeadTiles) {
+  AttentionCaseParams params;
+  params.shape = MlaCacheShape(0, 64, {KvDtype::kFp8E4M3, KvScaling::kPerTensor});
+  params.num_q_heads = 128;
+  params.seq_lens = {20000, 3};
+  const AttentionCase c = testing::MakeAttentionCase(params);
+  const int64_t row_tokens = int64_t{c.max_pages_per_request} * params.shape.page_size;
+  const DecodeSplitPlan fast = testing::PlanFor(c, kFast);
+  EXPECT_EQ(fast.split_tokens, PlanDecodeSplits(2, 2, row_tokens).split_tokens);
+  const DecodeSplitPlan simple = testing::PlanFor(c, KernelPath::kSimple);
+  EXPECT_EQ(simple.split_tokens, PlanDecodeSplits(2, 8, row_tokens).split_tokens);
+  EXPECT_NE(fast.split_tokens, simple.split_tokens);
+}
+
+// Every format's fast-kernel shared memory fits an sm_90 block.
+TEST(DecodeFastMlaTest, SharedMemoryFits) {
+  for (int row_bytes : {kMlaHeadDim * 2, kMlaHeadDim, kMlaBlockRowBytes}) {
+    const FastMlaSmemLayout layout = MakeFastMlaSmemLayout(row_bytes);
+    EXPECT_LE(layout.total_bytes, kFastMlaMaxSharedBytes) << row_bytes << "-byte rows";
+    for (int offset : {layout.stage_offset, layout.tile_offset, layout.p_offset, layout.rows_offset,
+                       layout.scales_offset, layout.reduce_offset}) {
+      EXPECT_EQ(offset % 16, 0) << row_bytes << "-byte rows";
+    }
+  }
+}
+
+// A q that is not 16-byte aligned is refused by name, on either path, before any kernel runs.
+TEST(DecodeFastMlaTest, UnalignedQIsRefusedByName) {
+  std::unique_ptr<Backend> backend = CreateCpuBackend();
+  AttentionCaseParams params;
+  params.shape = MlaCacheShape(0, 16, {KvDtype::kBf16, KvScaling::kNone});
+  params.num_q_heads = 2;
+  params.seq_lens = {5};
+  const AttentionCase c = testing::MakeAttentionCase(params);
+  Result<DeviceCase> device = testing::UploadAndAppend(*backend, c);
+  ASSERT_TRUE(device.ok()) << device.status().ToString();
+  // The same q values 8 bytes into a larger buffer; the view owns nothing (no deleter).
+  DeviceBuffer shifted_storage = backend->Allocate(device->q.bytes() + 16).value();
+  DeviceBuffer shifted(shifted_storage.as<uint8_t>() + 8, device->q.bytes(), BackendKind::kCpu,
+                       nullptr);
+  for (KernelPath path : {KernelPath::kSimple, kFast}) {
+    DecodeAttentionArgs args = testing::DecodeArgsFor(c, *device);
+    DeviceBuffer out = backend->Allocate(2 * kMlaLoraRank * sizeof(float)).value();
+    DeviceBuffer status = backend->Allocate(sizeof(int32_t)).value();
+    args.q = &shifted;
+    args.out = &out;
+    args.request_status = &status;
+    args.launch.path = path;
+    const Status result = DecodeAttention(*backend, args);
+    EXPECT_EQ(result.code(), StatusCode::kInvalidArgument) << result.ToString();
+    EXPECT_NE(result.message().find("'q' is not 16-byte aligned"), std::string::npos)
+        << result.ToString();
+  }
+}
+
+}  // namespace
+}  // namespace kvsim
