@@ -53,6 +53,10 @@ class AccuracyKvCommand : public Command {
     app.add_option("--backend", backend_text_, "Where the kernels run: auto, cpu or cuda")
         ->capture_default_str();
     app.add_flag("--json", json_, "Print JSON instead of tables");
+    app.add_option("--kernel-path", path_text_,
+                   "Decode attention kernels: simple (the default) or fast (tensor-core tiles, "
+                   "cp.async pipeline); the CPU runs the chosen path's twin")
+        ->capture_default_str();
     app.add_flag("--allow-hours", allow_hours_,
                  "Run a size estimated to take over an hour on the CPU backend (refused without "
                  "it; over a minute, the estimate and progress go to stderr)");
@@ -61,6 +65,8 @@ class AccuracyKvCommand : public Command {
   Status Run(std::ostream& out) override {
     KVSIM_ASSIGN_OR_RETURN(const uint64_t seed, ParseSeed(seed_text_));
     KVSIM_ASSIGN_OR_RETURN(const BackendChoice choice, ParseBackendChoice(backend_text_));
+    const Result<KernelPath> path = ParseKernelPath(path_text_);
+    if (!path.ok()) return path.status().WithContext("--kernel-path");
     std::vector<AttentionKind> kinds;
     if (kind_ == "gqa" || kind_ == "both") kinds.push_back(AttentionKind::kGqa);
     if (kind_ == "mla" || kind_ == "both") kinds.push_back(AttentionKind::kMla);
@@ -82,6 +88,7 @@ class AccuracyKvCommand : public Command {
       config.requests = requests_;
       config.tokens = tokens_;
       config.seed = seed;
+      config.path = *path;
       KVSIM_RETURN_IF_ERROR(ValidateKvAccuracyConfig(config));
       configs.push_back(config);
     }
@@ -108,7 +115,7 @@ class AccuracyKvCommand : public Command {
     if (!json_) {
       out << "FP8 KV cache against BF16: the same K, V and queries through a BF16 cache and each "
              "FP8 format,\nwith the real append_kv and decode attention kernels (backend: "
-          << note << ").\n"
+          << note << "; " << KernelPathName(*path) << " decode kernels).\n"
           << "rel rms = ||o_fp8 - o_bf16|| / ||o_bf16|| over every output; top-1 = requests x "
              "heads whose argmax of a\nrandom 1024-row projection of the output agrees; "
              "saturated = stored values the format clamps (they\nround beyond its largest finite "
@@ -140,8 +147,8 @@ class AccuracyKvCommand : public Command {
     }
     out << fmt::format(
         "\nReproduce: kvsim accuracy kv --seed {} --kind {} --requests {} --tokens {}"
-        " --backend {}\n",
-        FormatSeed(seed), kind_, requests_, tokens_, backend_text_);
+        " --backend {} --kernel-path {}\n",
+        FormatSeed(seed), kind_, requests_, tokens_, backend_text_, KernelPathName(*path));
     return Status::Ok();
   }
 
@@ -151,6 +158,7 @@ class AccuracyKvCommand : public Command {
   int requests_ = 4;
   int tokens_ = 512;
   std::string backend_text_ = "cpu";
+  std::string path_text_ = KernelPathName(kDefaultKernelPath);
   bool json_ = false;
   bool allow_hours_ = false;
 };

@@ -64,6 +64,7 @@ nlohmann::json KvAccuracyJson(const KvAccuracyConfig& config,
   study["kind"] = config.kind == AttentionKind::kMla ? "mla" : "gqa";
   study["shape"] = DescribeKvAccuracyConfig(config);
   study["seed"] = FormatSeed(config.seed);
+  study["kernel_path"] = KernelPathName(config.path);
   study["rows"] = nlohmann::json::array();
   for (const KvAccuracyRow& row : rows) {
     study["rows"].push_back({{"distribution", row.distribution},

@@ -194,6 +194,7 @@ Result<std::vector<float>> RunCache(Backend& backend, const KvAccuracyConfig& co
   decode.softmax_scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
   decode.out = &out;
   decode.request_status = &request_status;
+  decode.launch.path = config.path;
   KVSIM_RETURN_IF_ERROR(DecodeAttention(backend, decode));
   KVSIM_ASSIGN_OR_RETURN(const std::vector<int32_t> statuses,
                          Download<int32_t>(backend, request_status));

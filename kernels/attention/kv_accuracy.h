@@ -12,6 +12,8 @@
 #include "kernels/backend.h"
 #include "kernels/error_stats.h"
 
+#include "kernels/launch_options.h"
+
 namespace kvsim {
 
 // The study's shape: every request holds `tokens` tokens of each distribution's K and V.
@@ -26,6 +28,7 @@ struct KvAccuracyConfig {
   int vocab = 1024;        // rows of the random projection whose argmax gives the top-1 token
   bool e4m3_only = false;  // the short version: e4m3 formats only
   uint64_t seed = 0x5eed;
+  KernelPath path = kDefaultKernelPath;  // the decode attention kernels, BF16 and FP8 caches alike
 };
 
 // One (distribution, format, scale) cell.

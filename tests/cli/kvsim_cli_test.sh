@@ -60,6 +60,10 @@ expect_exit 2 "^kvsim accuracy: kv: this size would take about 2.9 hours on the 
   accuracy kv --requests 64 --tokens 32768 --backend cpu
 expect_exit 0 "fp8_e4m3 +1\.0" accuracy kv --kind gqa --requests 1 --tokens 16
 expect_exit 0 '"relative_rms"' accuracy kv --kind mla --requests 1 --tokens 8 --json
+expect_exit 0 '"kernel_path": "fast"' accuracy kv --kind both --requests 1 --tokens 40 --kernel-path fast --json
+expect_exit 0 "fast decode kernels" accuracy kv --kind gqa --requests 1 --tokens 16 --kernel-path fast
+expect_exit 2 "^kvsim accuracy: kv: --kernel-path: unknown kernel path 'x'; allowed: simple, fast$" \
+  accuracy kv --kernel-path x
 expect_exit 2 "^kvsim accuracy: kv: --kind 'xyz' is not known; allowed: gqa, mla, both" accuracy kv --kind xyz
 expect_exit 2 "^Run 'kvsim accuracy kv --help' for usage" accuracy kv --kind xyz
 expect_exit 2 "--tokens 0 is out of range; allowed: 1 to 32768" accuracy kv --tokens 0
