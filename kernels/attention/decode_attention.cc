@@ -6,6 +6,8 @@
 #include <string>
 
 #include "kernels/attention/decode_fast_gqa_stub.h"
+#include "kernels/attention/decode_fast_mla.h"
+#include "kernels/attention/kv_format.h"
 
 namespace kvsim {
 
@@ -51,7 +53,11 @@ Status RunCpu(const DecodeAttentionLaunch& launch) {
   if (launch.path == KernelPath::kSimple) {
     DecodeAttentionCpu(launch);
   } else if (launch.pool.v_pages == nullptr) {
-    DecodeAttentionFastMlaCpu(launch);
+    if (launch.fast_mla_math == FastMlaMath::kFp8) {
+      DecodeAttentionFastMlaFp8Cpu(launch);
+    } else {
+      DecodeAttentionFastMlaCpu(launch);
+    }
   } else {
     DecodeAttentionFastGqaCpu(launch);
   }
@@ -61,7 +67,10 @@ Status RunCpu(const DecodeAttentionLaunch& launch) {
 // Enqueues the chosen path's CUDA kernels on launch.stream.
 Status RunCuda(const DecodeAttentionLaunch& launch) {
   if (launch.path == KernelPath::kSimple) return cuda::LaunchDecodeAttention(launch);
-  if (launch.pool.v_pages == nullptr) return cuda::LaunchDecodeAttentionFastMla(launch);
+  if (launch.pool.v_pages == nullptr) {
+    return launch.fast_mla_math == FastMlaMath::kFp8 ? cuda::LaunchDecodeAttentionFastMlaFp8(launch)
+                                                     : cuda::LaunchDecodeAttentionFastMla(launch);
+  }
   return cuda::LaunchDecodeAttentionFastGqa(launch);
 }
 
@@ -134,6 +143,14 @@ Status DecodeAttention(Backend& backend, const DecodeAttentionArgs& args) {
   launch.plan = DecodePlanFor(args);
   launch.path = args.launch.path;
   launch.stream = args.launch.stream;
+  launch.fast_mla_math = ResolveFastMlaMath(shape.format, args.fast_mla_math);
+  if (args.launch.path == KernelPath::kFast && shape.kind == AttentionKind::kMla &&
+      launch.fast_mla_math == FastMlaMath::kFp8 && !FastMlaFp8Supported(shape.format)) {
+    return InvalidArgumentError("FP8 fast MLA arithmetic is not supported for format '" +
+                                KvFormatName(shape.format) +
+                                "'; it takes e4m3 caches with per-tensor or per-token-head scales "
+                                "(use FastMlaMath::kAuto or kBf16)");
+  }
   KVSIM_RETURN_IF_ERROR(CheckAligned16(launch.q, "q"));
   KVSIM_RETURN_IF_ERROR(CheckAligned16(launch.pool.k_pages, "k_pages"));
   KVSIM_RETURN_IF_ERROR(CheckAligned16(launch.pool.v_pages, "v_pages"));

@@ -115,4 +115,10 @@ void WriteFailedHeadCpu(const DecodeAttentionLaunch& launch, int request, int he
   }
 }
 
+float FastMlaHalfTileSum(const float* w) {
+  float lane[4];
+  for (int t = 0; t < 4; ++t) lane[t] = ((w[2 * t] + w[2 * t + 1]) + w[8 + 2 * t]) + w[9 + 2 * t];
+  return (lane[0] + lane[1]) + (lane[2] + lane[3]);
+}
+
 }  // namespace kvsim

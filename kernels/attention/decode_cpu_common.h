@@ -45,6 +45,11 @@ void CombineHeadCpu(const DecodeAttentionLaunch& launch, int request, int head,
                     const SplitPartial* ml, const float* acc, int64_t acc_stride, int splits,
                     std::vector<float>& split_weight);
 
+// The fast MLA kernels' sum of one token half's 16 weights: each of the 4 lanes of a row adds its
+// tokens (2t, 2t+1, 8+2t, 9+2t) left to right, then two butterfly steps add lanes t ^ 1, then t
+// ^ 2.
+float FastMlaHalfTileSum(const float* w);
+
 // Writes NaN to the out row and lse of (request, head).
 void WriteFailedHeadCpu(const DecodeAttentionLaunch& launch, int request, int head);
 

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "base/check.h"
+#include "kernels/attention/decode_fast_mla.h"
 #include "kernels/attention/decode_plan.h"
 #include "kernels/formats.h"
 
@@ -15,12 +16,15 @@ namespace kvsim::testing {
 static_assert(kDecodeTileTokens == reference::kBoundTileTokens,
               "the kernels' tile is the one the bound assumes");
 
-reference::DecodeArithmetic ArithmeticFor(KernelPath path) {
+reference::DecodeArithmetic ArithmeticFor(const AttentionCase& c, KernelPath path) {
   switch (path) {
     case KernelPath::kSimple:
       return reference::DecodeArithmetic::kFp32;
     case KernelPath::kFast:
-      return reference::DecodeArithmetic::kBf16TensorCore;
+      return c.shape.kind == AttentionKind::kMla &&
+                     ResolveFastMlaMath(c.shape.format, c.params.fast_mla_math) == FastMlaMath::kFp8
+                 ? reference::DecodeArithmetic::kFp8TensorCore
+                 : reference::DecodeArithmetic::kBf16TensorCore;
   }
   return reference::DecodeArithmetic::kFp32;
 }
@@ -29,7 +33,7 @@ ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
                                            const reference::HostKvCache& cache,
                                            const DecodeOutputs& outputs,
                                            AttentionOutputDtype out_dtype, KernelPath path) {
-  const reference::DecodeArithmetic arithmetic = ArithmeticFor(path);
+  const reference::DecodeArithmetic arithmetic = ArithmeticFor(c, path);
   ReferenceCheck check;
   const bool mla = c.shape.kind == AttentionKind::kMla;
   const int heads = c.params.num_q_heads;
@@ -99,7 +103,7 @@ ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
 
 double DroppedTokenSeparation(const AttentionCase& c, const reference::HostKvCache& cache, int r,
                               AttentionOutputDtype out_dtype, KernelPath path) {
-  const reference::DecodeArithmetic arithmetic = ArithmeticFor(path);
+  const reference::DecodeArithmetic arithmetic = ArithmeticFor(c, path);
   const bool mla = c.shape.kind == AttentionKind::kMla;
   const int heads = c.params.num_q_heads;
   const int group = mla ? heads : heads / c.shape.num_kv_heads;

@@ -17,9 +17,10 @@ struct ReferenceCheck {
   std::string failure;     // empty when every element, lse and status is within its bound
 };
 
-// The arithmetic the bound assumes for a kernel path: fp32 for the simple paths, bf16 tensor
-// cores for the fast ones.
-reference::DecodeArithmetic ArithmeticFor(KernelPath path);
+// The arithmetic the bound assumes for case `c` on a kernel path: fp32 for the simple paths; for
+// the fast ones bf16 tensor cores, or FP8 ones where the fast MLA path picks them for the case's
+// format and c.params.fast_mla_math.
+reference::DecodeArithmetic ArithmeticFor(const AttentionCase& c, KernelPath path);
 
 // Checks every request and head of `outputs` (run on `c` with `out_dtype` on `path`) against the
 // reference of the cache `cache` (downloaded after the run), within the bound of the path's
