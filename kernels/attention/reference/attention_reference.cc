@@ -233,6 +233,10 @@ DecodeReference ReferenceDecode(const DequantizedKv& kv, const Eigen::VectorXd& 
                                 double softmax_scale, const DecodeRoundingModel& model,
                                 AttentionOutputDtype out_dtype, DecodeArithmetic arithmetic) {
   const bool fp8 = arithmetic == DecodeArithmetic::kFp8TensorCore;
+  // The FP8 bound reads every token's scale (DequantizeRequest fills them).
+  if (fp8) {
+    KVSIM_CHECK_EQ(kv.token_scale.size(), kv.k.rows());
+  }
   // The FP8 arithmetic attends with the quantised query: the same quantisation point, exactly.
   const Eigen::VectorXd q = fp8 ? QuantizeQueryE4m3(q_in) : q_in;
   const int64_t n = kv.k.rows();
