@@ -97,6 +97,19 @@ __device__ __forceinline__ void ConvertFp8Chunk(const uint4& raw, float scale, u
   out[1] = make_uint4(packed[4], packed[5], packed[6], packed[7]);
 }
 
+// The 16-byte chunks of one tile's rows, spread over the block: thread tid takes chunks tid,
+// tid + kFastMlaThreads, ...
+template <class C>
+__device__ __forceinline__ constexpr int TileChunksPerThread() {
+  return (kTile * C::row_chunks + kFastMlaThreads - 1) / kFastMlaThreads;
+}
+
+// Whether chunk i exists (only the last of a thread's chunks may not).
+template <class C>
+__device__ __forceinline__ bool ChunkInTile(int i) {
+  return (kTile * C::row_chunks) % kFastMlaThreads == 0 || i < kTile * C::row_chunks;
+}
+
 // Issues the copies of tile `tile` into its stage: rows (zero-filled where -1) and, with
 // per-token scales, each token's scale.
 template <class C>
@@ -109,7 +122,12 @@ __device__ __forceinline__ void IssueTile(const DecodeAttentionLaunch& launch,
   uint8_t* stage = smem + layout.stage_offset + (tile % kStages) * layout.stage_bytes;
   // bf16 rows land padded, ready for ldmatrix; FP8 rows land as stored and are converted.
   constexpr int kStageRowBytes = C::bf16 ? kRowElements * 2 : C::row_bytes;
-  for (int i = tid; i < kTile * C::row_chunks; i += kFastMlaThreads) {
+  // A compile-time count of copies per thread (the last one predicated where the tile's chunks
+  // are not a multiple of the block), so the copies unroll into the main loop's body.
+#pragma unroll
+  for (int r = 0; r < TileChunksPerThread<C>(); ++r) {
+    const int i = tid + r * kFastMlaThreads;
+    if (!ChunkInTile<C>(i)) continue;
     const int j = i / C::row_chunks;
     const int chunk = i % C::row_chunks;
     const int64_t row = rows[j];
@@ -129,7 +147,10 @@ template <class C>
 __device__ __forceinline__ void ConvertTile(const uint8_t* stage, uint8_t* tile, int tid) {
   // FlashMLA rows: 32 FP8 chunks, the 16 bytes of 4 scales, 8 bf16 rope chunks.
   constexpr int kFp8Chunks = C::block_scales ? kMlaLoraRank / 16 : kMlaHeadDim / 16;
-  for (int i = tid; i < kTile * C::row_chunks; i += kFastMlaThreads) {
+#pragma unroll
+  for (int r = 0; r < TileChunksPerThread<C>(); ++r) {
+    const int i = tid + r * kFastMlaThreads;
+    if (!ChunkInTile<C>(i)) continue;
     const int j = i / C::row_chunks;
     const int chunk = i % C::row_chunks;
     const uint8_t* row = stage + j * C::row_bytes;
@@ -241,7 +262,7 @@ __global__ void __launch_bounds__(kFastMlaThreads, 1)
 
     // S = Q K^T for this warp's 16 heads and 16 tokens.
     float s[2][4] = {};
-#pragma unroll 4
+#pragma unroll
     for (int k0 = 0; k0 < kMlaHeadDim; k0 += 16) {
       uint32_t a[4];
       uint32_t b[4];
