@@ -28,6 +28,12 @@ struct AppendKvLaunch {
 // Output element type of decode attention.
 enum class AttentionOutputDtype : uint8_t { kBf16, kFp32 };
 
+// The tensor-core arithmetic of the fast MLA decode path (docs/kernels.md, "Fast MLA decode").
+// kBf16: bf16 products. kFp8: Q and the weights quantised to e4m3 and e4m3 products, for e4m3
+// caches with per-tensor or per-token-head scales. kAuto: decode_fast_mla.h's rule (bf16 for now,
+// see kFastMlaFp8ByDefault). Forcing one lets tests and benchmarks compare the two on one cache.
+enum class FastMlaMath : uint8_t { kAuto, kBf16, kFp8 };
+
 // DecodeAttentionArgs after validation, as raw pointers, with the split plan.
 struct DecodeAttentionLaunch {
   KvPoolView pool;
@@ -47,6 +53,8 @@ struct DecodeAttentionLaunch {
   KernelPath path = kDefaultKernelPath;
   // CUDA only: the cudaStream_t every kernel of the call is enqueued on (nullptr: legacy default).
   void* stream = nullptr;
+  // The fast MLA path's arithmetic, resolved (kBf16 or kFp8, never kAuto) by the entry point.
+  FastMlaMath fast_mla_math = FastMlaMath::kBf16;
 };
 
 // The tokens [*begin, *end) that split `split` of request `request` covers (of seq_len tokens);
@@ -91,6 +99,7 @@ KVSIM_HD_INLINE DecodeWorkspaceLayout MakeDecodeWorkspaceLayout(int batch, int n
 void AppendKvCpu(const AppendKvLaunch& launch);
 void DecodeAttentionCpu(const DecodeAttentionLaunch& launch);
 void DecodeAttentionFastMlaCpu(const DecodeAttentionLaunch& launch);
+void DecodeAttentionFastMlaFp8Cpu(const DecodeAttentionLaunch& launch);
 void DecodeAttentionFastGqaCpu(const DecodeAttentionLaunch& launch);
 
 namespace cuda {
@@ -107,6 +116,9 @@ Status LaunchDecodeAttention(const DecodeAttentionLaunch& launch);
 // or 256; bf16, e4m3 or e5m2 rows, per-tensor or per-token-head scales; group 1 to 16; pools and
 // workspace 16-byte aligned, q 8-byte aligned. InvalidArgument names what is supported otherwise.
 Status LaunchDecodeAttentionFastMla(const DecodeAttentionLaunch& launch);
+// The fast MLA path's FP8 tensor-core kernel (launch.fast_mla_math kFp8), then the combine;
+// Unavailable where it is not compiled (decode_fast_mla.h, kFastMlaFp8KernelBuilt).
+Status LaunchDecodeAttentionFastMlaFp8(const DecodeAttentionLaunch& launch);
 Status LaunchDecodeAttentionFastGqa(const DecodeAttentionLaunch& launch);
 // The combine kernel alone (every split of every request and head already in the workspace).
 Status LaunchDecodeCombine(const DecodeAttentionLaunch& launch);

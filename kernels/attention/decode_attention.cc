@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/attention/decode_fast_mla.h"
+#include "kernels/attention/kv_format.h"
+
 namespace kvsim {
 
 Status ValidateDecodeHeads(const KvCacheShape& shape, int num_q_heads) {
@@ -49,7 +52,11 @@ Status RunCpu(const DecodeAttentionLaunch& launch) {
   if (launch.path == KernelPath::kSimple) {
     DecodeAttentionCpu(launch);
   } else if (launch.pool.v_pages == nullptr) {
-    DecodeAttentionFastMlaCpu(launch);
+    if (launch.fast_mla_math == FastMlaMath::kFp8) {
+      DecodeAttentionFastMlaFp8Cpu(launch);
+    } else {
+      DecodeAttentionFastMlaCpu(launch);
+    }
   } else {
     DecodeAttentionFastGqaCpu(launch);
   }
@@ -59,7 +66,10 @@ Status RunCpu(const DecodeAttentionLaunch& launch) {
 // Enqueues the chosen path's CUDA kernels on launch.stream.
 Status RunCuda(const DecodeAttentionLaunch& launch) {
   if (launch.path == KernelPath::kSimple) return cuda::LaunchDecodeAttention(launch);
-  if (launch.pool.v_pages == nullptr) return cuda::LaunchDecodeAttentionFastMla(launch);
+  if (launch.pool.v_pages == nullptr) {
+    return launch.fast_mla_math == FastMlaMath::kFp8 ? cuda::LaunchDecodeAttentionFastMlaFp8(launch)
+                                                     : cuda::LaunchDecodeAttentionFastMla(launch);
+  }
   return cuda::LaunchDecodeAttentionFastGqa(launch);
 }
 
@@ -102,6 +112,7 @@ DecodeAttentionLaunch MakeDecodeLaunch(const DecodeAttentionArgs& args) {
   launch.plan = DecodePlanFor(args);
   launch.path = args.launch.path;
   launch.stream = args.launch.stream;
+  launch.fast_mla_math = ResolveFastMlaMath(args.cache.shape.format, args.fast_mla_math);
   return launch;
 }
 
@@ -130,6 +141,13 @@ Status DecodeAttention(Backend& backend, const DecodeAttentionArgs& args) {
                                           batch * int64_t{sizeof(int32_t)}, "request_status"));
 
   DecodeAttentionLaunch launch = MakeDecodeLaunch(args);
+  if (args.launch.path == KernelPath::kFast && shape.kind == AttentionKind::kMla &&
+      launch.fast_mla_math == FastMlaMath::kFp8 && !FastMlaFp8Supported(shape.format)) {
+    return InvalidArgumentError("FP8 fast MLA arithmetic is not supported for format '" +
+                                KvFormatName(shape.format) +
+                                "'; it takes e4m3 caches with per-tensor or per-token-head scales "
+                                "(use FastMlaMath::kAuto or kBf16)");
+  }
   KVSIM_RETURN_IF_ERROR(CheckAligned16(launch.q, "q"));
   KVSIM_RETURN_IF_ERROR(CheckAligned16(launch.pool.k_pages, "k_pages"));
   KVSIM_RETURN_IF_ERROR(CheckAligned16(launch.pool.v_pages, "v_pages"));

@@ -22,6 +22,7 @@
 
 #include "kernels/attention/attention_launch.h"
 #include "kernels/attention/decode_fast_mla.h"
+#include "kernels/attention/decode_fast_mla_common.cuh"
 #include "kernels/attention/decode_fp8.cuh"
 #include "kernels/attention/decode_math.h"
 #include "kernels/attention/decode_plan.h"
@@ -46,6 +47,8 @@ struct FastMlaConfig {
 
 namespace {
 
+using namespace fast_mla;  // NOLINT: the shared helpers of both fast MLA kernels
+
 constexpr int kTile = kDecodeTileTokens;
 constexpr int kHeads = kFastMlaHeadsPerTile;
 constexpr int kRowElements = kFastMlaSmemRowElements;
@@ -53,41 +56,6 @@ constexpr int kPRowElements = kFastMlaPRowElements;
 constexpr int kStages = kFastMlaStages;
 constexpr int kRowSlots = kStages + 1;             // page look-ups run one tile ahead of the copies
 constexpr int kHeadChunks = kMlaHeadDim * 2 / 16;  // 16-byte chunks of a bf16 Q or K row: 72
-
-// The shared-memory address of a generic pointer into shared memory (what PTX's .shared takes).
-__device__ __forceinline__ uint32_t SharedAddress(const void* pointer) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
-}
-
-// Asynchronous 16-byte copy global -> shared; with `valid` false it reads nothing and writes
-// zeros (src-size 0), so padding tokens and heads are zero, never stale bytes.
-__device__ __forceinline__ void CopyAsync16(void* shared, const void* global, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(SharedAddress(shared)),
-               "l"(global), "r"(valid ? 16 : 0));
-}
-
-// Asynchronous 4-byte copy (a token's scale), zero when not `valid`.
-__device__ __forceinline__ void CopyAsync4(void* shared, const void* global, bool valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(SharedAddress(shared)),
-               "l"(global), "r"(valid ? 4 : 0));
-}
-
-// Closes the group of copies issued since the last commit (one group per tile).
-__device__ __forceinline__ void CommitCopies() { asm volatile("cp.async.commit_group;\n" ::); }
-
-// Waits until at most kPending groups of this thread's copies are still in flight.
-template <int kPending>
-__device__ __forceinline__ void WaitCopies() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
-}
-
-// Four 8x8 bf16 matrices from shared memory, lane l giving row l % 8 of matrix l / 8: the A
-// operand of an m16n8k16 product (row-major), or the B operands of two n8 blocks.
-__device__ __forceinline__ void LoadMatrices(uint32_t (&r)[4], const void* row) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(SharedAddress(row)));
-}
 
 // The same, transposed: B operands from a row-major [k][n] tile (V, tokens by columns).
 __device__ __forceinline__ void LoadMatricesTransposed(uint32_t (&r)[4], const void* row) {
@@ -103,23 +71,6 @@ __device__ __forceinline__ void MmaBf16(float (&d)[4], const uint32_t (&a)[4], u
       "{%8, %9}, {%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// Reduces this lane's two row values over the 4 lanes holding the same accumulator rows (a
-// butterfly over lane bits 0 and 1: every lane gets ((own op lane ^ 1) op (pair ^ 2)), the order
-// the CPU twin follows), then hands them to the other token half through `exchange` [2][64].
-template <class Op>
-__device__ __forceinline__ void ReduceRowsAndShare(float low, float high, Op op, float* exchange,
-                                                   int half, int row_low, int row_high, int tq) {
-#pragma unroll
-  for (int offset = 1; offset < 4; offset *= 2) {
-    low = op(low, __shfl_xor_sync(0xFFFFFFFFu, low, offset));
-    high = op(high, __shfl_xor_sync(0xFFFFFFFFu, high, offset));
-  }
-  if (tq == 0) {
-    exchange[half * kFastMlaHeadsPerTile + row_low] = low;
-    exchange[half * kFastMlaHeadsPerTile + row_high] = high;
-  }
 }
 
 // Two floats as a bf16 pair (round to nearest even), low half first.
@@ -146,19 +97,17 @@ __device__ __forceinline__ void ConvertFp8Chunk(const uint4& raw, float scale, u
   out[1] = make_uint4(packed[4], packed[5], packed[6], packed[7]);
 }
 
-// The pool row of token `j` of tile `tile` of this split (-1: past the split, or a page out of
-// range, which raises *bad_page). The block-table read is the only dependent load of the copy.
-__device__ __forceinline__ int64_t TileRow(const DecodeAttentionLaunch& launch, int request,
-                                           int begin, int end, int tile, int j, int* bad_page) {
-  const int position = begin + tile * kTile + j;
-  if (position >= end) return -1;
-  const KvPoolView& pool = launch.pool;
-  const int32_t page = LookupPage(launch.table, request, position / pool.page_size);
-  if (!PageInRange(page, pool.num_pages)) {
-    *bad_page = 1;  // every writer stores the same value
-    return -1;
-  }
-  return KvRowIndex(pool, page, position % pool.page_size, 0);
+// The 16-byte chunks of one tile's rows, spread over the block: thread tid takes chunks tid,
+// tid + kFastMlaThreads, ...
+template <class C>
+__device__ __forceinline__ constexpr int TileChunksPerThread() {
+  return (kTile * C::row_chunks + kFastMlaThreads - 1) / kFastMlaThreads;
+}
+
+// Whether chunk i exists (only the last of a thread's chunks may not).
+template <class C>
+__device__ __forceinline__ bool ChunkInTile(int i) {
+  return (kTile * C::row_chunks) % kFastMlaThreads == 0 || i < kTile * C::row_chunks;
 }
 
 // Issues the copies of tile `tile` into its stage: rows (zero-filled where -1) and, with
@@ -173,7 +122,12 @@ __device__ __forceinline__ void IssueTile(const DecodeAttentionLaunch& launch,
   uint8_t* stage = smem + layout.stage_offset + (tile % kStages) * layout.stage_bytes;
   // bf16 rows land padded, ready for ldmatrix; FP8 rows land as stored and are converted.
   constexpr int kStageRowBytes = C::bf16 ? kRowElements * 2 : C::row_bytes;
-  for (int i = tid; i < kTile * C::row_chunks; i += kFastMlaThreads) {
+  // A compile-time count of copies per thread (the last one predicated where the tile's chunks
+  // are not a multiple of the block), so the copies unroll into the main loop's body.
+#pragma unroll
+  for (int r = 0; r < TileChunksPerThread<C>(); ++r) {
+    const int i = tid + r * kFastMlaThreads;
+    if (!ChunkInTile<C>(i)) continue;
     const int j = i / C::row_chunks;
     const int chunk = i % C::row_chunks;
     const int64_t row = rows[j];
@@ -193,7 +147,10 @@ template <class C>
 __device__ __forceinline__ void ConvertTile(const uint8_t* stage, uint8_t* tile, int tid) {
   // FlashMLA rows: 32 FP8 chunks, the 16 bytes of 4 scales, 8 bf16 rope chunks.
   constexpr int kFp8Chunks = C::block_scales ? kMlaLoraRank / 16 : kMlaHeadDim / 16;
-  for (int i = tid; i < kTile * C::row_chunks; i += kFastMlaThreads) {
+#pragma unroll
+  for (int r = 0; r < TileChunksPerThread<C>(); ++r) {
+    const int i = tid + r * kFastMlaThreads;
+    if (!ChunkInTile<C>(i)) continue;
     const int j = i / C::row_chunks;
     const int chunk = i % C::row_chunks;
     const uint8_t* row = stage + j * C::row_bytes;
@@ -277,8 +234,7 @@ __global__ void __launch_bounds__(kFastMlaThreads, 1)
   const int tq = lane % 4;  // the accumulator column pair this lane holds
   const int row_low = row_group * 16 + g;
   const int row_high = row_low + 8;
-  float max_low = -INFINITY, max_high = -INFINITY;
-  float sum_low = 0.0f, sum_high = 0.0f;
+  fast_mla::FastMlaRows state{half, row_low, row_high, tq};
   float o[kFastMlaVColumnsPerWarp / 8][4];
 #pragma unroll
   for (int n = 0; n < kFastMlaVColumnsPerWarp / 8; ++n) {
@@ -306,7 +262,7 @@ __global__ void __launch_bounds__(kFastMlaThreads, 1)
 
     // S = Q K^T for this warp's 16 heads and 16 tokens.
     float s[2][4] = {};
-#pragma unroll 4
+#pragma unroll
     for (int k0 = 0; k0 < kMlaHeadDim; k0 += 16) {
       uint32_t a[4];
       uint32_t b[4];
@@ -319,7 +275,6 @@ __global__ void __launch_bounds__(kFastMlaThreads, 1)
     // Scores in base 2, the row maxima of this token half, then of the tile.
     const float* tile_scales = scales + (t % kStages) * kTile;
     const int count = min(kTile, end - begin - t * kTile);
-    float low = -INFINITY, high = -INFINITY;
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
 #pragma unroll
@@ -327,26 +282,17 @@ __global__ void __launch_bounds__(kFastMlaThreads, 1)
         const int token = half * kFastMlaHalfTokens + n * 8 + 2 * tq + (e & 1);
         s[n][e] = token < count ? (s[n][e] * tile_scales[token]) * factor : -INFINITY;
       }
-      low = fmaxf(low, fmaxf(s[n][0], s[n][1]));
-      high = fmaxf(high, fmaxf(s[n][2], s[n][3]));
     }
-    ReduceRowsAndShare(
-        low, high, [](float a, float b) { return fmaxf(a, b); }, row_max, half, row_low, row_high,
-        tq);
-    __syncthreads();
-    const float new_low = fmaxf(max_low, fmaxf(row_max[row_low], row_max[kHeads + row_low]));
-    const float new_high = fmaxf(max_high, fmaxf(row_max[row_high], row_max[kHeads + row_high]));
-    const float rescale_low = exp2f(max_low - new_low);
-    const float rescale_high = exp2f(max_high - new_high);
-    max_low = new_low;
-    max_high = new_high;
+    float rescale_low = 1.0f, rescale_high = 1.0f;
+    state.UpdateMax(s, row_max, &rescale_low, &rescale_high);
 
     // Weights, this half's sums in the twin's order, and the weights rounded to bf16 for PV.
     float w[2][4];
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) w[n][e] = exp2f(s[n][e] - (e < 2 ? new_low : new_high));
+      for (int e = 0; e < 4; ++e)
+        w[n][e] = exp2f(s[n][e] - (e < 2 ? state.max_low : state.max_high));
       const int token = half * kFastMlaHalfTokens + n * 8 + 2 * tq;
       auto* p_low = reinterpret_cast<uint32_t*>(p_tile + (row_low * kPRowElements + token) * 2);
       auto* p_high = reinterpret_cast<uint32_t*>(p_tile + (row_high * kPRowElements + token) * 2);
@@ -355,16 +301,7 @@ __global__ void __launch_bounds__(kFastMlaThreads, 1)
       *p_high = PackBf16(__fmul_rn(w[n][2], tile_scales[token]),
                          __fmul_rn(w[n][3], tile_scales[token + 1]));
     }
-    const float part_low = __fadd_rn(__fadd_rn(__fadd_rn(w[0][0], w[0][1]), w[1][0]), w[1][1]);
-    const float part_high = __fadd_rn(__fadd_rn(__fadd_rn(w[0][2], w[0][3]), w[1][2]), w[1][3]);
-    ReduceRowsAndShare(
-        part_low, part_high, [](float a, float b) { return __fadd_rn(a, b); }, row_sum, half,
-        row_low, row_high, tq);
-    __syncthreads();
-    sum_low = __fadd_rn(__fmul_rn(sum_low, rescale_low),
-                        __fadd_rn(row_sum[row_low], row_sum[kHeads + row_low]));
-    sum_high = __fadd_rn(__fmul_rn(sum_high, rescale_high),
-                         __fadd_rn(row_sum[row_high], row_sum[kHeads + row_high]));
+    state.AddSums(w, row_sum, rescale_low, rescale_high);
 
     // O = O * rescale + P V over this warp's 256 columns, tokens 0-15 then 16-31.
 #pragma unroll
@@ -398,33 +335,8 @@ __global__ void __launch_bounds__(kFastMlaThreads, 1)
   }
   WaitCopies<0>();
 
-  const DecodeWorkspaceLayout workspace =
-      MakeDecodeWorkspaceLayout(launch.table.batch, launch.num_q_heads, kMlaLoraRank, launch.plan);
-  auto* acc = reinterpret_cast<float*>(launch.workspace + workspace.partial_acc_offset);
-  auto* ml = reinterpret_cast<float*>(launch.workspace + workspace.partial_ml_offset);
-  const int64_t request_heads = static_cast<int64_t>(request) * launch.num_q_heads + first_head;
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int row = r == 0 ? row_low : row_high;
-    if (row >= heads) continue;
-    const int64_t partial = (request_heads + row) * launch.plan.max_splits + split;
-    float* out = acc + partial * kMlaLoraRank + half * kFastMlaVColumnsPerWarp + 2 * tq;
-#pragma unroll
-    for (int n = 0; n < kFastMlaVColumnsPerWarp / 8; ++n) {
-      *reinterpret_cast<float2*>(out + n * 8) = make_float2(o[n][2 * r], o[n][2 * r + 1]);
-    }
-    if (half == 0 && tq == 0) {
-      ml[2 * partial] = r == 0 ? max_low : max_high;
-      ml[2 * partial + 1] = r == 0 ? sum_low : sum_high;
-    }
-  }
-  if (tid == 0 && blockIdx.y == 0) {
-    auto* split_status =
-        reinterpret_cast<int32_t*>(launch.workspace + workspace.split_status_offset);
-    split_status[static_cast<int64_t>(request) * launch.plan.max_splits + split] =
-        static_cast<int32_t>(*bad_page != 0 ? KvAccessStatus::kPageOutOfRange
-                                            : KvAccessStatus::kOk);
-  }
+  fast_mla::WriteFastMlaPartials<false>(launch, state, o, 1.0f, request, first_head, heads, split,
+                                        *bad_page != 0);
 }
 
 template <class C>

@@ -1,9 +1,14 @@
-// The CPU twin of the fast MLA decode kernel (decode_fast_mla.cu): the same split plan, the same
-// 64-head tiles, 32-token tiles and k-steps, the same quantisation point (the weights rounded to
-// bf16 for the tensor-core PV product) and the same order of every fp32 operation whose order the
-// kernel fixes. Inside one tensor-core product (16 products added to an accumulator) the hardware's
-// order is unspecified; here it is: the 16 products summed in k order, then added to the
-// accumulator. docs/numerics.md bounds any order.
+// The CPU twins of the fast MLA decode kernels, one class for both arithmetics:
+// - bf16 (decode_fast_mla.cu): 16-wide k-steps, the weights times the token scale rounded to bf16
+//   for the PV product, PV added to the rescaled accumulator step by step.
+// - FP8 (decode_fast_mla_fp8.cu): the query codes and scale of decode_fast_mla.h, 32-wide k-steps,
+//   the weights times scale_j / sigma_t rounded to e4m3, each PV product fused into the
+//   accumulator (which carries the unit sigma_t), the partial multiplied by the last sigma.
+// Both follow their kernel's split plan, 64-head tiles, 32-token tiles and the order of every fp32
+// operation the kernel fixes. Inside one tensor-core product (16 or 32 products added to an
+// accumulator, from zero in FP8) the hardware's order and precision are unspecified; here the
+// products are summed in k order in fp32, then added to the running dot or sum.
+// docs/numerics.md bounds what the hardware may do instead.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -22,14 +27,16 @@ namespace kvsim {
 namespace {
 
 constexpr int kTile = kDecodeTileTokens;
-constexpr int kK = 16;  // the k of one m16n8k16 tensor-core product
+constexpr int kBf16K = 16;  // the k of one m16n8k16 bf16 product
 constexpr int kHeadDim = kMlaHeadDim;
 constexpr int kVDim = kMlaLoraRank;
 
-// Sum of one token half's 16 weights in the kernel's order: each of the 4 lanes of a row adds its
-// tokens (2t, 2t+1, 8+2t, 9+2t) left to right, then two butterfly steps add lanes t ^ 1, then t
-// ^ 2.
-float HalfTileSum(const float* w) {
+// An fp32 value rounded to e4m3 (nearest even, saturating), as cvt.rn.satfinite does.
+float RoundE4m3(float x) { return DecodeFp8E4M3(EncodeFp8E4M3(x, Fp8Overflow::kSaturate)); }
+
+// The kernels' sum of one token half's 16 weights: each of the 4 lanes of a row adds its tokens
+// (2t, 2t+1, 8+2t, 9+2t) left to right, then two butterfly steps add lanes t ^ 1, then t ^ 2.
+float FastMlaHalfTileSum(const float* w) {
   float lane[4];
   for (int t = 0; t < 4; ++t) lane[t] = ((w[2 * t] + w[2 * t + 1]) + w[8 + 2 * t]) + w[9 + 2 * t];
   return (lane[0] + lane[1]) + (lane[2] + lane[3]);
@@ -37,12 +44,15 @@ float HalfTileSum(const float* w) {
 
 class FastMlaCpuDecoder {
  public:
-  explicit FastMlaCpuDecoder(const DecodeAttentionLaunch& launch)
+  FastMlaCpuDecoder(const DecodeAttentionLaunch& launch, bool fp8_math)
       : launch_(launch),
         pool_(launch.pool),
+        fp8_math_(fp8_math),
+        k_step_(fp8_math ? kFastMlaFp8K : kBf16K),
         fp8_(MakeFp8Table(pool_.format.dtype)),
         score_factor_(ScoreFactorLog2(launch.softmax_scale, pool_)),
         q_(static_cast<size_t>(kFastMlaHeadsPerTile) * kHeadDim),
+        q_scale_(kFastMlaHeadsPerTile, 1.0f),
         k_t_(static_cast<size_t>(kHeadDim) * kTile),
         v_(static_cast<size_t>(kTile) * kVDim),
         row_(kHeadDim),
@@ -51,6 +61,7 @@ class FastMlaCpuDecoder {
         partial_acc_(static_cast<size_t>(kFastMlaHeadsPerTile) * launch.plan.max_splits * kVDim),
         split_weight_(static_cast<size_t>(launch.plan.max_splits)) {
     KVSIM_CHECK(pool_.v_pages == nullptr);
+    KVSIM_CHECK(!fp8_math || FastMlaFp8Supported(pool_.format));
     KVSIM_CHECK_EQ(pool_.head_dim, kHeadDim);
     KVSIM_CHECK_EQ(pool_.v_head_dim, kVDim);
   }
@@ -67,14 +78,25 @@ class FastMlaCpuDecoder {
   }
 
  private:
-  // Heads [first, first + heads) of one request over every split, then the combine.
-  void RunHeadTile(int request, int first, int heads, int seq_len) {
+  // The tile's queries: bf16 values, or (FP8) each head's codes as values and its scale.
+  void LoadQueries(int request, int first, int heads) {
     for (int h = 0; h < heads; ++h) {
       const uint16_t* q =
           launch_.q + (int64_t{request} * launch_.num_q_heads + first + h) * kHeadDim;
-      for (int i = 0; i < kHeadDim; ++i)
-        q_[static_cast<size_t>(h) * kHeadDim + i] = DecodeBf16(q[i]);
+      float* out = &q_[static_cast<size_t>(h) * kHeadDim];
+      for (int i = 0; i < kHeadDim; ++i) out[i] = DecodeBf16(q[i]);
+      if (!fp8_math_) continue;
+      float amax = 0.0f;
+      for (int i = 0; i < kHeadDim; ++i) amax = fmaxf(amax, fabsf(out[i]));
+      float inverse = 0.0f;
+      FastMlaQueryScale(amax, &q_scale_[static_cast<size_t>(h)], &inverse);
+      for (int i = 0; i < kHeadDim; ++i) out[i] = RoundE4m3(out[i] * inverse);
     }
+  }
+
+  // Heads [first, first + heads) of one request over every split, then the combine.
+  void RunHeadTile(int request, int first, int heads, int seq_len) {
+    LoadQueries(request, first, heads);
     const int splits = DecodeSplitCount(launch_.plan, seq_len);
     for (int split = 0; split < splits; ++split) {
       const int begin = split * launch_.plan.split_tokens;
@@ -86,13 +108,16 @@ class FastMlaCpuDecoder {
     }
   }
 
-  // The tile's K transposed ([dim][token]) for the score loop, its first 512 values as V, and
-  // the per-token scales. Tokens past `count` are zero, as the kernel's zero-filled copies.
+  // The tile's K transposed ([dim][token]) for the score loop, its first 512 values as V, the
+  // per-token scales and (FP8) sigma_t, the tile's largest token scale. Tokens past `count` are
+  // zero, as the kernels' zero-filled copies; their scale is 1 (bf16: never read) or, in FP8,
+  // what the kernel's copy leaves: 0 with per-token scales, 1 without.
   void LoadTile(int request, int begin, int count) {
     std::fill(k_t_.begin(), k_t_.end(), 0.0f);
     std::fill(v_.begin(), v_.end(), 0.0f);
+    const float missing_scale = fp8_math_ && pool_.k_token_scales != nullptr ? 0.0f : 1.0f;
     for (int j = 0; j < kTile; ++j) {
-      token_scale_[static_cast<size_t>(j)] = 1.0f;
+      token_scale_[static_cast<size_t>(j)] = missing_scale;
       if (j >= count) continue;
       const int position = begin + j;
       const int32_t page = LookupPage(launch_.table, request, position / pool_.page_size);
@@ -103,6 +128,9 @@ class FastMlaCpuDecoder {
       if (pool_.k_token_scales != nullptr)
         token_scale_[static_cast<size_t>(j)] = pool_.k_token_scales[row];
     }
+    sigma_ = 0.0f;
+    for (int j = 0; j < kTile; ++j) sigma_ = fmaxf(sigma_, token_scale_[static_cast<size_t>(j)]);
+    if (!(sigma_ > 0.0f)) sigma_ = 1.0f;
   }
 
   void RunSplit(int request, int heads, int split, int begin, int end) {
@@ -111,19 +139,29 @@ class FastMlaCpuDecoder {
       float* acc = &partial_acc_[PartialIndex(h, split) * kVDim];
       std::fill(acc, acc + kVDim, 0.0f);
     }
+    float sigma_prev = 1.0f;
     for (int tile = begin; tile < end; tile += kTile) {
       const int count = std::min(kTile, end - tile);
       LoadTile(request, tile, count);
-      for (int h = 0; h < heads; ++h) UpdateHead(h, split, count);
+      // FP8: the accumulator holds O / sigma_t; moving to this tile's unit costs one quotient.
+      const float unit_change = sigma_prev / sigma_;
+      for (int h = 0; h < heads; ++h) UpdateHead(h, split, count, unit_change);
+      sigma_prev = sigma_;
+    }
+    if (!fp8_math_) return;
+    for (int h = 0; h < heads; ++h) {
+      float* acc = &partial_acc_[PartialIndex(h, split) * kVDim];
+      for (int i = 0; i < kVDim; ++i) acc[i] *= sigma_prev;
     }
   }
 
-  // q . k for the tile's 32 tokens: 36 k-steps, each a sum of 16 products added to the running dot.
+  // q . k for the tile's 32 tokens: k-steps of k_step_ products, each summed from zero and added
+  // to the running dot.
   void Scores(const float* q, float* dots) const {
     std::fill(dots, dots + kTile, 0.0f);
-    for (int k0 = 0; k0 < kHeadDim; k0 += kK) {
+    for (int k0 = 0; k0 < kHeadDim; k0 += k_step_) {
       float step[kTile] = {};
-      for (int i = k0; i < k0 + kK; ++i) {
+      for (int i = k0; i < k0 + k_step_; ++i) {
         const float* k_row = &k_t_[static_cast<size_t>(i) * kTile];
         for (int j = 0; j < kTile; ++j) step[j] += q[i] * k_row[j];
       }
@@ -131,15 +169,26 @@ class FastMlaCpuDecoder {
     }
   }
 
+  // sum_j p_j v_j over tokens [j0, j0 + k_step_), from zero in k order.
+  void PvStep(const float* p, int j0, float* step) const {
+    std::fill(step, step + kVDim, 0.0f);
+    for (int j = j0; j < j0 + k_step_; ++j) {
+      const float* v_row = &v_[static_cast<size_t>(j) * kVDim];
+      for (int i = 0; i < kVDim; ++i) step[i] += p[j] * v_row[i];
+    }
+  }
+
   // One head's online-softmax update with one tile, in the kernel's order.
-  void UpdateHead(int h, int split, int count) {
+  void UpdateHead(int h, int split, int count, float unit_change) {
     float dots[kTile];
     Scores(&q_[static_cast<size_t>(h) * kHeadDim], dots);
     float scores[kTile];
     float tile_max = -INFINITY;
     for (int j = 0; j < kTile; ++j) {
-      scores[j] =
-          j < count ? (dots[j] * token_scale_[static_cast<size_t>(j)]) * score_factor_ : -INFINITY;
+      const float scale = token_scale_[static_cast<size_t>(j)];
+      // The bf16 kernel has no query scale: (dot * 1) is dot exactly.
+      const float dot = fp8_math_ ? dots[j] * q_scale_[static_cast<size_t>(h)] : dots[j];
+      scores[j] = j < count ? (dot * scale) * score_factor_ : -INFINITY;
       tile_max = fmaxf(tile_max, scores[j]);
     }
     SplitPartial& state = partial_ml_[PartialIndex(h, split)];
@@ -149,20 +198,26 @@ class FastMlaCpuDecoder {
     float p[kTile];
     for (int j = 0; j < kTile; ++j) {
       weights[j] = exp2f(scores[j] - new_max);
-      // The quantisation point of the bf16 tensor-core PV product.
-      p[j] = DecodeBf16(EncodeBf16(weights[j] * token_scale_[static_cast<size_t>(j)]));
+      // The quantisation point of the tensor-core PV product.
+      const float scale = token_scale_[static_cast<size_t>(j)];
+      p[j] = fp8_math_ ? RoundE4m3(weights[j] * (scale / sigma_))
+                       : DecodeBf16(EncodeBf16(weights[j] * scale));
     }
-    const float tile_sum = HalfTileSum(weights) + HalfTileSum(weights + kFastMlaHalfTokens);
+    const float tile_sum =
+        FastMlaHalfTileSum(weights) + FastMlaHalfTileSum(weights + kFastMlaHalfTokens);
     state.sum = state.sum * rescale + tile_sum;
     state.max_log2 = new_max;
     float* acc = &partial_acc_[PartialIndex(h, split) * kVDim];
+    float step[kVDim];
+    if (fp8_math_) {
+      const float carry = rescale * unit_change;
+      PvStep(p, 0, step);
+      for (int i = 0; i < kVDim; ++i) acc[i] = std::fma(acc[i], carry, step[i]);
+      return;
+    }
     for (int i = 0; i < kVDim; ++i) acc[i] *= rescale;
-    for (int j0 = 0; j0 < kTile; j0 += kK) {
-      float step[kVDim] = {};
-      for (int j = j0; j < j0 + kK; ++j) {
-        const float* v_row = &v_[static_cast<size_t>(j) * kVDim];
-        for (int i = 0; i < kVDim; ++i) step[i] += p[j] * v_row[i];
-      }
+    for (int j0 = 0; j0 < kTile; j0 += k_step_) {
+      PvStep(p, j0, step);
       for (int i = 0; i < kVDim; ++i) acc[i] += step[i];
     }
   }
@@ -173,13 +228,17 @@ class FastMlaCpuDecoder {
 
   const DecodeAttentionLaunch& launch_;
   const KvPoolView& pool_;
+  const bool fp8_math_;  // the FP8 variant's arithmetic, else the bf16 one
+  const int k_step_;     // the k of one tensor-core product: 16 (bf16) or 32 (FP8)
   const Fp8Table fp8_;
   const float score_factor_;
-  std::vector<float> q_;                  // [64, 576]
+  std::vector<float> q_;                  // [64, 576]: query values (FP8: code values)
+  std::vector<float> q_scale_;            // [64]: FP8 query scales
   std::vector<float> k_t_;                // [576, 32]: the tile's K, transposed
   std::vector<float> v_;                  // [32, 512]
   std::vector<float> row_;                // [576]: one row's values
   std::vector<float> token_scale_;        // [32]
+  float sigma_ = 1.0f;                    // FP8: the tile's largest token scale
   std::vector<SplitPartial> partial_ml_;  // [64, max_splits]
   std::vector<float> partial_acc_;        // [64, max_splits, 512]
   std::vector<float> split_weight_;       // [max_splits]
@@ -188,7 +247,11 @@ class FastMlaCpuDecoder {
 }  // namespace
 
 void DecodeAttentionFastMlaCpu(const DecodeAttentionLaunch& launch) {
-  FastMlaCpuDecoder(launch).Run();
+  FastMlaCpuDecoder(launch, /*fp8_math=*/false).Run();
+}
+
+void DecodeAttentionFastMlaFp8Cpu(const DecodeAttentionLaunch& launch) {
+  FastMlaCpuDecoder(launch, /*fp8_math=*/true).Run();
 }
 
 }  // namespace kvsim

@@ -93,6 +93,22 @@ int CeilDiv(int a, int b) { return (a + b - 1) / b; }
 constexpr double kBf16UnitRoundoff = 0x1p-8;
 // bf16 weights below the smallest normal may be flushed to zero by the tensor cores.
 constexpr double kBf16FlushLimit = 0x1p-126;
+// One FP8 tensor-core step sums kFp8StepK exact products (e4m3 times e4m3 has at most 8
+// significant bits) and its zero accumulator. Assumed: every addition inside keeps at least 14
+// significant bits (a 13-bit fraction, as published measurements of Hopper's FP8 MMA
+// accumulator report), so each errs by at most 2^-13 of the magnitudes summed, and the kFp8StepK
+// additions plus the final fp32 rounding stay within (1 + 2^-13)^(kFp8StepK + 1) <= (1 +
+// u)^(2^11 (kFp8StepK + 1)): a step counts as 2^11 * 33 = 67,584 fp32 roundings.
+constexpr int kFp8StepK = 32;
+constexpr int kFp8StepRoundings = (1 << 11) * (kFp8StepK + 1);
+// The weights rounded to e4m3 for the PV product: 4 significant bits for normal values; below
+// e4m3's smallest normal 2^-6, steps of 2^-9, so a rounding errs by at most 2^-10 and never by
+// more than the weight itself.
+constexpr double kE4m3UnitRoundoff = 0x1p-4;
+constexpr double kE4m3SubnormalHalfStep = 0x1p-10;
+// The query quantisation rule (decode_fast_mla.h states the kernel's; this is its own reading).
+constexpr float kQueryCodeMax = 448.0f;
+constexpr float kQueryAmaxFloor = 0x1p-64f;
 
 }  // namespace
 
@@ -109,12 +125,18 @@ DecodeRoundingModel WorstCaseRoundingModel(int head_dim, int seq_len, DecodeArit
   KVSIM_CHECK_GE(seq_len, 1);
   KVSIM_CHECK_GE(head_dim, 1);
   const bool tensor_core = arithmetic == DecodeArithmetic::kBf16TensorCore;
+  const bool fp8 = arithmetic == DecodeArithmetic::kFp8TensorCore;
   DecodeRoundingModel worst;
   // A score: head_dim products and head_dim - 1 additions in any order, the token's K scale, and
   // the factor softmax_scale * k_scale * log2(e) (the float log2(e), two products, one applying
   // it). On tensor cores: ceil(head_dim / 16) steps of kTensorCoreStepRoundings each instead of
   // the dot product's head_dim + (head_dim - 1).
-  worst.score_depth = tensor_core ? TensorCoreRoundings(head_dim) + 5 : head_dim + 5;
+  // FP8: every step starts from zero and its sum is added in fp32, so a score's path is one
+  // step, the additions of the steps and the products by the query scale, the token scale and
+  // the factor.
+  worst.score_depth = tensor_core ? TensorCoreRoundings(head_dim) + 5
+                      : fp8       ? kFp8StepRoundings + CeilDiv(head_dim, kFp8StepK) + 6
+                                  : head_dim + 5;
   for (int split = kBoundMinSplitTokens; split <= kBoundMaxSplitTokens; split += kBoundTileTokens) {
     const int split_length = std::min(split, seq_len);
     const int tiles = CeilDiv(split_length, kBoundTileTokens);
@@ -124,8 +146,12 @@ DecodeRoundingModel WorstCaseRoundingModel(int head_dim, int seq_len, DecodeArit
     // product, splits - 1 additions across splits, the division and the per-tensor V scale. On
     // tensor cores the additions (and the product by v) inside a split are the PV steps of its
     // tiles, kTensorCoreStepRoundings each; the denominator's fp32 additions are fewer.
-    const int in_split =
-        tensor_core ? TensorCoreRoundings(tiles * kBoundTileTokens) : (split_length - 1) + 1;
+    // FP8: one step (from zero) per tile, fused into the accumulator with one rounding per later
+    // tile; the weight's product by scale_j / sigma_t (two roundings), the carry factor's two per
+    // tile, and the product by the last sigma.
+    const int in_split = tensor_core ? TensorCoreRoundings(tiles * kBoundTileTokens)
+                         : fp8       ? kFp8StepRoundings + 3 * tiles + 3
+                                     : (split_length - 1) + 1;
     const int sum_depth = in_split + (tiles - 1) + 1 + 1 + (splits - 1) + 1 + 1;
     // Its exp2 factors: its own, one rescaling per later tile, the combine's.
     const int exp_count = tiles + 1;
@@ -160,6 +186,7 @@ DequantizedKv DequantizeRequest(const HostKvCache& cache, const std::vector<int3
   DequantizedKv kv;
   kv.k.resize(seq_len, shape.head_dim);
   kv.v.resize(seq_len, shape.v_head_dim);
+  kv.token_scale.resize(seq_len);
   std::vector<double> values(static_cast<size_t>(shape.head_dim));
   for (int position = 0; position < seq_len; ++position) {
     const int32_t page = pages.at(static_cast<size_t>(position / shape.page_size));
@@ -169,6 +196,9 @@ DequantizedKv DequantizeRequest(const HostKvCache& cache, const std::vector<int3
     DequantizeRow(cache, cache.k_pages, cache.k_token_scales, cache.k_scale, row, shape.head_dim,
                   values.data());
     for (int i = 0; i < shape.head_dim; ++i) kv.k(position, i) = values[static_cast<size_t>(i)];
+    kv.token_scale(position) = shape.format.scaling == KvScaling::kPerTokenHead
+                                   ? cache.k_token_scales[static_cast<size_t>(row)]
+                                   : 1.0;
     if (mla) {
       // V is the latent's first kv_lora_rank values, read with the same scale as K.
       for (int i = 0; i < shape.v_head_dim; ++i) kv.v(position, i) = kv.k(position, i);
@@ -181,9 +211,30 @@ DequantizedKv DequantizeRequest(const HostKvCache& cache, const std::vector<int3
   return kv;
 }
 
-DecodeReference ReferenceDecode(const DequantizedKv& kv, const Eigen::VectorXd& q,
+Eigen::VectorXd QuantizeQueryE4m3(const Eigen::VectorXd& q) {
+  const float amax = static_cast<float>(q.cwiseAbs().maxCoeff());  // bf16 values: exact
+  const float a = std::max(amax, kQueryAmaxFloor);
+  const float scale = a / kQueryCodeMax;
+  const float inverse = kQueryCodeMax / a;
+  Eigen::VectorXd quantized(q.size());
+  for (Eigen::Index i = 0; i < q.size(); ++i) {
+    const float scaled = static_cast<float>(q(i)) * inverse;
+    const __nv_fp8_storage_t code = __nv_cvt_float_to_fp8(scaled, __NV_SATFINITE, __NV_E4M3);
+    quantized(i) = NvFp8ToDouble(code, KvDtype::kFp8E4M3) * static_cast<double>(scale);
+  }
+  return quantized;
+}
+
+DecodeReference ReferenceDecode(const DequantizedKv& kv, const Eigen::VectorXd& q_in,
                                 double softmax_scale, const DecodeRoundingModel& model,
                                 AttentionOutputDtype out_dtype, DecodeArithmetic arithmetic) {
+  const bool fp8 = arithmetic == DecodeArithmetic::kFp8TensorCore;
+  // The FP8 bound reads every token's scale (DequantizeRequest fills them).
+  if (fp8) {
+    KVSIM_CHECK_EQ(kv.token_scale.size(), kv.k.rows());
+  }
+  // The FP8 arithmetic attends with the quantised query: the same quantisation point, exactly.
+  const Eigen::VectorXd q = fp8 ? QuantizeQueryE4m3(q_in) : q_in;
   const int64_t n = kv.k.rows();
   KVSIM_CHECK_GE(n, 1);
   const Eigen::VectorXd scores = softmax_scale * (kv.k * q);
@@ -216,7 +267,7 @@ DecodeReference ReferenceDecode(const DequantizedKv& kv, const Eigen::VectorXd& 
   // The tensor-core path rounds each weight to bf16 where it multiplies V (not in the sum that
   // divides): a factor within 1 +- 2^-8 on the numerator only.
   const bool tensor_core = arithmetic == DecodeArithmetic::kBf16TensorCore;
-  const double weight_rounding = tensor_core ? kBf16UnitRoundoff : 0.0;
+  const double weight_rounding = tensor_core ? kBf16UnitRoundoff : (fp8 ? kE4m3UnitRoundoff : 0.0);
   // Every normalised weight is within [r_lo, r_hi] times the exact p_j; so each output is off by
   // at most (r_hi - 1) * sum_j p_j |v_j|, and r_hi - 1 >= 1 - r_lo.
   const double ratio = rho_max * (1 + sums) * (1 + weight_rounding) /
@@ -238,6 +289,22 @@ DecodeReference ReferenceDecode(const DequantizedKv& kv, const Eigen::VectorXd& 
       std::isfinite(ratio) ? Eigen::VectorXd((ratio + reference_error) * result.abs_weighted_v)
                            : Eigen::VectorXd::Constant(kv.v.cols(), INFINITY);
   tolerance.array() += underflow * (max_abs_v + 1);
+  if (fp8 && std::isfinite(ratio)) {
+    // An e4m3 weight below 2^-6 also errs by up to min(w', 2^-10), w' = w_j scale_j / sigma_t in
+    // the tile's units; in the output's: min(p~_j, 2^-10 (sigma_t / scale_j) / L~) |v_j| with
+    // p~_j <= (1 + ratio) p_j, sigma_t / scale_j <= R_j = max scale / scale_j, and the computed
+    // denominator L~ >= rho_min (1 - sums) (its largest weight is 1). The other factors of that
+    // weight's path scale it by at most (1 + ratio).
+    const double max_scale = kv.token_scale.maxCoeff();
+    const double denominator = rho_min * (1 - sums);
+    for (int64_t j = 0; j < n; ++j) {
+      const double scale = kv.token_scale(j);
+      if (!(scale > 0)) continue;  // a zero scale stores zeros: nothing to lose
+      const double floor_weight =
+          std::min((1 + ratio) * p(j), kE4m3SubnormalHalfStep * (max_scale / scale) / denominator);
+      tolerance += (1 + ratio) * floor_weight * kv.v.row(j).cwiseAbs().transpose();
+    }
+  }
   if (out_dtype == AttentionOutputDtype::kBf16) {
     // Rounding to bf16 (p = 8): at most 2^-8 of the value, or 2^-134 below the normal range.
     tolerance = tolerance + kBf16UnitRoundoff * (result.out.cwiseAbs() + tolerance);

@@ -36,6 +36,9 @@ Result<HostKvCache> DownloadKvCache(Backend& backend, const KvCache& cache);
 struct DequantizedKv {
   Eigen::MatrixXd k;
   Eigen::MatrixXd v;
+  // [seq_len]: each token's per-token-head scale (1 for other formats), which the FP8 tensor-core
+  // bound needs (the weights are quantised in units of a tile's largest scale).
+  Eigen::VectorXd token_scale;
 };
 
 // Reads positions [0, seq_len) of a request through `pages` (its block-table row; every entry
@@ -59,6 +62,13 @@ enum class DecodeArithmetic : uint8_t {
   // fp32 16 at a time, in an unspecified order with truncation allowed; the weights rounded to
   // bf16 for the PV product (the denominator keeps them in fp32).
   kBf16TensorCore,
+  // The fast MLA path's FP8 variant (e4m3 caches with per-tensor or per-token-head scales): q
+  // quantised to e4m3 per head with scale max(amax, 2^-64) / 448 (ReferenceDecode quantises it
+  // the same way and computes exactly with those values), q . k and the weights times V as k32
+  // e4m3 products each summed from zero with at least 14 significant bits kept per addition, then
+  // added to fp32 registers; the weights times scale_j / (the tile's largest scale) rounded to
+  // e4m3 for the PV product (the denominator keeps them in fp32).
+  kFp8TensorCore,
 };
 
 // One tensor-core step (mma.sync m16n8k16) adds kTensorCoreStepK exact bf16 products to an fp32
@@ -77,8 +87,8 @@ bool PlanWithinBound(const DecodeSplitPlan& plan);
 
 // The longest chains of roundings in one request of `seq_len` tokens (>= 1) with K rows of
 // `head_dim` values, the largest over every split length the bound covers, whatever the kernel's
-// plan chose. Under kBf16TensorCore each 16-product tensor-core step counts as 36 roundings
-// (docs/numerics.md, "The fast paths").
+// plan chose. Under kBf16TensorCore each 16-product tensor-core step counts as 36 roundings,
+// under kFp8TensorCore each 32-product step as 67,584 (docs/numerics.md, "The fast paths").
 DecodeRoundingModel WorstCaseRoundingModel(int head_dim, int seq_len,
                                            DecodeArithmetic arithmetic = DecodeArithmetic::kFp32);
 
@@ -93,7 +103,9 @@ struct DecodeReference {
 
 // `q` holds the query's values (bf16 widened to double). The bound follows docs/numerics.md for
 // fp32 arithmetic within the counts of `model` (kBf16TensorCore adds the weights' rounding to
-// bf16 for the PV product), then the rounding of `out_dtype`; it is infinite when the rounding
+// bf16 for the PV product; kFp8TensorCore first replaces q by its e4m3 quantisation, which the
+// returned values then describe, and adds the weights' rounding to e4m3 with its underflow), then
+// the rounding of `out_dtype`; it is infinite when the rounding
 // factors overflow (then it bounds nothing, and checks must say so).
 DecodeReference ReferenceDecode(const DequantizedKv& kv, const Eigen::VectorXd& q,
                                 double softmax_scale, const DecodeRoundingModel& model,
@@ -106,6 +118,9 @@ struct QuantizationErrorBound {
   double relative = 0;  // the unit roundoff: 2^-4 for e4m3, 2^-3 for e5m2, 0 for bf16 (exact)
   double absolute = 0;  // half the smallest subnormal step, times the scale
 };
+
+// q as the FP8 tensor-core arithmetic quantises it: e4m3 codes times one scale, exactly.
+Eigen::VectorXd QuantizeQueryE4m3(const Eigen::VectorXd& q);
 
 // The bounds for one row (or, for MLA block formats, one element) stored with `scale`.
 QuantizationErrorBound Fp8ErrorBound(KvDtype dtype, double scale);

@@ -326,6 +326,7 @@ DecodeAttentionArgs DecodeArgsFor(const AttentionCase& c, DeviceCase& device) {
   args.q = &device.q;
   args.num_q_heads = c.params.num_q_heads;
   args.softmax_scale = c.softmax_scale;
+  args.fast_mla_math = c.params.fast_mla_math;
   return args;
 }
 

@@ -42,6 +42,8 @@ struct AttentionCaseParams {
   // score is about this (the newest token then matters: a kernel that drops it must fail).
   double newest_token_score = 0;
   uint64_t seed = 1;
+  // The fast MLA path's arithmetic (DecodeAttentionArgs::fast_mla_math).
+  FastMlaMath fast_mla_math = FastMlaMath::kAuto;
 };
 
 // The host side of a case: everything the kernels take, before upload.

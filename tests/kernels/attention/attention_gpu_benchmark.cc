@@ -3,7 +3,10 @@
 // {4K, 21K, 64K}. The fast MLA path beside it: 64 and 128 query heads, batch {8, 64} x 21K.
 // Prints the time per call (CUDA events) and the cache bytes read per second as a fraction of the
 // device-to-device copy bandwidth measured in the same run, then the targets for every FP8
-// cache (fp8_e4m3, and for MLA also FlashMLA's 656-byte rows, fp8_mla_tiles) on each path.
+// cache (fp8_e4m3, and for MLA also FlashMLA's 656-byte rows, fp8_mla_tiles) on each path. Where
+// the fast MLA path's FP8 kernel is compiled (decode_fast_mla.h), its rows (kind "mla-fp8mma",
+// fp8_e4m3 at 64 and 128 heads) follow, with their time against the bf16-product kernel's on the
+// same cache.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -20,6 +23,7 @@
 
 #include "base/prng.h"
 #include "kernels/attention/decode_attention.h"
+#include "kernels/attention/decode_fast_mla.h"
 #include "kernels/attention/kv_cache.h"
 #include "kernels/backend.h"
 #include "kernels/backend_factory.h"
@@ -80,6 +84,7 @@ struct Config {
   KvCacheShape shape;
   int num_q_heads;
   KernelPath path;
+  FastMlaMath math = FastMlaMath::kAuto;  // the fast MLA path's arithmetic
 };
 
 // The fast path's shapes: the targets (batch >= 8, ~21K tokens, batch 64 for the ratio).
@@ -103,7 +108,7 @@ int Run() {
   const KvFormat blocks{KvDtype::kFp8E4M3, KvScaling::kMlaBlock128};
   constexpr KernelPath kSimple = KernelPath::kSimple;
   constexpr KernelPath kFast = KernelPath::kFast;
-  const std::vector<Config> configs = {
+  std::vector<Config> configs = {
       {"gqa", GqaCacheShape(pages, kPageSize, 8, 128, bf16), 64, kSimple},
       {"gqa", GqaCacheShape(pages, kPageSize, 8, 128, e4m3), 64, kSimple},
       {"mla", MlaCacheShape(pages, kPageSize, bf16), 64, kSimple},
@@ -116,6 +121,14 @@ int Run() {
       {"mla", MlaCacheShape(pages, kPageSize, e4m3), 128, kFast},
       {"mla", MlaCacheShape(pages, kPageSize, blocks), 128, kFast},
   };
+  // The FP8-product kernel beside the bf16-product rows above (kAuto runs bf16 products).
+  const char* const kFp8Mma = "mla-fp8mma";
+  if (kFastMlaFp8KernelBuilt) {
+    for (int heads : {64, 128}) {
+      configs.push_back(
+          {kFp8Mma, MlaCacheShape(pages, kPageSize, e4m3), heads, kFast, FastMlaMath::kFp8});
+    }
+  }
   Prng prng(0x5eed);
   // (path, kind, heads, cache, batch, context)
   std::map<std::tuple<KernelPath, std::string, int, std::string, int, int>, Row> rows;
@@ -169,6 +182,7 @@ int Run() {
         args.lse = &lse;
         args.request_status = &status;
         args.launch.path = config.path;
+        args.fast_mla_math = config.math;
         DeviceBuffer workspace =
             Must(backend->Allocate(static_cast<size_t>(DecodeWorkspaceBytes(args))), "workspace");
         args.workspace = &workspace;
@@ -209,6 +223,21 @@ int Run() {
                     cache_name.c_str(), batch, context, row.us_per_call, row.bytes_per_second / 1e9,
                     100.0 * row.bytes_per_second / copy, versus.c_str());
       }
+    }
+  }
+  if (!kFastMlaFp8KernelBuilt) {
+    std::printf("\n%s rows: the FP8 fast MLA kernel is not compiled (decode_fast_mla.h)\n",
+                kFp8Mma);
+  }
+  for (int heads : {64, 128}) {
+    for (int batch : kFastBatches) {
+      const auto fp8 = rows.find({kFast, kFp8Mma, heads, KvFormatName(e4m3), batch, kFastContext});
+      const auto bf16_mma =
+          rows.find({kFast, "mla", heads, KvFormatName(e4m3), batch, kFastContext});
+      if (fp8 == rows.end() || bf16_mma == rows.end()) continue;
+      std::printf("  FP8-MMA / BF16-MMA time, %d heads, batch %d, %s: %.3fx\n", heads, batch,
+                  KvFormatName(e4m3).c_str(),
+                  fp8->second.us_per_call / bf16_mma->second.us_per_call);
     }
   }
   std::printf("\ntargets (FlashMLA reaches about 90%% of bandwidth on H800):\n");

@@ -1,7 +1,8 @@
 // The fast MLA decode kernel on a GPU: within the FP64 reference's tensor-core bound on awkward
 // shapes (every format, 1 to 128 heads, lengths around tiles, splits and pages), within both
 // bounds of the simple kernel and of its CPU twin, failed requests as on the CPU, and the same
-// bits through a caller's workspace on a stream of its own. Skips where no GPU works.
+// bits through a caller's workspace on a stream of its own; the same for the FP8 variant where its
+// kernel is compiled (else that its call says so). Skips where no GPU works.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "kernels/attention/decode_attention.h"
+#include "kernels/attention/decode_fast_mla.h"
 #include "kernels/attention/reference/attention_reference.h"
 #include "kernels/backend.h"
 #include "kernels/backend_factory.h"
@@ -54,8 +56,9 @@ std::vector<AttentionCaseParams> Cases() {
 // |a - b| <= bound_a + bound_b element by element, for two runs each within its own bound of the
 // same exact attention.
 std::string CompareWithin(const DecodeOutputs& a, const DecodeOutputs& b, const AttentionCase& c,
-                          const reference::HostKvCache& cache, KernelPath path_a,
-                          KernelPath path_b) {
+                          const reference::HostKvCache& cache,
+                          reference::DecodeArithmetic arithmetic_a,
+                          reference::DecodeArithmetic arithmetic_b) {
   const int heads = c.params.num_q_heads;
   const int v_dim = c.shape.v_head_dim;
   for (int r = 0; r < c.batch; ++r) {
@@ -68,15 +71,20 @@ std::string CompareWithin(const DecodeOutputs& a, const DecodeOutputs& b, const 
       for (int i = 0; i < c.shape.head_dim; ++i) {
         q(i) = DecodeBf16(c.q[head_row * static_cast<size_t>(c.shape.head_dim) + i]);
       }
+      // |a - b| <= |a - A| + |A - B| + |B - b| with A, B the exact attention each arithmetic
+      // describes (the FP8 one attends with the quantised query).
       Eigen::VectorXd bound = Eigen::VectorXd::Zero(v_dim);
-      for (KernelPath path : {path_a, path_b}) {
-        const reference::DecodeArithmetic arithmetic = testing::ArithmeticFor(path);
-        bound += reference::ReferenceDecode(
-                     kv, q, c.softmax_scale,
-                     reference::WorstCaseRoundingModel(c.shape.head_dim, seq_len, arithmetic),
-                     kFp32, arithmetic)
-                     .tolerance;
+      Eigen::VectorXd exact[2];
+      int which = 0;
+      for (reference::DecodeArithmetic arithmetic : {arithmetic_a, arithmetic_b}) {
+        const reference::DecodeReference expected = reference::ReferenceDecode(
+            kv, q, c.softmax_scale,
+            reference::WorstCaseRoundingModel(c.shape.head_dim, seq_len, arithmetic), kFp32,
+            arithmetic);
+        bound += expected.tolerance;
+        exact[which++] = expected.out;
       }
+      bound += (exact[0] - exact[1]).cwiseAbs();
       for (int i = 0; i < v_dim; ++i) {
         const size_t at = head_row * static_cast<size_t>(v_dim) + static_cast<size_t>(i);
         if (!(std::fabs(a.out[at] - b.out[at]) <= bound(i))) {
@@ -105,24 +113,25 @@ TEST_F(DecodeFastMlaGpuTest, EqualsTheReferenceTheSimplePathAndTheTwin) {
     }
     const DecodeOutputs fast = testing::RunDecode(*cuda_, c, device, kFp32, kFast).value();
     const DecodeOutputs simple = testing::RunDecode(*cuda_, c, device, kFp32, kSimple).value();
-    EXPECT_EQ(CompareWithin(fast, simple, c, cache, kFast, kSimple), "");
+    EXPECT_EQ(CompareWithin(fast, simple, c, cache, testing::ArithmeticFor(c, kFast),
+                            testing::ArithmeticFor(c, kSimple)),
+              "");
     DeviceCase on_cpu = testing::UploadAndAppend(*cpu_, c).value();
     const DecodeOutputs twin = testing::RunDecode(*cpu_, c, on_cpu, kFp32, kFast).value();
-    EXPECT_EQ(CompareWithin(fast, twin, c, cache, kFast, kFast), "");
+    EXPECT_EQ(CompareWithin(fast, twin, c, cache, testing::ArithmeticFor(c, kFast),
+                            testing::ArithmeticFor(c, kFast)),
+              "");
   }
 }
 
-TEST_F(DecodeFastMlaGpuTest, BadRequestsFailAloneAsOnTheCpu) {
-  AttentionCaseParams params;
-  params.shape = MlaCacheShape(0, 5, {KvDtype::kFp8E4M3, KvScaling::kPerTokenHead});
-  params.num_q_heads = 100;
-  params.seq_lens = {23, 41, 17, 2000};
-  params.seed = 0x7e58;
+// Requests with a bad page id, a length past the table and a page id past a long request's first
+// split fail alone, with the same statuses on the GPU and the CPU (`params` has 4 requests).
+void ExpectBadRequestsFailAlone(Backend& cuda, Backend& cpu, const AttentionCaseParams& params) {
   AttentionCase c = testing::MakeAttentionCase(params);
   c.block_table[static_cast<size_t>(c.row_stride) + 2] = INT32_MAX;
   c.block_table[static_cast<size_t>(3 * c.row_stride) + 300] = -1;
   c.seq_lens[2] = c.max_pages_per_request * c.shape.page_size + 1;
-  for (Backend* backend : {cuda_.get(), cpu_.get()}) {
+  for (Backend* backend : {&cuda, &cpu}) {
     DeviceCase device =
         testing::UploadAndAppend(*backend, testing::MakeAttentionCase(params)).value();
     device.block_table = Upload(*backend, c.block_table).value();
@@ -138,14 +147,10 @@ TEST_F(DecodeFastMlaGpuTest, BadRequestsFailAloneAsOnTheCpu) {
 
 // A caller's workspace on a stream of its own: only kernels are enqueued, and the results are
 // the bits of a call that allocates its own workspace (the kernels have no atomics).
-TEST_F(DecodeFastMlaGpuTest, CallerWorkspaceOnAStreamGivesTheSameBits) {
-  AttentionCaseParams params;
-  params.shape = MlaCacheShape(0, 64, {KvDtype::kFp8E4M3, KvScaling::kMlaBlock128});
-  params.num_q_heads = 128;
-  params.seq_lens = {3000, 5, 700};
+void ExpectCallerStreamGivesTheSameBits(Backend& cuda, const AttentionCaseParams& params) {
   const AttentionCase c = testing::MakeAttentionCase(params);
-  DeviceCase device = testing::UploadAndAppend(*cuda_, c).value();
-  const DecodeOutputs owned = testing::RunDecode(*cuda_, c, device, kFp32, kFast).value();
+  DeviceCase device = testing::UploadAndAppend(cuda, c).value();
+  const DecodeOutputs owned = testing::RunDecode(cuda, c, device, kFp32, kFast).value();
 
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
@@ -153,24 +158,100 @@ TEST_F(DecodeFastMlaGpuTest, CallerWorkspaceOnAStreamGivesTheSameBits) {
   args.launch.path = kFast;
   args.launch.stream = stream;
   const size_t head_rows = static_cast<size_t>(c.batch) * params.num_q_heads;
-  DeviceBuffer out = cuda_->Allocate(head_rows * c.shape.v_head_dim * sizeof(float)).value();
-  DeviceBuffer lse = cuda_->Allocate(head_rows * sizeof(float)).value();
-  DeviceBuffer status = cuda_->Allocate(static_cast<size_t>(c.batch) * sizeof(int32_t)).value();
-  DeviceBuffer workspace = cuda_->Allocate(static_cast<size_t>(DecodeWorkspaceBytes(args))).value();
+  DeviceBuffer out = cuda.Allocate(head_rows * c.shape.v_head_dim * sizeof(float)).value();
+  DeviceBuffer lse = cuda.Allocate(head_rows * sizeof(float)).value();
+  DeviceBuffer status = cuda.Allocate(static_cast<size_t>(c.batch) * sizeof(int32_t)).value();
+  DeviceBuffer workspace = cuda.Allocate(static_cast<size_t>(DecodeWorkspaceBytes(args))).value();
   for (DeviceBuffer* buffer : {&out, &lse, &status, &workspace}) {
-    ASSERT_TRUE(cuda_->Fill(*buffer, 0xFF).ok());
+    ASSERT_TRUE(cuda.Fill(*buffer, 0xFF).ok());
   }
   // A non-blocking stream does not wait for the legacy stream the fills ran on.
-  ASSERT_TRUE(cuda_->Synchronize().ok());
+  ASSERT_TRUE(cuda.Synchronize().ok());
   args.out = &out;
   args.lse = &lse;
   args.request_status = &status;
   args.workspace = &workspace;
-  ASSERT_TRUE(DecodeAttention(*cuda_, args).ok());
+  ASSERT_TRUE(DecodeAttention(cuda, args).ok());
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-  EXPECT_EQ(Download<float>(*cuda_, out).value(), owned.out);
-  EXPECT_EQ(Download<float>(*cuda_, lse).value(), owned.lse);
+  EXPECT_EQ(Download<float>(cuda, out).value(), owned.out);
+  EXPECT_EQ(Download<float>(cuda, lse).value(), owned.lse);
   ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+}
+
+TEST_F(DecodeFastMlaGpuTest, BadRequestsFailAloneAsOnTheCpu) {
+  AttentionCaseParams params;
+  params.shape = MlaCacheShape(0, 5, {KvDtype::kFp8E4M3, KvScaling::kPerTokenHead});
+  params.num_q_heads = 100;
+  params.seq_lens = {23, 41, 17, 2000};
+  params.seed = 0x7e58;
+  ExpectBadRequestsFailAlone(*cuda_, *cpu_, params);
+}
+
+TEST_F(DecodeFastMlaGpuTest, CallerWorkspaceOnAStreamGivesTheSameBits) {
+  AttentionCaseParams params;
+  params.shape = MlaCacheShape(0, 64, {KvDtype::kFp8E4M3, KvScaling::kMlaBlock128});
+  params.num_q_heads = 128;
+  params.seq_lens = {3000, 5, 700};
+  ExpectCallerStreamGivesTheSameBits(*cuda_, params);
+}
+
+// The FP8 variant (FastMlaMath::kFp8), where its kernel is compiled: within the reference's FP8
+// bound, within the sum of bounds (plus the two exact attentions' difference) of the bf16 variant
+// and of its CPU twin, failed requests as on the CPU, and the same bits through a caller's
+// workspace on its own stream. Where it is not compiled, the call says so.
+TEST_F(DecodeFastMlaGpuTest, Fp8VariantEqualsTheReferenceTheBf16VariantAndTheTwin) {
+  for (const KvFormat format : {KvFormat{KvDtype::kFp8E4M3, KvScaling::kPerTensor},
+                                KvFormat{KvDtype::kFp8E4M3, KvScaling::kPerTokenHead}}) {
+    for (int heads : {1, 3, 64, 100, 128}) {
+      AttentionCaseParams params;
+      params.shape = MlaCacheShape(0, heads == 3 ? 7 : 64, format);
+      params.num_q_heads = heads;
+      params.seq_lens = {33, 1, 257, heads == 128 ? 4097 : 70};
+      params.shared_pages = 1;
+      params.newest_token_score = 8;
+      params.fast_mla_math = FastMlaMath::kFp8;
+      params.seed = 0xf8a5700u + static_cast<uint64_t>(heads);
+      const AttentionCase c = testing::MakeAttentionCase(params);
+      SCOPED_TRACE(testing::DescribeParams(params));
+      DeviceCase device = testing::UploadAndAppend(*cuda_, c).value();
+      const Result<DecodeOutputs> fp8 = testing::RunDecode(*cuda_, c, device, kFp32, kFast);
+      if (!kFastMlaFp8KernelBuilt) {
+        ASSERT_EQ(fp8.status().code(), StatusCode::kUnavailable) << fp8.status().ToString();
+        EXPECT_NE(fp8.status().message().find("not compiled"), std::string::npos);
+        GTEST_SKIP() << "the FP8 fast MLA kernel is not compiled (decode_fast_mla.h)";
+      }
+      ASSERT_TRUE(fp8.ok()) << fp8.status().ToString();
+      const reference::HostKvCache cache =
+          reference::DownloadKvCache(*cuda_, device.cache()).value();
+      const testing::ReferenceCheck check =
+          testing::CheckDecodeAgainstReference(c, cache, *fp8, kFp32, kFast);
+      EXPECT_TRUE(check.failure.empty()) << check.failure;
+      AttentionCase bf16_case = c;
+      bf16_case.params.fast_mla_math = FastMlaMath::kBf16;
+      const DecodeOutputs bf16 =
+          testing::RunDecode(*cuda_, bf16_case, device, kFp32, kFast).value();
+      EXPECT_EQ(CompareWithin(*fp8, bf16, c, cache, reference::DecodeArithmetic::kFp8TensorCore,
+                              reference::DecodeArithmetic::kBf16TensorCore),
+                "");
+      DeviceCase on_cpu = testing::UploadAndAppend(*cpu_, c).value();
+      const DecodeOutputs twin = testing::RunDecode(*cpu_, c, on_cpu, kFp32, kFast).value();
+      EXPECT_EQ(CompareWithin(*fp8, twin, c, cache, reference::DecodeArithmetic::kFp8TensorCore,
+                              reference::DecodeArithmetic::kFp8TensorCore),
+                "");
+    }
+  }
+}
+
+TEST_F(DecodeFastMlaGpuTest, Fp8VariantBadRequestsAndCallerStream) {
+  if (!kFastMlaFp8KernelBuilt) GTEST_SKIP() << "the FP8 fast MLA kernel is not compiled";
+  AttentionCaseParams params;
+  params.shape = MlaCacheShape(0, 5, {KvDtype::kFp8E4M3, KvScaling::kPerTokenHead});
+  params.num_q_heads = 128;
+  params.seq_lens = {23, 41, 17, 2000};
+  params.fast_mla_math = FastMlaMath::kFp8;
+  params.seed = 0xf87e58;
+  ExpectBadRequestsFailAlone(*cuda_, *cpu_, params);
+  ExpectCallerStreamGivesTheSameBits(*cuda_, params);
 }
 
 }  // namespace

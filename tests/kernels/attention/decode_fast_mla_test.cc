@@ -1,7 +1,7 @@
-// The fast MLA decode path's CPU twin (64-head tiles, bf16 tensor-core arithmetic) against the
-// FP64 reference within the bound of docs/numerics.md ("The fast paths"): every cache format,
-// awkward head counts (1 to 128: one partial tile, whole tiles, one and a half), lengths around
-// tiles, splits and pages.
+// The fast MLA decode path's CPU twins (64-head tiles; bf16 tensor-core arithmetic, and the FP8
+// variant's e4m3 arithmetic) against the FP64 reference within the bounds of docs/numerics.md
+// ("The fast paths"): every cache format, awkward head counts (1 to 128: one partial tile, whole
+// tiles, one and a half), lengths around tiles, splits and pages.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,6 +25,7 @@ using testing::AttentionCase;
 using testing::AttentionCaseParams;
 using testing::DecodeOutputs;
 using testing::DeviceCase;
+using testing::ValueDistribution;
 
 constexpr KernelPath kFast = KernelPath::kFast;
 
@@ -112,6 +113,103 @@ TEST(DecodeFastMlaTest, PlanCountsHeadTiles) {
   EXPECT_NE(fast.split_tokens, simple.split_tokens);
 }
 
+// The FP8 variant (forced: kAuto keeps bf16 products, decode_fast_mla.h) on the formats it takes,
+// against the reference that quantises q the same way, within the FP8 bound; Student-t values at
+// even head counts.
+TEST(DecodeFastMlaTest, Fp8VariantMatchesReference) {
+  double worst = 0;
+  for (const KvFormat format : {KvFormat{KvDtype::kFp8E4M3, KvScaling::kPerTensor},
+                                KvFormat{KvDtype::kFp8E4M3, KvScaling::kPerTokenHead}}) {
+    for (int heads : {1, 3, 64, 100, 128}) {
+      AttentionCaseParams params;
+      params.shape = MlaCacheShape(0, 7, format);  // every length ends inside a page
+      params.num_q_heads = heads;
+      params.seq_lens = {33, 1, 257, 31};
+      params.shared_pages = 2;
+      params.newest_token_score = 8;
+      params.fast_mla_math = FastMlaMath::kFp8;
+      // Heavy tails make the per-token scales, and so the tiles' units, differ widely.
+      if (heads % 2 == 0) params.distribution = ValueDistribution::kHeavyTailed;
+      params.seed = 0xf8a57000u + static_cast<uint64_t>(heads);
+      SCOPED_TRACE(KvFormatName(format) + " heads " + std::to_string(heads));
+      worst = std::max(worst, ExpectFastMatchesReference(params, heads == 3));
+    }
+  }
+  std::cout << "fast MLA FP8, largest |kernel - reference| / bound: " << worst << "\n";
+}
+
+// 4097 tokens (17 splits, the last of one token) with 128 heads (two whole tiles).
+TEST(DecodeFastMlaTest, Fp8VariantLongRequestMatchesReference) {
+  double worst = 0;
+  for (const KvFormat format : {KvFormat{KvDtype::kFp8E4M3, KvScaling::kPerTensor},
+                                KvFormat{KvDtype::kFp8E4M3, KvScaling::kPerTokenHead}}) {
+    AttentionCaseParams params;
+    params.shape = MlaCacheShape(0, 64, format);
+    params.num_q_heads = format.scaling == KvScaling::kPerTensor ? 3 : 128;
+    params.seq_lens = {4097};
+    params.newest_token_score = 12;
+    params.fast_mla_math = FastMlaMath::kFp8;
+    params.seed = 0xf8a71000u;
+    SCOPED_TRACE(KvFormatName(format));
+    worst = std::max(worst, ExpectFastMatchesReference(params, true));
+  }
+  std::cout << "fast MLA FP8 4097 tokens, largest |kernel - reference| / bound: " << worst << "\n";
+}
+
+// The FP8 variant's quantisation is visible: its outputs are outside the bf16 arithmetic's bound
+// (unquantised q, weights rounded to bf16), so the check above depends on the reference
+// quantising q as the kernel does.
+TEST(DecodeFastMlaTest, Fp8VariantFailsTheBf16Bound) {
+  std::unique_ptr<Backend> backend = CreateCpuBackend();
+  AttentionCaseParams params;
+  params.shape = MlaCacheShape(0, 16, {KvDtype::kFp8E4M3, KvScaling::kPerTokenHead});
+  params.num_q_heads = 64;
+  params.seq_lens = {100, 37};
+  params.fast_mla_math = FastMlaMath::kFp8;
+  params.seed = 0xf8b0u;
+  AttentionCase c = testing::MakeAttentionCase(params);
+  Result<DeviceCase> device = testing::UploadAndAppend(*backend, c);
+  ASSERT_TRUE(device.ok()) << device.status().ToString();
+  const reference::HostKvCache cache =
+      reference::DownloadKvCache(*backend, device->cache()).value();
+  const DecodeOutputs outputs =
+      testing::RunDecode(*backend, c, *device, AttentionOutputDtype::kFp32, kFast).value();
+  EXPECT_TRUE(
+      testing::CheckDecodeAgainstReference(c, cache, outputs, AttentionOutputDtype::kFp32, kFast)
+          .failure.empty());
+  c.params.fast_mla_math = FastMlaMath::kBf16;  // the same outputs judged by the bf16 bound
+  EXPECT_FALSE(
+      testing::CheckDecodeAgainstReference(c, cache, outputs, AttentionOutputDtype::kFp32, kFast)
+          .failure.empty());
+}
+
+// kFp8 on a format the FP8 variant does not take is refused by name; kAuto keeps bf16 products.
+TEST(DecodeFastMlaTest, Fp8VariantRefusesOtherFormats) {
+  EXPECT_EQ(ResolveFastMlaMath({KvDtype::kFp8E4M3, KvScaling::kPerTokenHead}, FastMlaMath::kAuto),
+            kFastMlaFp8ByDefault ? FastMlaMath::kFp8 : FastMlaMath::kBf16);
+  EXPECT_EQ(ResolveFastMlaMath({KvDtype::kFp8E5M2, KvScaling::kPerTensor}, FastMlaMath::kAuto),
+            FastMlaMath::kBf16);
+  std::unique_ptr<Backend> backend = CreateCpuBackend();
+  for (const KvFormat format : {KvFormat{KvDtype::kBf16, KvScaling::kNone},
+                                KvFormat{KvDtype::kFp8E5M2, KvScaling::kPerTokenHead},
+                                KvFormat{KvDtype::kFp8E4M3, KvScaling::kMlaBlock128}}) {
+    AttentionCaseParams params;
+    params.shape = MlaCacheShape(0, 16, format);
+    params.num_q_heads = 2;
+    params.seq_lens = {5};
+    params.fast_mla_math = FastMlaMath::kFp8;
+    const AttentionCase c = testing::MakeAttentionCase(params);
+    Result<DeviceCase> device = testing::UploadAndAppend(*backend, c);
+    ASSERT_TRUE(device.ok()) << device.status().ToString();
+    const Result<DecodeOutputs> outputs =
+        testing::RunDecode(*backend, c, *device, AttentionOutputDtype::kFp32, kFast);
+    ASSERT_FALSE(outputs.ok()) << KvFormatName(format);
+    EXPECT_EQ(outputs.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(outputs.status().message().find("per-tensor or per-token-head"), std::string::npos)
+        << outputs.status().ToString();
+  }
+}
+
 // Every format's fast-kernel shared memory fits an sm_90 block.
 TEST(DecodeFastMlaTest, SharedMemoryFits) {
   for (int row_bytes : {kMlaHeadDim * 2, kMlaHeadDim, kMlaBlockRowBytes}) {
@@ -121,6 +219,12 @@ TEST(DecodeFastMlaTest, SharedMemoryFits) {
                        layout.scales_offset, layout.reduce_offset}) {
       EXPECT_EQ(offset % 16, 0) << row_bytes << "-byte rows";
     }
+  }
+  const FastMlaFp8SmemLayout fp8 = MakeFastMlaFp8SmemLayout();
+  EXPECT_LE(fp8.total_bytes, kFastMlaMaxSharedBytes);
+  for (int offset : {fp8.q_scale_offset, fp8.stage_offset, fp8.v_offset, fp8.p_offset,
+                     fp8.rows_offset, fp8.scales_offset, fp8.reduce_offset}) {
+    EXPECT_EQ(offset % 16, 0) << "FP8 layout";
   }
 }
 

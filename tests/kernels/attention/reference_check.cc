@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "base/check.h"
+#include "kernels/attention/decode_fast_mla.h"
 #include "kernels/attention/decode_plan.h"
 #include "kernels/formats.h"
 #include "tests/kernels/attention/fast_gqa_bound.h"
@@ -24,23 +25,26 @@ bool SameModel(const DecodeRoundingModel& a, const DecodeRoundingModel& b) {
 static_assert(kDecodeTileTokens == reference::kBoundTileTokens,
               "the kernels' tile is the one the bound assumes");
 
-reference::DecodeArithmetic ArithmeticFor(KernelPath path) {
+reference::DecodeArithmetic ArithmeticFor(const AttentionCase& c, KernelPath path) {
   switch (path) {
     case KernelPath::kSimple:
       return reference::DecodeArithmetic::kFp32;
     case KernelPath::kFast:
-      return reference::DecodeArithmetic::kBf16TensorCore;
+      return c.shape.kind == AttentionKind::kMla &&
+                     ResolveFastMlaMath(c.shape.format, c.params.fast_mla_math) == FastMlaMath::kFp8
+                 ? reference::DecodeArithmetic::kFp8TensorCore
+                 : reference::DecodeArithmetic::kBf16TensorCore;
   }
   return reference::DecodeArithmetic::kFp32;
 }
 
-BoundModelsFor PathBoundModels(AttentionKind kind, KernelPath path) {
-  if (kind == AttentionKind::kGqa && path == KernelPath::kFast) {
+BoundModelsFor PathBoundModels(const AttentionCase& c, KernelPath path) {
+  if (c.shape.kind == AttentionKind::kGqa && path == KernelPath::kFast) {
     return [](int head_dim, int seq_len) {
       return FastGqaWorstCaseBoundModels(head_dim, seq_len, FastGqaArithmetic::kTensorCores);
     };
   }
-  const reference::DecodeArithmetic arithmetic = ArithmeticFor(path);
+  const reference::DecodeArithmetic arithmetic = ArithmeticFor(c, path);
   return [arithmetic](int head_dim, int seq_len) {
     const DecodeRoundingModel model =
         reference::WorstCaseRoundingModel(head_dim, seq_len, arithmetic);
@@ -52,8 +56,7 @@ ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
                                            const reference::HostKvCache& cache,
                                            const DecodeOutputs& outputs,
                                            AttentionOutputDtype out_dtype, KernelPath path) {
-  return CheckDecodeAgainstReference(c, cache, outputs, out_dtype, path,
-                                     PathBoundModels(c.shape.kind, path));
+  return CheckDecodeAgainstReference(c, cache, outputs, out_dtype, path, PathBoundModels(c, path));
 }
 
 ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
@@ -135,7 +138,7 @@ ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
 
 double DroppedTokenSeparation(const AttentionCase& c, const reference::HostKvCache& cache, int r,
                               AttentionOutputDtype out_dtype, KernelPath path) {
-  return DroppedTokenSeparation(c, cache, r, out_dtype, PathBoundModels(c.shape.kind, path));
+  return DroppedTokenSeparation(c, cache, r, out_dtype, PathBoundModels(c, path));
 }
 
 double DroppedTokenSeparation(const AttentionCase& c, const reference::HostKvCache& cache, int r,

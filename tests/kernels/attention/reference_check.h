@@ -21,8 +21,8 @@ struct ReferenceCheck {
 
 // What the reference's bound assumes of one kernel for one request: the rounding counts of its
 // order, for the outputs and for the log-sum-exp (whose path to the weight sum may have fewer
-// roundings than the weighted sum of V), and its arithmetic (fp32, or bf16 tensor cores with the
-// weights rounded to bf16 for P V).
+// roundings than the weighted sum of V), and its arithmetic (fp32, or bf16 or FP8 tensor cores
+// with the weights rounded to bf16 or e4m3 for P V).
 struct BoundModels {
   DecodeRoundingModel out;
   DecodeRoundingModel lse;
@@ -32,14 +32,15 @@ struct BoundModels {
 // The models for a request of seq_len tokens with K rows of head_dim values.
 using BoundModelsFor = std::function<BoundModels(int head_dim, int seq_len)>;
 
-// The arithmetic the bound assumes for a kernel path: fp32 for the simple paths, bf16 tensor
-// cores for the fast ones.
-reference::DecodeArithmetic ArithmeticFor(KernelPath path);
+// The arithmetic the bound assumes for case `c` on a kernel path: fp32 for the simple paths; for
+// the fast ones bf16 tensor cores, or FP8 ones where the fast MLA path picks them for the case's
+// format and c.params.fast_mla_math.
+reference::DecodeArithmetic ArithmeticFor(const AttentionCase& c, KernelPath path);
 
-// The models of DecodeAttention's kernel for `kind` on `path`: WorstCaseRoundingModel under
-// ArithmeticFor(path) for the simple paths and fast MLA; the fast GQA path's own tensor-core
-// counts (FastGqaWorstCaseBoundModels), which also cover its CPU twin.
-BoundModelsFor PathBoundModels(AttentionKind kind, KernelPath path);
+// The models of DecodeAttention's kernel for case `c` on `path`: WorstCaseRoundingModel under
+// ArithmeticFor(c, path) for the simple paths and fast MLA (bf16 or FP8 products); the fast GQA
+// path's own tensor-core counts (FastGqaWorstCaseBoundModels), which also cover its CPU twin.
+BoundModelsFor PathBoundModels(const AttentionCase& c, KernelPath path);
 
 // Checks every request and head of `outputs` (run on `c` with `out_dtype` on `path`) against the
 // reference of the cache `cache` (downloaded after the run), within the bound of `models` (the
@@ -50,7 +51,7 @@ ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
                                            AttentionOutputDtype out_dtype, KernelPath path,
                                            const BoundModelsFor& models);
 
-// As above with PathBoundModels(c.shape.kind, path).
+// As above with PathBoundModels(c, path).
 ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
                                            const reference::HostKvCache& cache,
                                            const DecodeOutputs& outputs,
@@ -65,7 +66,7 @@ ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
 double DroppedTokenSeparation(const AttentionCase& c, const reference::HostKvCache& cache, int r,
                               AttentionOutputDtype out_dtype, const BoundModelsFor& models);
 
-// As above with PathBoundModels(c.shape.kind, path).
+// As above with PathBoundModels(c, path).
 double DroppedTokenSeparation(const AttentionCase& c, const reference::HostKvCache& cache, int r,
                               AttentionOutputDtype out_dtype, KernelPath path = kDefaultKernelPath);
 
