@@ -101,7 +101,7 @@ KVSIM_HD_INLINE void FastMlaQueryScale(float amax, float* scale, float* inverse)
 }
 
 // Whether the FP8 variant's CUDA kernel is compiled (decode_fast_mla_fp8.cu, under the macro
-// KVSIM_FAST_MLA_FP8_MMA_SYNC; off by default). On sm_90 ptxas lowers mma.sync m16n8k32 e4m3 to
+// KVSIM_FAST_MLA_FP8_MMA_SYNC, which kernels/attention/BUILD.bazel defines in every build). On sm_90 ptxas lowers mma.sync m16n8k32 e4m3 to
 // F2FP conversions plus two HMMA.16816 per product (QMMA exists on sm_89 and sm_120, not on
 // sm_90, where FP8 tensor cores take wgmma), so this kernel is no faster than the bf16 variant
 // there, and it spills. Its CPU twin and the reference's arithmetic are built and tested.
