@@ -11,31 +11,13 @@
 #include "base/prng.h"
 #include "kernels/attention/kv_format.h"
 #include "kernels/backend.h"
-#include "kernels/cuda/cuda_backend.h"
-#include "kernels/cuda/device.h"
 #include "tests/kernels/attention/append_duplicates.h"
+#include "tests/kernels/cuda_stream_fixture.h"
 
 namespace kvsim {
 namespace {
 
-class AppendKvGpuTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const Status device = cuda::DeviceAvailable();
-    if (!device.ok()) GTEST_SKIP() << device.message();
-    Result<std::unique_ptr<Backend>> backend = cuda::CreateCudaBackend();
-    ASSERT_TRUE(backend.ok()) << backend.status().ToString();
-    cuda_ = std::move(backend).value();
-    ASSERT_EQ(cudaStreamCreate(&stream_), cudaSuccess);
-  }
-  void TearDown() override {
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
-  }
-
-  std::unique_ptr<Backend> cpu_ = CreateCpuBackend();
-  std::unique_ptr<Backend> cuda_;
-  cudaStream_t stream_ = nullptr;
-};
+using AppendKvGpuTest = testing::CudaStreamFixture;
 
 TEST_F(AppendKvGpuTest, DuplicateSlotsGiveTheCpusStatusesAndBytes) {
   Prng prng(0xd0b1e6);

@@ -13,29 +13,15 @@
 
 #include "base/prng.h"
 #include "kernels/backend.h"
-#include "kernels/cuda/cuda_backend.h"
-#include "kernels/cuda/device.h"
 #include "kernels/tag_check/tag_check.h"
+#include "tests/kernels/cuda_stream_fixture.h"
 #include "tests/kernels/tag_check/tag_check_batch.h"
 
 namespace kvsim {
 namespace {
 
-class TagCheckGpuTest : public ::testing::Test {
+class TagCheckGpuTest : public testing::CudaStreamFixture {
  protected:
-  void SetUp() override {
-    const Status device = cuda::DeviceAvailable();
-    if (!device.ok()) GTEST_SKIP() << device.message();
-    Result<std::unique_ptr<Backend>> backend = cuda::CreateCudaBackend();
-    ASSERT_TRUE(backend.ok()) << backend.status().ToString();
-    cuda_ = std::move(backend).value();
-    ASSERT_EQ(cudaStreamCreate(&stream_), cudaSuccess);
-  }
-
-  void TearDown() override {
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
-  }
-
   // Verdicts of `requests` on the CPU (simple path) and on CUDA (simple path on the default
   // stream, fast path on a stream of its own), compared bit for bit with each other and with the
   // reference; returns how many failed.
@@ -81,10 +67,6 @@ class TagCheckGpuTest : public ::testing::Test {
     for (const TagCheckResult& verdict : verdicts[0]) failing += verdict.code != 0;
     return failing;
   }
-
-  cudaStream_t stream_ = nullptr;
-  std::unique_ptr<Backend> cpu_ = CreateCpuBackend();
-  std::unique_ptr<Backend> cuda_;
 };
 
 TEST_F(TagCheckGpuTest, VerdictsEqualTheReferenceAndTheCpuAtAwkwardSizes) {
