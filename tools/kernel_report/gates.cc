@@ -60,6 +60,8 @@ Result<std::vector<Gate>> ParseGates(const std::string& text, const std::string&
         gate.dynamic_shared_bytes = static_cast<int>(number_value);
       } else if (key == "bulk_bytes_per_iteration" && numeric) {
         gate.bulk_bytes_per_iteration = static_cast<int64_t>(number_value);
+      } else if (key == "mma_shared_bytes_per_iteration" && numeric) {
+        gate.mma_shared_bytes_per_iteration = static_cast<int64_t>(number_value);
       } else if (key == "main_loop" && (value == "async_copies" || value == "all_loads")) {
         gate.main_loop =
             value == "async_copies" ? MainLoopRule::kAsyncCopies : MainLoopRule::kAllLoads;
@@ -68,7 +70,7 @@ Result<std::vector<Gate>> ParseGates(const std::string& text, const std::string&
             Where(file_name, number) + "'" + word +
             "' is not understood; allowed: bandwidth_fraction=F, tensor_cores=yes|no, "
             "threads=1..1024, dynamic_shared_bytes=N, bulk_bytes_per_iteration=N, "
-            "main_loop=all_loads|async_copies");
+            "mma_shared_bytes_per_iteration=N, main_loop=all_loads|async_copies");
       }
     }
     gate.gated = has_bandwidth || has_tensor_cores;
@@ -104,13 +106,20 @@ void ComputeDerived(const GpuFigures& gpu, const Gate* gate, KernelFacts& facts)
   }
   MainLoop& loop = facts.main_loop;
   int64_t bytes = loop.load_bytes_per_warp;
-  if (loop.bulk_loads > 0 && gate != nullptr && facts.threads > 0) {
-    // Bulk copies are issued for the whole CTA: their bytes are shared by its warps.
+  int64_t shared_bytes = loop.shared_bytes_per_warp;
+  if (gate != nullptr && facts.threads > 0) {
+    // Bulk copies and descriptor-fed tensor-core instructions are issued for the whole CTA (or
+    // warpgroup): their bytes are shared by its warps. Bulk copies land in shared memory.
     const int warps = (facts.threads + kWarpSize - 1) / kWarpSize;
-    bytes += gate->bulk_bytes_per_iteration / warps;
+    if (loop.bulk_loads > 0) {
+      bytes += gate->bulk_bytes_per_iteration / warps;
+      shared_bytes += gate->bulk_bytes_per_iteration / warps;
+    }
+    if (loop.descriptor_mmas > 0) shared_bytes += gate->mma_shared_bytes_per_iteration / warps;
   }
   facts.ceiling_bytes_per_second =
       IssueBoundBytesPerSecond(gpu, facts.occupancy.warps_per_sm, bytes, loop.instructions);
+  facts.shared_ceiling_bytes_per_second = SharedBoundBytesPerSecond(gpu, bytes, shared_bytes);
 }
 
 std::vector<std::string> GateFailures(const GpuFigures& gpu, const Gate& gate,
@@ -134,9 +143,19 @@ std::vector<std::string> GateFailures(const GpuFigures& gpu, const Gate& gate,
   if (facts.main_loop.bulk_loads > 0 && gate.bulk_bytes_per_iteration == 0) {
     failures.push_back("its main loop has bulk copies: give bulk_bytes_per_iteration=");
   }
+  if (facts.main_loop.descriptor_mmas > 0 && gate.mma_shared_bytes_per_iteration == 0) {
+    failures.push_back(
+        "its main loop's tensor-core instructions read shared memory by descriptor: give "
+        "mma_shared_bytes_per_iteration=");
+  }
   const double required = gate.bandwidth_fraction * gpu.memory_bandwidth_tb_s * 1e12;
   if (facts.ceiling_bytes_per_second < required) {
     failures.push_back("issue-bound ceiling " + TerabytesPerSecond(facts.ceiling_bytes_per_second) +
+                       " TB/s is below the required " + TerabytesPerSecond(required) + " TB/s");
+  }
+  if (facts.shared_ceiling_bytes_per_second < required) {
+    failures.push_back("shared-memory-bound ceiling " +
+                       TerabytesPerSecond(facts.shared_ceiling_bytes_per_second) +
                        " TB/s is below the required " + TerabytesPerSecond(required) + " TB/s");
   }
   return failures;

@@ -24,6 +24,8 @@ struct Gate {
   int threads = 0;                // threads per block, where the ELF has no __launch_bounds__
   int dynamic_shared_bytes = 0;   // added to the static shared memory for occupancy
   int64_t bulk_bytes_per_iteration = 0;  // per CTA: what UTMALDG / UBLKCP bring per iteration
+  // per CTA: what its tensor-core instructions read from shared memory by descriptor per iteration
+  int64_t mma_shared_bytes_per_iteration = 0;
   MainLoopRule main_loop = MainLoopRule::kAllLoads;  // main_loop=async_copies: kAsyncCopies
   int line = 0;
 };
@@ -47,9 +49,12 @@ struct KernelFacts {
   MainLoop main_loop;        // by the rule of all loads
   MainLoop async_main_loop;  // by the rule of asynchronous copies, for gates that ask for it
   double ceiling_bytes_per_second = 0;  // 0 when the main loop loads nothing or threads are unknown
+  // The shared-memory-bound ceiling: infinite when the main loop moves nothing through shared
+  // memory, 0 when it loads nothing from memory.
+  double shared_ceiling_bytes_per_second = 0;
 };
 
-// Fills occupancy and the ceiling from the rest (with the gate's figures where one applies).
+// Fills occupancy and the ceilings from the rest (with the gate's figures where one applies).
 void ComputeDerived(const GpuFigures& gpu, const Gate* gate, KernelFacts& facts);
 
 // Why a gated kernel fails its gate; empty when it passes.

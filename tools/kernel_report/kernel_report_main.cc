@@ -11,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -180,6 +181,14 @@ std::string Fixed(double value, int digits) {
   return buffer;
 }
 
+// The shared-memory-bound ceiling in TB/s, "-" when the loop loads nothing from memory and "none"
+// when it moves nothing through shared memory.
+std::string SharedCeiling(const KernelFacts& k) {
+  if (std::isinf(k.shared_ceiling_bytes_per_second)) return "none";
+  if (k.shared_ceiling_bytes_per_second <= 0) return "-";
+  return Fixed(k.shared_ceiling_bytes_per_second / 1e12, 2);
+}
+
 std::string Row(const KernelFacts& k, const std::string& gate) {
   const MainLoop& loop = k.main_loop;
   std::string where = loop.is_loop ? "loop" : "whole kernel";
@@ -207,7 +216,8 @@ std::string Row(const KernelFacts& k, const std::string& gate) {
               : "-")
       << " | " << tensor << " | "
       << (k.ceiling_bytes_per_second > 0 ? Fixed(k.ceiling_bytes_per_second / 1e12, 2) : "-")
-      << " | " << gate << " |";
+      << " | " << loop.shared_bytes_per_warp << (loop.descriptor_mmas > 0 ? " + mma" : "") << " | "
+      << SharedCeiling(k) << " | " << gate << " |";
   return row.str();
 }
 
@@ -247,12 +257,14 @@ int Run(int argc, char** argv) {
   std::stringstream table;
   table << "Static kernel report for " << gpu->name << " (" << gpu->sm_count << " SMs, "
         << gpu->clock_mhz << " MHz, " << gpu->memory_bandwidth_tb_s
-        << " TB/s): ceiling = SMs x min(4, resident warps) x clock x load bytes per instruction "
-           "of the main loop (docs/kernels.md, \"Static kernel report\").\n\n"
+        << " TB/s): issue ceiling = SMs x min(4, resident warps) x clock x load bytes per "
+           "instruction of the main loop; shared ceiling = SMs x 128 B x clock x load bytes per "
+           "byte the main loop moves through shared memory (docs/kernels.md, \"Static kernel "
+           "report\").\n\n"
         << "| kernel | object | regs | spill st/ld B | stack B | smem B | threads | CTAs/SM "
            "(limit) | occupancy | main loop | instr/iter | load B/iter/warp | B/instr | "
-           "tensor cores | ceiling TB/s | gate |\n"
-        << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+           "tensor cores | issue ceiling TB/s | shared B/iter/warp | shared ceiling TB/s | gate |\n"
+        << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   std::vector<std::string> failures;
   std::vector<int> matched(gates->size(), 0);
   for (KernelFacts& kernel : kernels) {

@@ -1,8 +1,10 @@
-// Occupancy as the CUDA occupancy calculator computes it for sm_90, and the issue-bound ceiling.
+// Occupancy as the CUDA occupancy calculator computes it for sm_90, and the issue-bound and
+// shared-memory-bound ceilings.
 #include "tools/kernel_report/occupancy.h"
 
 #include <algorithm>
 #include <climits>
+#include <limits>
 
 namespace kvsim::kernel_report {
 
@@ -33,6 +35,13 @@ double IssueBoundBytesPerSecond(const GpuFigures& gpu, int warps_per_sm,
   const int issuing = std::min(kSchedulersPerSm, warps_per_sm);
   return static_cast<double>(gpu.sm_count) * issuing * gpu.clock_mhz * 1e6 *
          static_cast<double>(load_bytes_per_warp) / static_cast<double>(instructions);
+}
+
+double SharedBoundBytesPerSecond(const GpuFigures& gpu, int64_t load_bytes_per_warp,
+                                 int64_t shared_bytes_per_warp) {
+  if (shared_bytes_per_warp <= 0) return std::numeric_limits<double>::infinity();
+  return static_cast<double>(gpu.sm_count) * kSharedBytesPerClockPerSm * gpu.clock_mhz * 1e6 *
+         static_cast<double>(load_bytes_per_warp) / static_cast<double>(shared_bytes_per_warp);
 }
 
 }  // namespace kvsim::kernel_report

@@ -17,6 +17,9 @@ inline constexpr int kThreadsPerSm = 2048;
 inline constexpr int kBlocksPerSm = 32;
 inline constexpr int kSchedulersPerSm = 4;  // each issues one warp instruction per clock
 inline constexpr int kWarpSize = 32;
+// Shared memory serves 32 banks of 4 bytes per clock on each SM (CUDA C++ Programming Guide,
+// "Shared Memory" of compute capability 5.x and later; unchanged on 9.0).
+inline constexpr int kSharedBytesPerClockPerSm = 128;
 
 // The GPU the ceiling is computed for (configs/gpus/NAME.yaml).
 struct GpuFigures {
@@ -42,5 +45,12 @@ Occupancy ComputeOccupancy(int registers_per_thread, int shared_bytes_per_block,
 // of the loop brings load_bytes_per_warp / instructions bytes.
 double IssueBoundBytesPerSecond(const GpuFigures& gpu, int warps_per_sm,
                                 int64_t load_bytes_per_warp, int64_t instructions);
+
+// Bytes per second the main loop can request from memory when shared-memory bandwidth is the only
+// limit: every SM moves kSharedBytesPerClockPerSm bytes per clock through shared memory, and each
+// of those bytes comes with load_bytes_per_warp / shared_bytes_per_warp bytes from memory.
+// Infinite when the loop moves nothing through shared memory.
+double SharedBoundBytesPerSecond(const GpuFigures& gpu, int64_t load_bytes_per_warp,
+                                 int64_t shared_bytes_per_warp);
 
 }  // namespace kvsim::kernel_report

@@ -27,6 +27,19 @@ std::vector<std::string> Modifiers(const std::string& opcode) {
 
 std::string Mnemonic(const std::string& opcode) { return opcode.substr(0, opcode.find('.')); }
 
+// Bytes one lane moves with a load or store, from its width modifier: .U8/.S8 1, .U16/.S16 2,
+// none 4, .64 8, .128 16.
+int AccessWidthBytes(const std::string& opcode) {
+  int bytes = 4;
+  for (const std::string& modifier : Modifiers(opcode)) {
+    if (modifier == "U8" || modifier == "S8") bytes = 1;
+    if (modifier == "U16" || modifier == "S16") bytes = 2;
+    if (modifier == "64") bytes = 8;
+    if (modifier == "128") bytes = 16;
+  }
+  return bytes;
+}
+
 // The target of a direct branch ("BRA 0x8e0", "BRA `(.L_x_3)" is not produced by cuobjdump for
 // sm_90 and is not handled), or -1.
 int64_t BranchTarget(const SassInstruction& instruction) {
@@ -81,14 +94,26 @@ std::vector<SassFunction> ParseSass(const std::string& listing) {
 int GlobalLoadBytesPerLane(const std::string& opcode) {
   const std::string mnemonic = Mnemonic(opcode);
   if (mnemonic != "LDG" && mnemonic != "LD" && mnemonic != "LDGSTS") return 0;
-  int bytes = 4;
-  for (const std::string& modifier : Modifiers(opcode)) {
-    if (modifier == "U8" || modifier == "S8") bytes = 1;
-    if (modifier == "U16" || modifier == "S16") bytes = 2;
-    if (modifier == "64") bytes = 8;
-    if (modifier == "128") bytes = 16;
+  return AccessWidthBytes(opcode);
+}
+
+int SharedBytesPerWarp(const std::string& opcode) {
+  const std::string mnemonic = Mnemonic(opcode);
+  if (mnemonic == "LDSM") {
+    int matrices = 1;
+    for (const std::string& modifier : Modifiers(opcode)) {
+      if (modifier == "2") matrices = 2;
+      if (modifier == "4") matrices = 4;
+    }
+    return 128 * matrices;  // 8 rows of 16 bytes per matrix
   }
-  return bytes;
+  if (mnemonic == "ATOMS") return kLanes * 4;
+  if (mnemonic != "LDS" && mnemonic != "STS" && mnemonic != "LDGSTS") return 0;
+  return kLanes * AccessWidthBytes(opcode);
+}
+
+bool ReadsSharedByDescriptor(const std::string& opcode, const std::string& operands) {
+  return IsTensorCoreInstruction(opcode) && operands.find("gdesc") != std::string::npos;
 }
 
 bool IsBulkGlobalLoad(const std::string& opcode) {
@@ -130,6 +155,8 @@ MainLoop FindMainLoop(const SassFunction& function, MainLoopRule rule) {
         loop.async_bytes_per_warp += int64_t{kLanes} * GlobalLoadBytesPerLane(opcode);
       }
       loop.bulk_loads += IsBulkGlobalLoad(opcode) ? 1 : 0;
+      loop.shared_bytes_per_warp += SharedBytesPerWarp(opcode);
+      loop.descriptor_mmas += ReadsSharedByDescriptor(opcode, code[i].operands) ? 1 : 0;
       if (IsTensorCoreInstruction(opcode) &&
           std::find(loop.tensor_core_opcodes.begin(), loop.tensor_core_opcodes.end(), opcode) ==
               loop.tensor_core_opcodes.end()) {

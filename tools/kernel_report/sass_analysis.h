@@ -33,6 +33,15 @@ std::vector<SassFunction> ParseSass(const std::string& listing);
 int GlobalLoadBytesPerLane(const std::string& opcode);
 bool IsBulkGlobalLoad(const std::string& opcode);
 
+// Bytes one warp moves through shared memory with this instruction, reading or writing: LDS and
+// STS by their width (as GlobalLoadBytesPerLane) times 32 lanes, LDGSTS (its copy lands in shared
+// memory) likewise, ATOMS 4 per lane, LDSM (ldmatrix) 128 per 8x8 matrix (.M88 1, .M88.2 2,
+// .M88.4 4, and the .MT88 transposes); 0 for anything else. Tensor-core instructions that read
+// their operands from shared memory through descriptors (HGMMA, QGMMA, ...) carry no size in SASS
+// and count through ReadsSharedByDescriptor.
+int SharedBytesPerWarp(const std::string& opcode);
+bool ReadsSharedByDescriptor(const std::string& opcode, const std::string& operands);
+
 // HMMA, HGMMA, QGMMA, IMMA, IGMMA, QMMA, BMMA, BGMMA and their modifiers.
 bool IsTensorCoreInstruction(const std::string& opcode);
 
@@ -47,10 +56,12 @@ struct MainLoop {
   bool is_loop = false;
   int64_t first_address = 0;
   int64_t last_address = 0;
-  int64_t instructions = 0;          // per iteration and warp, NOPs excluded
-  int64_t load_bytes_per_warp = 0;   // 32 lanes x GlobalLoadBytesPerLane, summed
-  int64_t bulk_loads = 0;            // UTMALDG / UBLKCP instructions (bytes from the gates file)
-  int64_t async_bytes_per_warp = 0;  // of load_bytes_per_warp, what LDGSTS copies
+  int64_t instructions = 0;           // per iteration and warp, NOPs excluded
+  int64_t load_bytes_per_warp = 0;    // 32 lanes x GlobalLoadBytesPerLane, summed
+  int64_t bulk_loads = 0;             // UTMALDG / UBLKCP instructions (bytes from the gates file)
+  int64_t async_bytes_per_warp = 0;   // of load_bytes_per_warp, what LDGSTS copies
+  int64_t shared_bytes_per_warp = 0;  // SharedBytesPerWarp, summed
+  int64_t descriptor_mmas = 0;  // tensor-core instructions reading shared memory by descriptor
   MainLoopRule rule = MainLoopRule::kAllLoads;
   int64_t nested_loops = 0;  // loops inside it (or in the whole function), counted once
   std::vector<std::string> tensor_core_opcodes;  // distinct, in order of appearance
