@@ -176,20 +176,8 @@ __global__ void __launch_bounds__(kFastMlaThreads, 1)
     FastMlaDecodeKernel(DecodeAttentionLaunch launch) {
   extern __shared__ __align__(16) uint8_t smem[];
   const KvPoolView& pool = launch.pool;
-  const int tid = static_cast<int>(threadIdx.x);
-  const int lane = tid % 32;
-  const int warp = tid / 32;
-  const int row_group = warp % kFastMlaRowGroups;  // head rows 16 row_group .. + 16
-  const int half = warp / kFastMlaRowGroups;       // token half (S), column half (O)
-  const int split = static_cast<int>(blockIdx.x);
-  const int first_head = static_cast<int>(blockIdx.y) * kHeads;
-  const int request = static_cast<int>(blockIdx.z);
-
-  int begin = 0;
-  int end = 0;
-  if (!DecodeSplitTokens(launch, request, split, &begin, &end)) return;
-  const int tiles = (end - begin + kTile - 1) / kTile;
-  const int heads = min(kHeads, launch.num_q_heads - first_head);
+  FastMlaBlock block;
+  if (!LocateFastMlaBlock(launch, &block)) return;
 
   const FastMlaSmemLayout layout = MakeFastMlaSmemLayout(C::row_bytes);
   uint8_t* q_tile = smem + layout.q_offset;
@@ -200,41 +188,30 @@ __global__ void __launch_bounds__(kFastMlaThreads, 1)
   float* row_sum = row_max + kFastMlaTokenHalves * kHeads;                // [2 halves][64]
   auto* bad_page = reinterpret_cast<int*>(smem + layout.flag_offset);
 
-  if (tid == 0) *bad_page = 0;
-  if (pool.k_token_scales == nullptr) {
-    for (int i = tid; i < kStages * kTile; i += kFastMlaThreads) scales[i] = 1.0f;
-  }
-  __syncthreads();
-  if (tid < kTile) {
-    for (int t = 0; t < kStages; ++t) {
-      rows[t * kTile + tid] = TileRow(launch, request, begin, end, t, tid, bad_page);
-    }
-  }
+  StartFastMlaPipeline(launch, block, rows, scales, bad_page);
   // The queries of the tile's heads (zero rows for padding heads), in the first copy group.
-  for (int i = tid; i < kHeads * kHeadChunks; i += kFastMlaThreads) {
+  for (int i = block.tid; i < kHeads * kHeadChunks; i += kFastMlaThreads) {
     const int h = i / kHeadChunks;
     const int chunk = i % kHeadChunks;
-    const bool valid = h < heads;
-    const int64_t q_row = static_cast<int64_t>(request) * launch.num_q_heads + first_head + h;
+    const bool valid = h < block.heads;
+    const int64_t q_row =
+        static_cast<int64_t>(block.request) * launch.num_q_heads + block.first_head + h;
     const auto* source = reinterpret_cast<const uint8_t*>(launch.q) +
                          (valid ? q_row * kMlaHeadDim * 2 + chunk * 16 : 0);
     CopyAsync16(q_tile + h * kRowElements * 2 + chunk * 16, source, valid);
   }
   __syncthreads();
   for (int t = 0; t < kStages - 1; ++t) {
-    if (t < tiles) IssueTile<C>(launch, layout, smem, t, tid);
+    if (t < block.tiles) IssueTile<C>(launch, layout, smem, t, block.tid);
     CommitCopies();
   }
   // The page look-up of tile kStages, loaded now and stored at the end of the first iteration.
-  int64_t next_row =
-      tid < kTile ? TileRow(launch, request, begin, end, kStages, tid, bad_page) : -1;
+  int64_t next_row = block.tid < kTile ? TileRow(launch, block.request, block.begin, block.end,
+                                                 kStages, block.tid, bad_page)
+                                       : -1;
 
   const float factor = ScoreFactorLog2(launch.softmax_scale, pool);
-  const int g = lane / 4;   // the accumulator row (and row + 8) this lane holds
-  const int tq = lane % 4;  // the accumulator column pair this lane holds
-  const int row_low = row_group * 16 + g;
-  const int row_high = row_low + 8;
-  fast_mla::FastMlaRows state{half, row_low, row_high, tq};
+  fast_mla::FastMlaRows state{block.half, block.row_low, block.row_high, block.tq};
   float o[kFastMlaVColumnsPerWarp / 8][4];
 #pragma unroll
   for (int n = 0; n < kFastMlaVColumnsPerWarp / 8; ++n) {
@@ -242,20 +219,23 @@ __global__ void __launch_bounds__(kFastMlaThreads, 1)
     for (int e = 0; e < 4; ++e) o[n][e] = 0.0f;
   }
   // ldmatrix row addresses: lane l gives row l % 8 of matrix l / 8.
-  const int a_row = (lane % 8) + ((lane / 8) % 2) * 8;  // A: matrices (rows 0-7, 8-15) x (k 0, 8)
-  const int a_col = (lane / 16) * 8;
-  const int b_token = half * kFastMlaHalfTokens + (lane / 16) * 8 + lane % 8;  // K as B
-  const int b_col = ((lane / 8) % 2) * 8;
+  const int a_row =
+      (block.lane % 8) + ((block.lane / 8) % 2) * 8;  // A: matrices (rows 0-7, 8-15) x (k 0, 8)
+  const int a_col = (block.lane / 16) * 8;
+  const int b_token =
+      block.half * kFastMlaHalfTokens + (block.lane / 16) * 8 + block.lane % 8;  // K as B
+  const int b_col = ((block.lane / 8) % 2) * 8;
 
-  for (int t = 0; t < tiles; ++t) {
-    if (t + kStages - 1 < tiles) IssueTile<C>(launch, layout, smem, t + kStages - 1, tid);
+  for (int t = 0; t < block.tiles; ++t) {
+    if (t + kStages - 1 < block.tiles)
+      IssueTile<C>(launch, layout, smem, t + kStages - 1, block.tid);
     CommitCopies();
     WaitCopies<kStages - 1>();
     __syncthreads();
     const uint8_t* stage = smem + layout.stage_offset + (t % kStages) * layout.stage_bytes;
     const uint8_t* kv = stage;
     if constexpr (!C::bf16) {
-      ConvertTile<C>(stage, smem + layout.tile_offset, tid);
+      ConvertTile<C>(stage, smem + layout.tile_offset, block.tid);
       __syncthreads();
       kv = smem + layout.tile_offset;
     }
@@ -266,7 +246,7 @@ __global__ void __launch_bounds__(kFastMlaThreads, 1)
     for (int k0 = 0; k0 < kMlaHeadDim; k0 += 16) {
       uint32_t a[4];
       uint32_t b[4];
-      LoadMatrices(a, q_tile + ((row_group * 16 + a_row) * kRowElements + k0 + a_col) * 2);
+      LoadMatrices(a, q_tile + ((block.row_group * 16 + a_row) * kRowElements + k0 + a_col) * 2);
       LoadMatrices(b, kv + (b_token * kRowElements + k0 + b_col) * 2);
       MmaBf16(s[0], a, b[0], b[1]);
       MmaBf16(s[1], a, b[2], b[3]);
@@ -274,12 +254,12 @@ __global__ void __launch_bounds__(kFastMlaThreads, 1)
 
     // Scores in base 2, the row maxima of this token half, then of the tile.
     const float* tile_scales = scales + (t % kStages) * kTile;
-    const int count = min(kTile, end - begin - t * kTile);
+    const int count = min(kTile, block.end - block.begin - t * kTile);
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int token = half * kFastMlaHalfTokens + n * 8 + 2 * tq + (e & 1);
+        const int token = block.half * kFastMlaHalfTokens + n * 8 + 2 * block.tq + (e & 1);
         s[n][e] = token < count ? (s[n][e] * tile_scales[token]) * factor : -INFINITY;
       }
     }
@@ -293,9 +273,11 @@ __global__ void __launch_bounds__(kFastMlaThreads, 1)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
         w[n][e] = exp2f(s[n][e] - (e < 2 ? state.max_low : state.max_high));
-      const int token = half * kFastMlaHalfTokens + n * 8 + 2 * tq;
-      auto* p_low = reinterpret_cast<uint32_t*>(p_tile + (row_low * kPRowElements + token) * 2);
-      auto* p_high = reinterpret_cast<uint32_t*>(p_tile + (row_high * kPRowElements + token) * 2);
+      const int token = block.half * kFastMlaHalfTokens + n * 8 + 2 * block.tq;
+      auto* p_low =
+          reinterpret_cast<uint32_t*>(p_tile + (block.row_low * kPRowElements + token) * 2);
+      auto* p_high =
+          reinterpret_cast<uint32_t*>(p_tile + (block.row_high * kPRowElements + token) * 2);
       *p_low = PackBf16(__fmul_rn(w[n][0], tile_scales[token]),
                         __fmul_rn(w[n][1], tile_scales[token + 1]));
       *p_high = PackBf16(__fmul_rn(w[n][2], tile_scales[token]),
@@ -314,9 +296,9 @@ __global__ void __launch_bounds__(kFastMlaThreads, 1)
 #pragma unroll
     for (int k0 = 0; k0 < kTile; k0 += 16) {
       uint32_t a[4];
-      LoadMatrices(a, p_tile + ((row_group * 16 + a_row) * kPRowElements + k0 + a_col) * 2);
-      const int v_token = k0 + (lane % 8) + ((lane / 8) % 2) * 8;
-      const int v_col = half * kFastMlaVColumnsPerWarp + (lane / 16) * 8;
+      LoadMatrices(a, p_tile + ((block.row_group * 16 + a_row) * kPRowElements + k0 + a_col) * 2);
+      const int v_token = k0 + (block.lane % 8) + ((block.lane / 8) % 2) * 8;
+      const int v_col = block.half * kFastMlaVColumnsPerWarp + (block.lane / 16) * 8;
 #pragma unroll
       for (int n = 0; n < kFastMlaVColumnsPerWarp / 8; n += 2) {
         uint32_t b[4];
@@ -327,16 +309,12 @@ __global__ void __launch_bounds__(kFastMlaThreads, 1)
     }
 
     // The page look-up of tile t + kStages, loaded an iteration ago, for the next issue.
-    if (tid < kTile) {
-      rows[((t + kStages) % kRowSlots) * kTile + tid] = next_row;
-      next_row = TileRow(launch, request, begin, end, t + kStages + 1, tid, bad_page);
-    }
+    AdvancePageLookups(launch, block, t, rows, &next_row, bad_page);
     __syncthreads();
   }
   WaitCopies<0>();
 
-  fast_mla::WriteFastMlaPartials<false>(launch, state, o, 1.0f, request, first_head, heads, split,
-                                        *bad_page != 0);
+  fast_mla::WriteFastMlaPartials<false>(launch, block, state, o, 1.0f, *bad_page != 0);
 }
 
 template <class C>

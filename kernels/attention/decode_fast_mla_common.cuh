@@ -82,6 +82,82 @@ __device__ __forceinline__ int64_t TileRow(const DecodeAttentionLaunch& launch, 
   return KvRowIndex(pool, page, position % pool.page_size, 0);
 }
 
+// Where one thread of a fast MLA block works: its warp and accumulator rows, and the block's split
+// of one request's tokens for one tile of 64 query heads. Grid: (split, head tile, request).
+struct FastMlaBlock {
+  int tid = 0;
+  int lane = 0;
+  int warp = 0;
+  int row_group = 0;  // head rows 16 row_group .. + 16
+  int half = 0;       // token half (S), column half (O)
+  int g = 0;          // the accumulator row (and row + 8) the lane holds
+  int tq = 0;         // the accumulator column pair the lane holds
+  int row_low = 0;    // 16 row_group + g
+  int row_high = 0;   // row_low + 8
+  int split = 0;
+  int first_head = 0;
+  int request = 0;
+  int begin = 0;  // the split's tokens [begin, end)
+  int end = 0;
+  int tiles = 0;  // its 32-token tiles
+  int heads = 0;  // the tile's existing heads (the rest are padding)
+};
+
+// This thread's block; false when the split lies past the request's end (the block has no work).
+__device__ __forceinline__ bool LocateFastMlaBlock(const DecodeAttentionLaunch& launch,
+                                                   FastMlaBlock* block) {
+  FastMlaBlock& b = *block;
+  b.tid = static_cast<int>(threadIdx.x);
+  b.lane = b.tid % 32;
+  b.warp = b.tid / 32;
+  b.row_group = b.warp % kFastMlaRowGroups;
+  b.half = b.warp / kFastMlaRowGroups;
+  b.g = b.lane / 4;
+  b.tq = b.lane % 4;
+  b.row_low = b.row_group * 16 + b.g;
+  b.row_high = b.row_low + 8;
+  b.split = static_cast<int>(blockIdx.x);
+  b.first_head = static_cast<int>(blockIdx.y) * kFastMlaHeadsPerTile;
+  b.request = static_cast<int>(blockIdx.z);
+  if (!DecodeSplitTokens(launch, b.request, b.split, &b.begin, &b.end)) return false;
+  b.tiles = (b.end - b.begin + kDecodeTileTokens - 1) / kDecodeTileTokens;
+  b.heads = min(kFastMlaHeadsPerTile, launch.num_q_heads - b.first_head);
+  return true;
+}
+
+// Clears the page flag, sets every stage's token scales to 1 when the pool has none (one barrier)
+// and stores the page look-ups of the first kFastMlaStages tiles (threads below 32; the caller's
+// next barrier publishes them).
+__device__ __forceinline__ void StartFastMlaPipeline(const DecodeAttentionLaunch& launch,
+                                                     const FastMlaBlock& b, int64_t* rows,
+                                                     float* scales, int* bad_page) {
+  if (b.tid == 0) *bad_page = 0;
+  if (launch.pool.k_token_scales == nullptr) {
+    for (int i = b.tid; i < kFastMlaStages * kDecodeTileTokens; i += kFastMlaThreads) {
+      scales[i] = 1.0f;
+    }
+  }
+  __syncthreads();
+  if (b.tid < kDecodeTileTokens) {
+    for (int t = 0; t < kFastMlaStages; ++t) {
+      rows[t * kDecodeTileTokens + b.tid] =
+          TileRow(launch, b.request, b.begin, b.end, t, b.tid, bad_page);
+    }
+  }
+}
+
+// At the end of iteration t: stores the page look-up of tile t + kFastMlaStages (loaded an
+// iteration ago) for the next issue, and loads that of tile t + kFastMlaStages + 1 (threads below
+// 32; the slots are kFastMlaStages + 1 tiles of 32 rows).
+__device__ __forceinline__ void AdvancePageLookups(const DecodeAttentionLaunch& launch,
+                                                   const FastMlaBlock& b, int t, int64_t* rows,
+                                                   int64_t* next_row, int* bad_page) {
+  if (b.tid < kDecodeTileTokens) {
+    rows[((t + kFastMlaStages) % (kFastMlaStages + 1)) * kDecodeTileTokens + b.tid] = *next_row;
+    *next_row = TileRow(launch, b.request, b.begin, b.end, t + kFastMlaStages + 1, b.tid, bad_page);
+  }
+}
+
 // The online-softmax state of the two accumulator rows (row_low, row_low + 8) a lane holds: base-2
 // maxima and weight sums, updated per tile in the order the CPU twin follows.
 struct FastMlaRows {
@@ -139,14 +215,17 @@ struct FastMlaRows {
 // split's page status.
 template <bool kScaled>
 __device__ __forceinline__ void WriteFastMlaPartials(
-    const DecodeAttentionLaunch& launch, const FastMlaRows& rows,
-    const float (&o)[kFastMlaVColumnsPerWarp / 8][4], float unit, int request, int first_head,
-    int heads, int split, bool bad_page) {
+    const DecodeAttentionLaunch& launch, const FastMlaBlock& block, const FastMlaRows& rows,
+    const float (&o)[kFastMlaVColumnsPerWarp / 8][4], float unit, bool bad_page) {
+  const int request = block.request;
+  const int heads = block.heads;
+  const int split = block.split;
   const DecodeWorkspaceLayout workspace =
       MakeDecodeWorkspaceLayout(launch.table.batch, launch.num_q_heads, kMlaLoraRank, launch.plan);
   auto* acc = reinterpret_cast<float*>(launch.workspace + workspace.partial_acc_offset);
   auto* ml = reinterpret_cast<float*>(launch.workspace + workspace.partial_ml_offset);
-  const int64_t request_heads = static_cast<int64_t>(request) * launch.num_q_heads + first_head;
+  const int64_t request_heads =
+      static_cast<int64_t>(request) * launch.num_q_heads + block.first_head;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int row = r == 0 ? rows.row_low : rows.row_high;

@@ -39,10 +39,14 @@ namespace kvsim::cuda {
 #ifdef KVSIM_FAST_MLA_FP8_MMA_SYNC
 namespace {
 
+using fast_mla::AdvancePageLookups;
 using fast_mla::CommitCopies;
 using fast_mla::CopyAsync16;
 using fast_mla::CopyAsync4;
+using fast_mla::FastMlaBlock;
 using fast_mla::LoadMatrices;
+using fast_mla::LocateFastMlaBlock;
+using fast_mla::StartFastMlaPipeline;
 using fast_mla::TileRow;
 using fast_mla::WaitCopies;
 
@@ -168,20 +172,8 @@ __global__ void __launch_bounds__(kFastMlaThreads, 1)
     FastMlaDecodeFp8Kernel(DecodeAttentionLaunch launch) {
   extern __shared__ __align__(16) uint8_t smem[];
   const KvPoolView& pool = launch.pool;
-  const int tid = static_cast<int>(threadIdx.x);
-  const int lane = tid % 32;
-  const int warp = tid / 32;
-  const int row_group = warp % kFastMlaRowGroups;  // head rows 16 row_group .. + 16
-  const int half = warp / kFastMlaRowGroups;       // token half (S), column half (O)
-  const int split = static_cast<int>(blockIdx.x);
-  const int first_head = static_cast<int>(blockIdx.y) * kHeads;
-  const int request = static_cast<int>(blockIdx.z);
-
-  int begin = 0;
-  int end = 0;
-  if (!DecodeSplitTokens(launch, request, split, &begin, &end)) return;
-  const int tiles = (end - begin + kTile - 1) / kTile;
-  const int heads = min(kHeads, launch.num_q_heads - first_head);
+  FastMlaBlock block;
+  if (!LocateFastMlaBlock(launch, &block)) return;
 
   const FastMlaFp8SmemLayout layout = MakeFastMlaFp8SmemLayout();
   uint8_t* q_codes = smem + layout.q_offset;
@@ -194,32 +186,21 @@ __global__ void __launch_bounds__(kFastMlaThreads, 1)
   float* row_sum = row_max + kFastMlaTokenHalves * kHeads;                // [2 halves][64]
   auto* bad_page = reinterpret_cast<int*>(smem + layout.flag_offset);
 
-  if (tid == 0) *bad_page = 0;
-  if (pool.k_token_scales == nullptr) {
-    for (int i = tid; i < kStages * kTile; i += kFastMlaThreads) scales[i] = 1.0f;
-  }
-  __syncthreads();
-  if (tid < kTile) {
-    for (int t = 0; t < kStages; ++t) {
-      rows[t * kTile + tid] = TileRow(launch, request, begin, end, t, tid, bad_page);
-    }
-  }
+  StartFastMlaPipeline(launch, block, rows, scales, bad_page);
   __syncthreads();
   for (int t = 0; t < kStages - 1; ++t) {
-    if (t < tiles) IssueTile(launch, layout, smem, t, tid);
+    if (t < block.tiles) IssueTile(launch, layout, smem, t, block.tid);
     CommitCopies();
   }
   // The queries are quantised while the first tiles' copies are in flight.
-  QuantizeQueries(launch, request, first_head, heads, q_codes, q_scales, warp, lane);
-  int64_t next_row =
-      tid < kTile ? TileRow(launch, request, begin, end, kStages, tid, bad_page) : -1;
+  QuantizeQueries(launch, block.request, block.first_head, block.heads, q_codes, q_scales,
+                  block.warp, block.lane);
+  int64_t next_row = block.tid < kTile ? TileRow(launch, block.request, block.begin, block.end,
+                                                 kStages, block.tid, bad_page)
+                                       : -1;
 
   const float factor = ScoreFactorLog2(launch.softmax_scale, pool);
-  const int g = lane / 4;   // the accumulator row (and row + 8) this lane holds
-  const int tq = lane % 4;  // the accumulator column pair this lane holds
-  const int row_low = row_group * 16 + g;
-  const int row_high = row_low + 8;
-  fast_mla::FastMlaRows state{half, row_low, row_high, tq};
+  fast_mla::FastMlaRows state{block.half, block.row_low, block.row_high, block.tq};
   float sigma_prev = 1.0f;  // the unit of o: O = o * sigma of the last tile
   float o[kColumnsPerWarp / 8][4];
 #pragma unroll
@@ -228,27 +209,29 @@ __global__ void __launch_bounds__(kFastMlaThreads, 1)
     for (int e = 0; e < 4; ++e) o[n][e] = 0.0f;
   }
   // ldmatrix row addresses (bytes): lane l gives row l % 8 of matrix l / 8.
-  const int a_row = (lane % 8) + ((lane / 8) % 2) * 8;  // A: (rows 0-7, 8-15) x (k 0, 16)
-  const int a_col = (lane / 16) * 16;
-  const int b_token = half * kFastMlaHalfTokens + (lane / 16) * 8 + lane % 8;  // K as B
-  const int b_col = ((lane / 8) % 2) * 16;
+  const int a_row =
+      (block.lane % 8) + ((block.lane / 8) % 2) * 8;  // A: (rows 0-7, 8-15) x (k 0, 16)
+  const int a_col = (block.lane / 16) * 16;
+  const int b_token =
+      block.half * kFastMlaHalfTokens + (block.lane / 16) * 8 + block.lane % 8;  // K as B
+  const int b_col = ((block.lane / 8) % 2) * 16;
   // V^T as B: matrices (columns 0-7, 8-15 of the pair) x (tokens 0-15, 16-31).
-  const int v_column = half * kColumnsPerWarp + (lane / 16) * 8 + lane % 8;
-  const int v_token = ((lane / 8) % 2) * 16;
+  const int v_column = block.half * kColumnsPerWarp + (block.lane / 16) * 8 + block.lane % 8;
+  const int v_token = ((block.lane / 8) % 2) * 16;
   float q_scale_low = 1.0f, q_scale_high = 1.0f;
 
-  for (int t = 0; t < tiles; ++t) {
-    if (t + kStages - 1 < tiles) IssueTile(launch, layout, smem, t + kStages - 1, tid);
+  for (int t = 0; t < block.tiles; ++t) {
+    if (t + kStages - 1 < block.tiles) IssueTile(launch, layout, smem, t + kStages - 1, block.tid);
     CommitCopies();
     WaitCopies<kStages - 1>();
     __syncthreads();
     if (t == 0) {
-      q_scale_low = q_scales[row_low];
-      q_scale_high = q_scales[row_high];
+      q_scale_low = q_scales[block.row_low];
+      q_scale_high = q_scales[block.row_high];
     }
     const uint8_t* stage = smem + layout.stage_offset + (t % kStages) * layout.stage_bytes;
     // V^T for this tile's PV; read after the row-maximum barrier below.
-    TransposeV(stage, v_t, warp, lane);
+    TransposeV(stage, v_t, block.warp, block.lane);
 
     // S = Q K^T for this warp's 16 heads and 16 tokens, each k32 step added in fp32.
     float s[2][4] = {};
@@ -256,7 +239,7 @@ __global__ void __launch_bounds__(kFastMlaThreads, 1)
     for (int k0 = 0; k0 < kMlaHeadDim; k0 += kFastMlaFp8K) {
       uint32_t a[4];
       uint32_t b[4];
-      LoadMatrices(a, q_codes + (row_group * 16 + a_row) * kRowBytes + k0 + a_col);
+      LoadMatrices(a, q_codes + (block.row_group * 16 + a_row) * kRowBytes + k0 + a_col);
       LoadMatrices(b, stage + b_token * kRowBytes + k0 + b_col);
       float d[2][4];
       MmaE4m3(d[0], a, b[0], b[1]);
@@ -276,12 +259,12 @@ __global__ void __launch_bounds__(kFastMlaThreads, 1)
     if (!(sigma > 0.0f)) sigma = 1.0f;
 
     // Scores in base 2, the row maxima of this token half, then of the tile.
-    const int count = min(kTile, end - begin - t * kTile);
+    const int count = min(kTile, block.end - block.begin - t * kTile);
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int token = half * kFastMlaHalfTokens + n * 8 + 2 * tq + (e & 1);
+        const int token = block.half * kFastMlaHalfTokens + n * 8 + 2 * block.tq + (e & 1);
         const float q_scale = e < 2 ? q_scale_low : q_scale_high;
         s[n][e] =
             token < count
@@ -300,12 +283,12 @@ __global__ void __launch_bounds__(kFastMlaThreads, 1)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
         w[n][e] = exp2f(s[n][e] - (e < 2 ? state.max_low : state.max_high));
-      const int token = half * kFastMlaHalfTokens + n * 8 + 2 * tq;
+      const int token = block.half * kFastMlaHalfTokens + n * 8 + 2 * block.tq;
       const float unit0 = __fdiv_rn(tile_scales[token], sigma);
       const float unit1 = __fdiv_rn(tile_scales[token + 1], sigma);
-      *reinterpret_cast<uint16_t*>(p_tile + row_low * kTokenRowBytes + token) =
+      *reinterpret_cast<uint16_t*>(p_tile + block.row_low * kTokenRowBytes + token) =
           PackE4m3(__fmul_rn(w[n][0], unit0), __fmul_rn(w[n][1], unit1));
-      *reinterpret_cast<uint16_t*>(p_tile + row_high * kTokenRowBytes + token) =
+      *reinterpret_cast<uint16_t*>(p_tile + block.row_high * kTokenRowBytes + token) =
           PackE4m3(__fmul_rn(w[n][2], unit0), __fmul_rn(w[n][3], unit1));
     }
     state.AddSums(w, row_sum, rescale_low, rescale_high);
@@ -316,7 +299,7 @@ __global__ void __launch_bounds__(kFastMlaThreads, 1)
     const float carry_high = __fmul_rn(rescale_high, unit_change);
     sigma_prev = sigma;
     uint32_t a[4];
-    LoadMatrices(a, p_tile + (row_group * 16 + a_row) * kTokenRowBytes + a_col);
+    LoadMatrices(a, p_tile + (block.row_group * 16 + a_row) * kTokenRowBytes + a_col);
 #pragma unroll
     for (int n = 0; n < kColumnsPerWarp / 8; n += 2) {
       uint32_t b[4];
@@ -334,16 +317,12 @@ __global__ void __launch_bounds__(kFastMlaThreads, 1)
     }
 
     // The page look-up of tile t + kStages, loaded an iteration ago, for the next issue.
-    if (tid < kTile) {
-      rows[((t + kStages) % kRowSlots) * kTile + tid] = next_row;
-      next_row = TileRow(launch, request, begin, end, t + kStages + 1, tid, bad_page);
-    }
+    AdvancePageLookups(launch, block, t, rows, &next_row, bad_page);
     __syncthreads();
   }
   WaitCopies<0>();
 
-  fast_mla::WriteFastMlaPartials<true>(launch, state, o, sigma_prev, request, first_head, heads,
-                                       split, *bad_page != 0);
+  fast_mla::WriteFastMlaPartials<true>(launch, block, state, o, sigma_prev, *bad_page != 0);
 }
 
 }  // namespace
