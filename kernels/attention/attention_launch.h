@@ -116,8 +116,8 @@ Status LaunchDecodeAttention(const DecodeAttentionLaunch& launch);
 // or 256; bf16, e4m3 or e5m2 rows, per-tensor or per-token-head scales; group 1 to 16; pools and
 // workspace 16-byte aligned, q 8-byte aligned. InvalidArgument names what is supported otherwise.
 Status LaunchDecodeAttentionFastMla(const DecodeAttentionLaunch& launch);
-// The fast MLA path's FP8 tensor-core kernel (launch.fast_mla_math kFp8), then the combine;
-// Unavailable where it is not compiled (decode_fast_mla.h, kFastMlaFp8KernelBuilt).
+// The fast MLA path's FP8 tensor-core kernel (launch.fast_mla_math kFp8, wgmma), then the
+// combine; Unavailable on a GPU other than compute capability 9.0 (wgmma is sm_90a code).
 Status LaunchDecodeAttentionFastMlaFp8(const DecodeAttentionLaunch& launch);
 Status LaunchDecodeAttentionFastGqa(const DecodeAttentionLaunch& launch);
 // The combine kernel alone (every split of every request and head already in the workspace).

@@ -134,12 +134,9 @@ __device__ __forceinline__ void IssueTile(const DecodeAttentionLaunch& launch,
     const uint8_t* source = pool.k_pages + (row >= 0 ? row * C::row_bytes + chunk * 16 : 0);
     CopyAsync16(stage + j * kStageRowBytes + chunk * 16, source, row >= 0);
   }
-  if (pool.k_token_scales != nullptr && tid < kTile) {
-    float* scales =
-        reinterpret_cast<float*>(smem + layout.scales_offset) + (tile % kStages) * kTile;
-    const int64_t row = rows[tid];
-    CopyAsync4(scales + tid, pool.k_token_scales + (row >= 0 ? row : 0), row >= 0);
-  }
+  CopyTokenScales(pool, rows,
+                  reinterpret_cast<float*>(smem + layout.scales_offset) + (tile % kStages) * kTile,
+                  tid);
 }
 
 // FP8 caches: the landed stage -> the padded bf16 tile (the latent and the rope values).

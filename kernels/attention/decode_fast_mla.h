@@ -73,21 +73,16 @@ KVSIM_HD_INLINE FastMlaSmemLayout MakeFastMlaSmemLayout(int row_bytes) {
   return layout;
 }
 
-// The FP8 variant (decode_fast_mla_fp8.cu): Q and the weights quantised to e4m3, QK^T and PV on
-// mma.sync m16n8k32 e4m3 products with the K and V codes used as stored. Same warps, tiles, split
-// plan, pipeline and workspace as the bf16 variant.
+// The FP8 variant (decode_fast_mla_wgmma.cu, on Hopper's FP8 tensor cores through wgmma): Q and
+// the weights quantised to e4m3, QK^T and PV as e4m3 products with the K and V codes used as
+// stored. Same 64-head tiles, 32-token tiles, split plan and workspace as the bf16 variant; its
+// shared-memory layouts are in decode_fast_mla_wgmma_layout.h.
 //
 // Q: per (request, head) one fp32 scale s_q = a / 448 with a = max(amax of the 576 values, 2^-64),
 // the codes e4m3_rn_satfinite(q * (448 / a)), both quotients fp32 round-to-nearest (the floor
 // 2^-64 keeps 448 / a finite; a query below it quantises to zeros).
 inline constexpr float kFastMlaQueryCodeMax = 448.0f;
 inline constexpr float kFastMlaQueryAmaxFloor = 0x1p-64f;
-// Bytes per row of the Q codes and of a landed K tile: 576 plus 16, so that eight consecutive
-// rows (592 bytes apart, 80 mod 128) fall in distinct 16-byte bank groups for ldmatrix.
-inline constexpr int kFastMlaFp8RowBytes = kMlaHeadDim + 16;
-// Bytes per row of V transposed ([512 columns][32 tokens]) and of the weight codes ([64][32]):
-// 48, so that eight consecutive rows fall in distinct bank groups.
-inline constexpr int kFastMlaFp8TokenRowBytes = kDecodeTileTokens + 16;
 // The k of one FP8 tensor-core product: QK^T takes 18 of them per tile, PV one.
 inline constexpr int kFastMlaFp8K = 32;
 static_assert(kMlaHeadDim % kFastMlaFp8K == 0, "the FP8 QK^T k-steps are whole k32 blocks");
@@ -100,18 +95,8 @@ KVSIM_HD_INLINE void FastMlaQueryScale(float amax, float* scale, float* inverse)
   *inverse = kFastMlaQueryCodeMax / a;
 }
 
-// Whether the FP8 variant's CUDA kernel is compiled (decode_fast_mla_fp8.cu, under the macro
-// KVSIM_FAST_MLA_FP8_MMA_SYNC, which kernels/attention/BUILD.bazel defines in every build). On sm_90 ptxas lowers mma.sync m16n8k32 e4m3 to
-// F2FP conversions plus two HMMA.16816 per product (QMMA exists on sm_89 and sm_120, not on
-// sm_90, where FP8 tensor cores take wgmma), so this kernel is no faster than the bf16 variant
-// there, and it spills. Its CPU twin and the reference's arithmetic are built and tested.
-#ifdef KVSIM_FAST_MLA_FP8_MMA_SYNC
-inline constexpr bool kFastMlaFp8KernelBuilt = true;
-#else
-inline constexpr bool kFastMlaFp8KernelBuilt = false;
-#endif
 // Whether kAuto picks the FP8 variant for the formats it supports: the one-line switch, off until
-// an FP8 kernel runs on Hopper's FP8 tensor cores.
+// the wgmma kernel has passed its GPU test (it has not run on a GPU yet).
 inline constexpr bool kFastMlaFp8ByDefault = false;
 
 // Whether the FP8 variant supports cache format `format`: e4m3 with per-tensor or per-token-head
@@ -129,37 +114,6 @@ inline FastMlaMath ResolveFastMlaMath(KvFormat format, FastMlaMath math) {
                                                                : FastMlaMath::kBf16;
   }
   return math;
-}
-
-// Where the FP8 variant's shared memory goes, in bytes from its start (all 16-byte aligned).
-struct FastMlaFp8SmemLayout {
-  int q_offset = 0;        // e4m3 [64][kFastMlaFp8RowBytes]: the tile's query codes
-  int q_scale_offset = 0;  // float [64]: their scales s_q
-  int stage_offset = 0;    // kFastMlaStages landed K tiles [32][kFastMlaFp8RowBytes]
-  int stage_bytes = 0;
-  int v_offset = 0;       // e4m3 [512][kFastMlaFp8TokenRowBytes]: the tile's V, transposed
-  int p_offset = 0;       // e4m3 [64][kFastMlaFp8TokenRowBytes]: the weight codes
-  int rows_offset = 0;    // int64 [kFastMlaStages + 1][32]: pool row per token (-1: none)
-  int scales_offset = 0;  // float [kFastMlaStages][32]: per-token scales (1 when none)
-  int reduce_offset = 0;  // float [2 (max, sum)][2 halves][64]
-  int flag_offset = 0;    // int: a page of this block was out of range
-  int total_bytes = 0;
-};
-
-KVSIM_HD_INLINE FastMlaFp8SmemLayout MakeFastMlaFp8SmemLayout() {
-  FastMlaFp8SmemLayout layout;
-  layout.q_offset = 0;
-  layout.q_scale_offset = layout.q_offset + kFastMlaHeadsPerTile * kFastMlaFp8RowBytes;
-  layout.stage_offset = layout.q_scale_offset + kFastMlaHeadsPerTile * 4;
-  layout.stage_bytes = kDecodeTileTokens * kFastMlaFp8RowBytes;
-  layout.v_offset = layout.stage_offset + kFastMlaStages * layout.stage_bytes;
-  layout.p_offset = layout.v_offset + kMlaLoraRank * kFastMlaFp8TokenRowBytes;
-  layout.rows_offset = layout.p_offset + kFastMlaHeadsPerTile * kFastMlaFp8TokenRowBytes;
-  layout.scales_offset = layout.rows_offset + (kFastMlaStages + 1) * kDecodeTileTokens * 8;
-  layout.reduce_offset = layout.scales_offset + kFastMlaStages * kDecodeTileTokens * 4;
-  layout.flag_offset = layout.reduce_offset + 2 * kFastMlaTokenHalves * kFastMlaHeadsPerTile * 4;
-  layout.total_bytes = FastMlaAlign16(layout.flag_offset + 4);
-  return layout;
 }
 
 }  // namespace kvsim

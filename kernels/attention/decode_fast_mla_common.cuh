@@ -1,4 +1,4 @@
-// Device helpers both fast MLA decode kernels share (decode_fast_mla.cu, decode_fast_mla_fp8.cu):
+// Device helpers the fast MLA decode kernels share (decode_fast_mla.cu, decode_fast_mla_wgmma.cu):
 // cp.async copies, ldmatrix, the row reductions of a 16-row accumulator block and the page look-up
 // of one token of a tile.
 #pragma once
@@ -126,35 +126,45 @@ __device__ __forceinline__ bool LocateFastMlaBlock(const DecodeAttentionLaunch& 
 }
 
 // Clears the page flag, sets every stage's token scales to 1 when the pool has none (one barrier)
-// and stores the page look-ups of the first kFastMlaStages tiles (threads below 32; the caller's
-// next barrier publishes them).
+// and stores the page look-ups of the first kStages tiles (threads below 32; the caller's next
+// barrier publishes them).
+template <int kStages = kFastMlaStages>
 __device__ __forceinline__ void StartFastMlaPipeline(const DecodeAttentionLaunch& launch,
                                                      const FastMlaBlock& b, int64_t* rows,
                                                      float* scales, int* bad_page) {
   if (b.tid == 0) *bad_page = 0;
   if (launch.pool.k_token_scales == nullptr) {
-    for (int i = b.tid; i < kFastMlaStages * kDecodeTileTokens; i += kFastMlaThreads) {
-      scales[i] = 1.0f;
-    }
+    for (int i = b.tid; i < kStages * kDecodeTileTokens; i += kFastMlaThreads) scales[i] = 1.0f;
   }
   __syncthreads();
   if (b.tid < kDecodeTileTokens) {
-    for (int t = 0; t < kFastMlaStages; ++t) {
+    for (int t = 0; t < kStages; ++t) {
       rows[t * kDecodeTileTokens + b.tid] =
           TileRow(launch, b.request, b.begin, b.end, t, b.tid, bad_page);
     }
   }
 }
 
-// At the end of iteration t: stores the page look-up of tile t + kFastMlaStages (loaded an
-// iteration ago) for the next issue, and loads that of tile t + kFastMlaStages + 1 (threads below
-// 32; the slots are kFastMlaStages + 1 tiles of 32 rows).
+// With per-token scales, thread t below 32 copies token t's scale of a tile whose pool rows are
+// `rows` into `scales` (zero where the row is -1).
+__device__ __forceinline__ void CopyTokenScales(const KvPoolView& pool, const int64_t* rows,
+                                                float* scales, int tid) {
+  if (pool.k_token_scales != nullptr && tid < kDecodeTileTokens) {
+    const int64_t row = rows[tid];
+    CopyAsync4(scales + tid, pool.k_token_scales + (row >= 0 ? row : 0), row >= 0);
+  }
+}
+
+// At the end of iteration t: stores the page look-up of tile t + kStages (loaded an iteration
+// ago) for the next issue, and loads that of tile t + kStages + 1 (threads below 32; the slots
+// are kStages + 1 tiles of 32 rows).
+template <int kStages = kFastMlaStages>
 __device__ __forceinline__ void AdvancePageLookups(const DecodeAttentionLaunch& launch,
                                                    const FastMlaBlock& b, int t, int64_t* rows,
                                                    int64_t* next_row, int* bad_page) {
   if (b.tid < kDecodeTileTokens) {
-    rows[((t + kFastMlaStages) % (kFastMlaStages + 1)) * kDecodeTileTokens + b.tid] = *next_row;
-    *next_row = TileRow(launch, b.request, b.begin, b.end, t + kFastMlaStages + 1, b.tid, bad_page);
+    rows[((t + kStages) % (kStages + 1)) * kDecodeTileTokens + b.tid] = *next_row;
+    *next_row = TileRow(launch, b.request, b.begin, b.end, t + kStages + 1, b.tid, bad_page);
   }
 }
 

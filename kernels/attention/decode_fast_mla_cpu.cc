@@ -1,7 +1,7 @@
 // The CPU twins of the fast MLA decode kernels, one class for both arithmetics:
 // - bf16 (decode_fast_mla.cu): 16-wide k-steps, the weights times the token scale rounded to bf16
 //   for the PV product, PV added to the rescaled accumulator step by step.
-// - FP8 (decode_fast_mla_fp8.cu): the query codes and scale of decode_fast_mla.h, 32-wide k-steps,
+// - FP8 (decode_fast_mla_wgmma.cu): the query codes and scale of decode_fast_mla.h, 32-wide k-steps,
 //   the weights times scale_j / sigma_t rounded to e4m3, each PV product fused into the
 //   accumulator (which carries the unit sigma_t), the partial multiplied by the last sigma.
 // Both follow their kernel's split plan, 64-head tiles, 32-token tiles and the order of every fp32

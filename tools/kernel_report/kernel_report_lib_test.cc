@@ -150,6 +150,9 @@ TEST(SassAnalysis, TheMainLoopCountsWhatMovesThroughSharedMemory) {
   EXPECT_EQ(loop.load_bytes_per_warp, 512);
   EXPECT_EQ(loop.shared_bytes_per_warp, 512 + 512 + 128 + 256);
   EXPECT_EQ(loop.descriptor_mmas, 1);
+  // wgmma shapes are written in lower case inside the opcode.
+  ASSERT_EQ(loop.tensor_core_opcodes.size(), 1u);
+  EXPECT_EQ(loop.tensor_core_opcodes[0], "HGMMA.64x64x16.F32.BF16");
 }
 
 TEST(ResourceUsage, PtxasFiguresOfSm90aEntries) {

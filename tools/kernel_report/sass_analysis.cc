@@ -60,7 +60,7 @@ struct LoopSpan {
 std::vector<SassFunction> ParseSass(const std::string& listing) {
   // "        /*08f0*/                   LDG.E R24, desc[UR6][R14.64] ;   /* 0x... */"
   static const std::regex kInstruction(
-      R"(^\s*/\*([0-9a-fA-F]{4,})\*/\s+(@!?U?P[0-9T]\s+)?([A-Z0-9_.]+)([^;]*);)");
+      R"(^\s*/\*([0-9a-fA-F]{4,})\*/\s+(@!?U?P[0-9T]\s+)?([A-Z][A-Za-z0-9_.]*)([^;]*);)");
   static const std::regex kFunction(R"(^\s*Function\s*:\s*(\S+))");
   static const std::regex kArch(R"(^\s*code for (sm_\w+))");
   std::vector<SassFunction> functions;

@@ -1,0 +1,211 @@
+// The wgmma FP8 MLA kernel's shared-memory plumbing, checked without a GPU: every thread's
+// placement of Q, K, V^T and P runs on the CPU, and the operands are read back through the
+// kernel's descriptors with a model of how wgmma reads a K-major operand without swizzling,
+// written from the PTX ISA's description of matrix descriptors (start address, leading byte
+// offset between core matrices along k, stride byte offset along M or N; core matrices of 8 rows
+// x 16 bytes with rows 16 bytes apart). The products S = Q K^T and P V computed from those reads
+// must equal the products of the logical matrices, so a wrong descriptor field, step offset or
+// placement fails here; what wgmma itself does on the GPU is the GPU test's to check.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "base/prng.h"
+#include "kernels/attention/decode_fast_mla_wgmma_layout.h"
+
+namespace kvsim {
+namespace {
+
+struct Descriptor {
+  uint32_t start = 0;
+  uint32_t leading = 0;
+  uint32_t stride = 0;
+  int base_offset = 0;
+  int swizzle = 0;
+};
+
+Descriptor Decode(uint64_t bits) {
+  Descriptor d;
+  d.start = static_cast<uint32_t>(bits & 0x3FFFu) << 4;
+  d.leading = static_cast<uint32_t>((bits >> 16) & 0x3FFFu) << 4;
+  d.stride = static_cast<uint32_t>((bits >> 32) & 0x3FFFu) << 4;
+  d.base_offset = static_cast<int>((bits >> 49) & 7u);
+  d.swizzle = static_cast<int>(bits >> 62);
+  return d;
+}
+
+// What wgmma reads as element (m, k) of an 8-bit K-major operand without swizzling.
+uint8_t WgmmaRead(const std::vector<uint8_t>& smem, uint64_t bits, int m, int k) {
+  const Descriptor d = Decode(bits);
+  EXPECT_EQ(d.swizzle, 0);
+  EXPECT_EQ(d.base_offset, 0);
+  const size_t address =
+      d.start + (m / 8) * d.stride + (k / 16) * d.leading + (m % 8) * 16 + k % 16;
+  EXPECT_LT(address, smem.size());
+  return address < smem.size() ? smem[address] : 0;
+}
+
+std::vector<uint8_t> RandomBytes(size_t n, uint64_t seed) {
+  Prng prng(seed);
+  std::vector<uint8_t> bytes(n);
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(prng.next_u64() >> 56);
+  return bytes;
+}
+
+TEST(MlaWgmmaLayout, DescriptorFieldsAreWhereThePtxIsaPutsThem) {
+  const uint64_t bits = WgmmaDescriptor(0x1F3A0, 128, 4608);
+  EXPECT_EQ(bits & 0x3FFFu, 0x1F3Au);
+  EXPECT_EQ((bits >> 16) & 0x3FFFu, 8u);
+  EXPECT_EQ((bits >> 32) & 0x3FFFu, 288u);
+  EXPECT_EQ(bits >> 46, 0u);  // base offset 0, no swizzle
+  EXPECT_EQ((bits >> 14) & 3u, 0u);
+  EXPECT_EQ((bits >> 30) & 3u, 0u);
+}
+
+TEST(MlaWgmmaLayout, EveryChunkOfATileIsCopiedOnceAndFillsWholeCoreMatrices) {
+  std::vector<int> seen(kMlaWgmmaTileChunks, 0);
+  for (int round = 0; round < kMlaWgmmaCopyRounds; ++round) {
+    for (int warp = 0; warp < kMlaWgmmaThreads / 32; ++warp) {
+      std::vector<int> offsets;
+      for (int lane = 0; lane < 32; ++lane) {
+        const int thread = warp * 32 + lane;
+        if (!MlaWgmmaCopies(thread, round)) continue;
+        const int token = MlaWgmmaCopyToken(thread);
+        const int chunk = MlaWgmmaCopyChunk(thread, round);
+        ASSERT_LT(token, kMlaWgmmaTile);
+        ASSERT_LT(chunk, kMlaHeadDim / 16);
+        ++seen[static_cast<size_t>(token * (kMlaHeadDim / 16) + chunk)];
+        offsets.push_back(WgmmaKMajorOffset(token, 16 * chunk, kMlaHeadDim));
+      }
+      // Each 8 lanes (one phase of 16-byte stores) write 128 contiguous, aligned bytes.
+      for (size_t first = 0; first + 8 <= offsets.size(); first += 8) {
+        EXPECT_EQ(offsets[first] % 128, 0);
+        for (size_t i = 1; i < 8; ++i) {
+          EXPECT_EQ(offsets[first + i], offsets[first] + 16 * static_cast<int>(i));
+        }
+      }
+    }
+  }
+  for (int count : seen) EXPECT_EQ(count, 1);
+}
+
+// S = Q K^T through the kernel's placements and descriptors equals the logical product.
+TEST(MlaWgmmaLayout, ScoreOperandsReadBackAsQAndK) {
+  const std::vector<uint8_t> q = RandomBytes(kMlaWgmmaHeads * kMlaHeadDim, 1);
+  const std::vector<uint8_t> k = RandomBytes(kMlaWgmmaTile * kMlaHeadDim, 2);
+  const MlaWgmmaSmemLayout layout = MakeMlaWgmmaSmemLayout();
+  std::vector<uint8_t> smem(static_cast<size_t>(layout.total_bytes), 0);
+  for (int h = 0; h < kMlaWgmmaHeads; ++h) {
+    for (int d = 0; d < kMlaHeadDim; ++d) {
+      smem[static_cast<size_t>(layout.q_offset + WgmmaKMajorOffset(h, d, kMlaHeadDim))] =
+          q[static_cast<size_t>(h * kMlaHeadDim + d)];
+    }
+  }
+  const int stage = layout.stage_offset + 2 * kMlaWgmmaStageBytes;  // any stage
+  for (int thread = 0; thread < kMlaWgmmaThreads; ++thread) {
+    for (int round = 0; round < kMlaWgmmaCopyRounds; ++round) {
+      if (!MlaWgmmaCopies(thread, round)) continue;
+      const int token = MlaWgmmaCopyToken(thread);
+      const int chunk = MlaWgmmaCopyChunk(thread, round);
+      for (int b = 0; b < 16; ++b) {
+        smem[static_cast<size_t>(stage + WgmmaKMajorOffset(token, 16 * chunk, kMlaHeadDim) + b)] =
+            k[static_cast<size_t>(token * kMlaHeadDim + 16 * chunk + b)];
+      }
+    }
+  }
+  for (int step = 0; step < kMlaWgmmaScoreSteps; ++step) {
+    const uint64_t a = MlaWgmmaScoreDescriptor(static_cast<uint32_t>(layout.q_offset), step);
+    const uint64_t b = MlaWgmmaScoreDescriptor(static_cast<uint32_t>(stage), step);
+    for (int m = 0; m < kMlaWgmmaHeads; ++m) {
+      for (int kk = 0; kk < kMlaWgmmaK; ++kk) {
+        ASSERT_EQ(WgmmaRead(smem, a, m, kk),
+                  q[static_cast<size_t>(m * kMlaHeadDim + step * kMlaWgmmaK + kk)])
+            << "Q step " << step << " row " << m << " k " << kk;
+      }
+    }
+    for (int n = 0; n < kMlaWgmmaTile; ++n) {
+      for (int kk = 0; kk < kMlaWgmmaK; ++kk) {
+        ASSERT_EQ(WgmmaRead(smem, b, n, kk),
+                  k[static_cast<size_t>(n * kMlaHeadDim + step * kMlaWgmmaK + kk)])
+            << "K step " << step << " token " << n << " k " << kk;
+      }
+    }
+  }
+}
+
+// V^T written by every thread's transpose blocks reads back, through each warpgroup's P V
+// descriptors, as the tile's latent values with the token as k; P likewise.
+TEST(MlaWgmmaLayout, ValueAndWeightOperandsReadBackAsVAndP) {
+  const std::vector<uint8_t> k = RandomBytes(kMlaWgmmaTile * kMlaHeadDim, 3);
+  const std::vector<uint8_t> p = RandomBytes(kMlaWgmmaHeads * kMlaWgmmaTile, 4);
+  const MlaWgmmaSmemLayout layout = MakeMlaWgmmaSmemLayout();
+  std::vector<uint8_t> smem(static_cast<size_t>(layout.total_bytes), 0);
+  uint8_t* tile = smem.data() + layout.stage_offset;
+  for (int token = 0; token < kMlaWgmmaTile; ++token) {
+    for (int d = 0; d < kMlaHeadDim; ++d) {
+      tile[WgmmaKMajorOffset(token, d, kMlaHeadDim)] =
+          k[static_cast<size_t>(token * kMlaHeadDim + d)];
+    }
+  }
+  for (int thread = 0; thread < kMlaWgmmaThreads; ++thread) {
+    for (int round = 0; round < kMlaWgmmaTransposeRounds; ++round) {
+      MlaWgmmaTransposeBlock(tile, smem.data() + layout.v_offset, thread, round);
+    }
+  }
+  // The two warpgroups' four products read all 16,384 bytes of V^T.
+  for (int g = 0; g < 2; ++g) {
+    for (int q = 0; q < kMlaWgmmaPvProducts; ++q) {
+      const uint64_t b = MlaWgmmaValueDescriptor(static_cast<uint32_t>(layout.v_offset), g, q);
+      for (int n = 0; n < kMlaWgmmaPvN; ++n) {
+        const int column = g * kMlaWgmmaColumnsPerGroup + q * kMlaWgmmaPvN + n;
+        for (int token = 0; token < kMlaWgmmaTile; ++token) {
+          ASSERT_EQ(WgmmaRead(smem, b, n, token),
+                    k[static_cast<size_t>(token * kMlaHeadDim + column)])
+              << "group " << g << " product " << q << " column " << column << " token " << token;
+        }
+      }
+    }
+  }
+  for (int h = 0; h < kMlaWgmmaHeads; ++h) {
+    for (int token = 0; token < kMlaWgmmaTile; ++token) {
+      smem[static_cast<size_t>(layout.p_offset + WgmmaKMajorOffset(h, token, kMlaWgmmaTile))] =
+          p[static_cast<size_t>(h * kMlaWgmmaTile + token)];
+    }
+  }
+  const uint64_t a = MlaWgmmaWeightDescriptor(static_cast<uint32_t>(layout.p_offset));
+  for (int h = 0; h < kMlaWgmmaHeads; ++h) {
+    for (int token = 0; token < kMlaWgmmaTile; ++token) {
+      ASSERT_EQ(WgmmaRead(smem, a, h, token), p[static_cast<size_t>(h * kMlaWgmmaTile + token)]);
+    }
+  }
+}
+
+TEST(MlaWgmmaLayout, AccumulatorCellsCoverTheTileOnce) {
+  for (int n : {32, 64}) {
+    std::vector<int> seen(static_cast<size_t>(64 * n), 0);
+    for (int t = 0; t < 128; ++t) {
+      for (int r = 0; r < n / 2; ++r) {
+        int row = 0;
+        int column = 0;
+        WgmmaAccumulatorCell(t, r, &row, &column);
+        ASSERT_LT(row, 64);
+        ASSERT_LT(column, n);
+        ++seen[static_cast<size_t>(row * n + column)];
+      }
+    }
+    for (int count : seen) EXPECT_EQ(count, 1) << "N " << n;
+  }
+}
+
+TEST(MlaWgmmaLayout, SharedMemoryFitsAndOperandsAreAligned) {
+  const MlaWgmmaSmemLayout layout = MakeMlaWgmmaSmemLayout();
+  EXPECT_LE(layout.total_bytes, 227 * 1024);
+  for (int offset : {layout.q_offset, layout.stage_offset, layout.v_offset, layout.p_offset}) {
+    EXPECT_EQ(offset % 128, 0);
+  }
+  EXPECT_EQ(layout.v_offset - layout.stage_offset, kMlaWgmmaStages * kMlaWgmmaStageBytes);
+}
+
+}  // namespace
+}  // namespace kvsim
