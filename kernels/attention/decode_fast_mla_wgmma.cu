@@ -86,7 +86,8 @@ __device__ __forceinline__ void FenceRegisters(float (&d)[kCount]) {
   for (int i = 0; i < kCount; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// d = A (64 x 32 e4m3) * B (32 x 32 e4m3, N = tokens), from zero (scale-d false).
+// d = A (64 x 32 e4m3) * B (32 x 32 e4m3, N = tokens), from zero (scale-d false). The operands
+// are read from shared memory ("memory": no store may move across it).
 __device__ __forceinline__ void WgmmaScoreStep(float (&d)[kScoreRegisters], uint64_t a,
                                                uint64_t b) {
   asm volatile(
@@ -100,7 +101,8 @@ __device__ __forceinline__ void WgmmaScoreStep(float (&d)[kScoreRegisters], uint
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
         "+f"(d[14]), "+f"(d[15])
-      : "l"(a), "l"(b), "n"(0));
+      : "l"(a), "l"(b), "n"(0)
+      : "memory");
 }
 
 // d = A (64 x 32 e4m3, the weights) * B (32 tokens x 64 columns), from zero.
@@ -120,7 +122,8 @@ __device__ __forceinline__ void WgmmaValueStep(float (&d)[kValueRegisters], uint
         "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
         "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
         "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(a), "l"(b), "n"(0));
+      : "l"(a), "l"(b), "n"(0)
+      : "memory");
 }
 
 // Two floats as an e4m3 pair (round to nearest even, saturating), low byte first.
