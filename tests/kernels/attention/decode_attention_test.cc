@@ -46,18 +46,14 @@ struct WorstRatios {
 // in `telling` would fail it.
 void ExpectMatchesReference(const AttentionCaseParams& params, const std::vector<int>& telling,
                             WorstRatios* worst) {
-  std::unique_ptr<Backend> backend = CreateCpuBackend();
-  const AttentionCase c = testing::MakeAttentionCase(params);
-  Result<DeviceCase> device = testing::UploadAndAppend(*backend, c);
-  ASSERT_TRUE(device.ok()) << device.status().ToString();
-  const Result<reference::HostKvCache> cache =
-      reference::DownloadKvCache(*backend, device->cache());
-  ASSERT_TRUE(cache.ok()) << cache.status().ToString();
+  Result<testing::CpuCase> prepared = testing::MakeCpuCase(params);
+  ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();
+  auto& [backend, c, device, cache] = *prepared;
   for (AttentionOutputDtype dtype : {AttentionOutputDtype::kFp32, AttentionOutputDtype::kBf16}) {
-    const Result<DecodeOutputs> outputs = testing::RunDecode(*backend, c, *device, dtype);
+    const Result<DecodeOutputs> outputs = testing::RunDecode(*backend, c, device, dtype);
     ASSERT_TRUE(outputs.ok()) << outputs.status().ToString();
     const testing::ReferenceCheck check =
-        testing::CheckDecodeAgainstReference(c, *cache, *outputs, dtype);
+        testing::CheckDecodeAgainstReference(c, cache, *outputs, dtype);
     EXPECT_TRUE(check.failure.empty()) << check.failure;
     EXPECT_GT(check.checked, 0);
     double& ratio = dtype == AttentionOutputDtype::kFp32 ? worst->fp32 : worst->bf16;
@@ -65,7 +61,7 @@ void ExpectMatchesReference(const AttentionCaseParams& params, const std::vector
   }
   for (int r : telling) {
     const double separation =
-        testing::DroppedTokenSeparation(c, *cache, r, AttentionOutputDtype::kFp32);
+        testing::DroppedTokenSeparation(c, cache, r, AttentionOutputDtype::kFp32);
     EXPECT_GT(separation, 1.0) << "request " << r << " of " << c.seq_lens[static_cast<size_t>(r)]
                                << " tokens: its last token dropped would pass the check";
     worst->separation = std::min(worst->separation, separation);

@@ -16,11 +16,10 @@
 #include "kernels/attention/attention_launch.h"
 #include "kernels/attention/reference/attention_reference.h"
 #include "kernels/backend.h"
-#include "kernels/backend_factory.h"
-#include "kernels/cuda/device.h"
 #include "tests/kernels/attention/attention_case.h"
 #include "tests/kernels/attention/fast_gqa_bound.h"
 #include "tests/kernels/attention/fast_gqa_run.h"
+#include "tests/kernels/attention/gpu_fixture.h"
 #include "tests/kernels/attention/nonfinite_checks.h"
 #include "tests/kernels/attention/reference_check.h"
 
@@ -32,16 +31,7 @@ using testing::AttentionCaseParams;
 using testing::DecodeOutputs;
 using testing::DeviceCase;
 
-class DecodeFastGqaGpuTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const Status device = cuda::DeviceAvailable();
-    if (!device.ok()) GTEST_SKIP() << device.message();
-    cuda_ = CreateBackend(BackendChoice::kCuda).value();
-  }
-
-  std::unique_ptr<Backend> cuda_;
-};
+using DecodeFastGqaGpuTest = testing::AttentionGpuFixture;
 
 testing::BoundModels TensorCoreModels(int head_dim, int seq_len) {
   return testing::FastGqaWorstCaseBoundModels(head_dim, seq_len,

@@ -49,18 +49,14 @@ struct WorstRatios {
 // `telling`, also that dropping those requests' last tokens would fail the check.
 void ExpectTwinMatchesReference(const AttentionCaseParams& params, const std::vector<int>& telling,
                                 WorstRatios* worst) {
-  std::unique_ptr<Backend> backend = CreateCpuBackend();
-  const AttentionCase c = testing::MakeAttentionCase(params);
-  Result<DeviceCase> device = testing::UploadAndAppend(*backend, c);
-  ASSERT_TRUE(device.ok()) << device.status().ToString();
-  const Result<reference::HostKvCache> cache =
-      reference::DownloadKvCache(*backend, device->cache());
-  ASSERT_TRUE(cache.ok()) << cache.status().ToString();
+  Result<testing::CpuCase> prepared = testing::MakeCpuCase(params);
+  ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();
+  auto& [backend, c, device, cache] = *prepared;
   for (AttentionOutputDtype dtype : {AttentionOutputDtype::kFp32, AttentionOutputDtype::kBf16}) {
-    const Result<DecodeOutputs> outputs = testing::RunFastGqa(*backend, c, *device, dtype);
+    const Result<DecodeOutputs> outputs = testing::RunFastGqa(*backend, c, device, dtype);
     ASSERT_TRUE(outputs.ok()) << outputs.status().ToString();
     const testing::ReferenceCheck check = testing::CheckDecodeAgainstReference(
-        c, *cache, *outputs, dtype, KernelPath::kFast, CpuTwinModels);
+        c, cache, *outputs, dtype, KernelPath::kFast, CpuTwinModels);
     EXPECT_TRUE(check.failure.empty()) << check.failure;
     EXPECT_GT(check.checked, 0);
     double& ratio = dtype == AttentionOutputDtype::kFp32 ? worst->fp32 : worst->bf16;
@@ -68,7 +64,7 @@ void ExpectTwinMatchesReference(const AttentionCaseParams& params, const std::ve
   }
   for (int r : telling) {
     EXPECT_GT(
-        testing::DroppedTokenSeparation(c, *cache, r, AttentionOutputDtype::kFp32, CpuTwinModels),
+        testing::DroppedTokenSeparation(c, cache, r, AttentionOutputDtype::kFp32, CpuTwinModels),
         1.0)
         << "request " << r << ": its last token dropped would pass the check";
   }

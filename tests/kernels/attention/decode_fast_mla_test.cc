@@ -33,29 +33,25 @@ constexpr KernelPath kFast = KernelPath::kFast;
 // reference; returns the largest |error| / bound. With `telling`, also requires that dropping
 // request 0's last token would fail the check.
 double ExpectFastMatchesReference(const AttentionCaseParams& params, bool telling) {
-  std::unique_ptr<Backend> backend = CreateCpuBackend();
-  const AttentionCase c = testing::MakeAttentionCase(params);
-  Result<DeviceCase> device = testing::UploadAndAppend(*backend, c);
-  EXPECT_TRUE(device.ok()) << device.status().ToString();
-  if (!device.ok()) return INFINITY;
-  const Result<reference::HostKvCache> cache =
-      reference::DownloadKvCache(*backend, device->cache());
-  EXPECT_TRUE(cache.ok()) << cache.status().ToString();
-  if (!cache.ok()) return INFINITY;
+  Result<testing::CpuCase> prepared = testing::MakeCpuCase(params);
+  EXPECT_TRUE(prepared.ok()) << prepared.status().ToString();
+  if (!prepared.ok()) return INFINITY;
+  const AttentionCase& c = prepared->c;
+  const reference::HostKvCache& cache = prepared->cache;
   double worst = 0;
   for (AttentionOutputDtype dtype : {AttentionOutputDtype::kFp32, AttentionOutputDtype::kBf16}) {
-    const Result<DecodeOutputs> outputs = testing::RunDecode(*backend, c, *device, dtype, kFast);
+    const Result<DecodeOutputs> outputs =
+        testing::RunDecode(*prepared->backend, c, prepared->device, dtype, kFast);
     EXPECT_TRUE(outputs.ok()) << outputs.status().ToString();
     if (!outputs.ok()) return INFINITY;
     const testing::ReferenceCheck check =
-        testing::CheckDecodeAgainstReference(c, *cache, *outputs, dtype, kFast);
+        testing::CheckDecodeAgainstReference(c, cache, *outputs, dtype, kFast);
     EXPECT_TRUE(check.failure.empty()) << check.failure;
     EXPECT_GT(check.checked, 0);
     worst = std::max(worst, check.worst_ratio);
   }
   if (telling) {
-    EXPECT_GT(testing::DroppedTokenSeparation(c, *cache, 0, AttentionOutputDtype::kFp32, kFast),
-              1.0)
+    EXPECT_GT(testing::DroppedTokenSeparation(c, cache, 0, AttentionOutputDtype::kFp32, kFast), 1.0)
         << "request 0's last token dropped would pass the fast path's bound";
   }
   return worst;

@@ -187,4 +187,13 @@ double DroppedTokenSeparation(const AttentionCase& c, const reference::HostKvCac
   return separation;
 }
 
+Result<CpuCase> MakeCpuCase(const AttentionCaseParams& params) {
+  CpuCase out;
+  out.backend = CreateCpuBackend();
+  out.c = MakeAttentionCase(params);
+  KVSIM_ASSIGN_OR_RETURN(out.device, UploadAndAppend(*out.backend, out.c));
+  KVSIM_ASSIGN_OR_RETURN(out.cache, reference::DownloadKvCache(*out.backend, out.device.cache()));
+  return out;
+}
+
 }  // namespace kvsim::testing

@@ -4,13 +4,26 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
+#include "base/status.h"
 #include "kernels/attention/reference/attention_reference.h"
+#include "kernels/backend.h"
 #include "kernels/launch_options.h"
 #include "tests/kernels/attention/attention_case.h"
 
 namespace kvsim::testing {
+
+// A case on the CPU backend, generated, uploaded and appended, with its cache downloaded for the
+// reference: where the decode kernels' CPU tests start.
+struct CpuCase {
+  std::unique_ptr<Backend> backend;
+  AttentionCase c;
+  DeviceCase device;
+  reference::HostKvCache cache;
+};
+Result<CpuCase> MakeCpuCase(const AttentionCaseParams& params);
 
 // The outcome of comparing one run with the reference.
 struct ReferenceCheck {
