@@ -241,4 +241,19 @@ std::string CheckInfinityInBf16V(Backend& backend, bool negative, const DecodeRu
                      });
 }
 
+std::string CheckNonFinitePolicy(Backend& backend, const DecodeRunner& run) {
+  std::string failures;
+  const auto add = [&failures](const std::string& failure) {
+    if (!failure.empty()) failures += failure + "\n";
+  };
+  for (const KvFormat format : AllKvFormats()) {
+    if (format.scaling != KvScaling::kMlaBlock128) add(CheckNonFiniteQuery(backend, format, run));
+  }
+  for (bool negative : {false, true}) {
+    add(CheckInfinityInBf16K(backend, negative, run));
+    add(CheckInfinityInBf16V(backend, negative, run));
+  }
+  return failures;
+}
+
 }  // namespace kvsim::testing

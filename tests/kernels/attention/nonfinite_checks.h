@@ -31,4 +31,8 @@ std::string CheckInfinityInBf16K(Backend& backend, bool negative,
 std::string CheckInfinityInBf16V(Backend& backend, bool negative,
                                  const DecodeRunner& run = DecodeAttention);
 
+// All of the above on `run`: CheckNonFiniteQuery for every GQA format (FlashMLA's block-scaled
+// rows are MLA only) and both infinity checks with either sign; the failures, one a line, or "".
+std::string CheckNonFinitePolicy(Backend& backend, const DecodeRunner& run = DecodeAttention);
+
 }  // namespace kvsim::testing
