@@ -75,18 +75,26 @@ KVSIM_HD_INLINE FastMlaSmemLayout MakeFastMlaSmemLayout(int row_bytes) {
 
 // The FP8 variant (decode_fast_mla_wgmma.cu, on Hopper's FP8 tensor cores through wgmma): Q and
 // the weights quantised to e4m3, QK^T and PV as e4m3 products with the K and V codes used as
-// stored. Same 64-head tiles, 32-token tiles, split plan and workspace as the bf16 variant; its
-// shared-memory layouts are in decode_fast_mla_wgmma_layout.h.
+// stored. Same 64-head tiles, split plan and workspace as the bf16 variant, but 64-token tiles
+// (one online-softmax update per 64 tokens); its shared-memory layouts are in
+// decode_fast_mla_wgmma_layout.h.
 //
 // Q: per (request, head) one fp32 scale s_q = a / 448 with a = max(amax of the 576 values, 2^-64),
 // the codes e4m3_rn_satfinite(q * (448 / a)), both quotients fp32 round-to-nearest (the floor
 // 2^-64 keeps 448 / a finite; a query below it quantises to zeros).
 inline constexpr float kFastMlaQueryCodeMax = 448.0f;
 inline constexpr float kFastMlaQueryAmaxFloor = 0x1p-64f;
-// The k of one FP8 tensor-core product: QK^T takes 18 of them per tile, PV one.
+// The k of one FP8 tensor-core instruction (wgmma k32).
 inline constexpr int kFastMlaFp8K = 32;
-static_assert(kMlaHeadDim % kFastMlaFp8K == 0, "the FP8 QK^T k-steps are whole k32 blocks");
-static_assert(kDecodeTileTokens == kFastMlaFp8K, "one FP8 PV k-step covers a token tile");
+// The products of one FP8 step: two k32 instructions chained in the tensor cores' accumulator
+// (the first from zero), whose result is then added to (QK^T) or fused into (PV) fp32 registers.
+// QK^T takes 9 steps per token, PV one per tile.
+inline constexpr int kFastMlaFp8StepK = 2 * kFastMlaFp8K;
+// The FP8 variant's token tile: one PV step, so that the fused update runs once per 64 tokens.
+inline constexpr int kFastMlaFp8TileTokens = kFastMlaFp8StepK;
+static_assert(kMlaHeadDim % kFastMlaFp8StepK == 0, "the FP8 QK^T steps are whole k64 blocks");
+static_assert(kFastMlaFp8TileTokens % kDecodeTileTokens == 0,
+              "an FP8 tile is whole tiles of the bound's (fewer rescalings than it counts)");
 
 // The query scale rule above: *scale = a / 448, *inverse = 448 / a.
 KVSIM_HD_INLINE void FastMlaQueryScale(float amax, float* scale, float* inverse) {

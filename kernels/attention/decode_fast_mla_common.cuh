@@ -67,11 +67,13 @@ __device__ __forceinline__ void ReduceRowsAndShare(float low, float high, Op op,
   }
 }
 
-// The pool row of token `j` of tile `tile` of this split (-1: past the split, or a page out of
-// range, which raises *bad_page). The block-table read is the only dependent load of the copy.
+// The pool row of token `j` of tile `tile` (of kTileTokens tokens) of this split (-1: past the
+// split, or a page out of range, which raises *bad_page). The block-table read is the only
+// dependent load of the copy.
+template <int kTileTokens = kDecodeTileTokens>
 __device__ __forceinline__ int64_t TileRow(const DecodeAttentionLaunch& launch, int request,
                                            int begin, int end, int tile, int j, int* bad_page) {
-  const int position = begin + tile * kDecodeTileTokens + j;
+  const int position = begin + tile * kTileTokens + j;
   if (position >= end) return -1;
   const KvPoolView& pool = launch.pool;
   const int32_t page = LookupPage(launch.table, request, position / pool.page_size);
@@ -99,11 +101,13 @@ struct FastMlaBlock {
   int request = 0;
   int begin = 0;  // the split's tokens [begin, end)
   int end = 0;
-  int tiles = 0;  // its 32-token tiles
+  int tiles = 0;  // its token tiles (kTileTokens each)
   int heads = 0;  // the tile's existing heads (the rest are padding)
 };
 
-// This thread's block; false when the split lies past the request's end (the block has no work).
+// This thread's block, with tiles of kTileTokens tokens; false when the split lies past the
+// request's end (the block has no work).
+template <int kTileTokens = kDecodeTileTokens>
 __device__ __forceinline__ bool LocateFastMlaBlock(const DecodeAttentionLaunch& launch,
                                                    FastMlaBlock* block) {
   FastMlaBlock& b = *block;
@@ -120,51 +124,54 @@ __device__ __forceinline__ bool LocateFastMlaBlock(const DecodeAttentionLaunch& 
   b.first_head = static_cast<int>(blockIdx.y) * kFastMlaHeadsPerTile;
   b.request = static_cast<int>(blockIdx.z);
   if (!DecodeSplitTokens(launch, b.request, b.split, &b.begin, &b.end)) return false;
-  b.tiles = (b.end - b.begin + kDecodeTileTokens - 1) / kDecodeTileTokens;
+  b.tiles = (b.end - b.begin + kTileTokens - 1) / kTileTokens;
   b.heads = min(kFastMlaHeadsPerTile, launch.num_q_heads - b.first_head);
   return true;
 }
 
 // Clears the page flag, sets every stage's token scales to 1 when the pool has none (one barrier)
-// and stores the page look-ups of the first kStages tiles (threads below 32; the caller's next
-// barrier publishes them).
-template <int kStages = kFastMlaStages>
+// and stores the page look-ups of the first kStages tiles (threads below kTileTokens; the
+// caller's next barrier publishes them).
+template <int kStages = kFastMlaStages, int kTileTokens = kDecodeTileTokens>
 __device__ __forceinline__ void StartFastMlaPipeline(const DecodeAttentionLaunch& launch,
                                                      const FastMlaBlock& b, int64_t* rows,
                                                      float* scales, int* bad_page) {
+  static_assert(kTileTokens <= kFastMlaThreads, "a thread per token of a tile");
   if (b.tid == 0) *bad_page = 0;
   if (launch.pool.k_token_scales == nullptr) {
-    for (int i = b.tid; i < kStages * kDecodeTileTokens; i += kFastMlaThreads) scales[i] = 1.0f;
+    for (int i = b.tid; i < kStages * kTileTokens; i += kFastMlaThreads) scales[i] = 1.0f;
   }
   __syncthreads();
-  if (b.tid < kDecodeTileTokens) {
+  if (b.tid < kTileTokens) {
     for (int t = 0; t < kStages; ++t) {
-      rows[t * kDecodeTileTokens + b.tid] =
-          TileRow(launch, b.request, b.begin, b.end, t, b.tid, bad_page);
+      rows[t * kTileTokens + b.tid] =
+          TileRow<kTileTokens>(launch, b.request, b.begin, b.end, t, b.tid, bad_page);
     }
   }
 }
 
-// With per-token scales, thread t below 32 copies token t's scale of a tile whose pool rows are
-// `rows` into `scales` (zero where the row is -1).
+// With per-token scales, thread t below kTileTokens copies token t's scale of a tile whose pool
+// rows are `rows` into `scales` (zero where the row is -1).
+template <int kTileTokens = kDecodeTileTokens>
 __device__ __forceinline__ void CopyTokenScales(const KvPoolView& pool, const int64_t* rows,
                                                 float* scales, int tid) {
-  if (pool.k_token_scales != nullptr && tid < kDecodeTileTokens) {
+  if (pool.k_token_scales != nullptr && tid < kTileTokens) {
     const int64_t row = rows[tid];
     CopyAsync4(scales + tid, pool.k_token_scales + (row >= 0 ? row : 0), row >= 0);
   }
 }
 
-// At the end of iteration t: stores the page look-up of tile t + kStages (loaded an iteration
-// ago) for the next issue, and loads that of tile t + kStages + 1 (threads below 32; the slots
-// are kStages + 1 tiles of 32 rows).
-template <int kStages = kFastMlaStages>
+// In iteration t: stores the page look-up of tile t + kStages (loaded an iteration ago) for the
+// next issue, and loads that of tile t + kStages + 1 (threads below kTileTokens; the slots are
+// kStages + 1 tiles of kTileTokens rows). A barrier must follow before the next issue.
+template <int kStages = kFastMlaStages, int kTileTokens = kDecodeTileTokens>
 __device__ __forceinline__ void AdvancePageLookups(const DecodeAttentionLaunch& launch,
                                                    const FastMlaBlock& b, int t, int64_t* rows,
                                                    int64_t* next_row, int* bad_page) {
-  if (b.tid < kDecodeTileTokens) {
-    rows[((t + kStages) % (kStages + 1)) * kDecodeTileTokens + b.tid] = *next_row;
-    *next_row = TileRow(launch, b.request, b.begin, b.end, t + kStages + 1, b.tid, bad_page);
+  if (b.tid < kTileTokens) {
+    rows[((t + kStages) % (kStages + 1)) * kTileTokens + b.tid] = *next_row;
+    *next_row =
+        TileRow<kTileTokens>(launch, b.request, b.begin, b.end, t + kStages + 1, b.tid, bad_page);
   }
 }
 

@@ -1,13 +1,15 @@
 // The CPU twins of the fast MLA decode kernels, one class for both arithmetics:
 // - bf16 (decode_fast_mla.cu): 16-wide k-steps, the weights times the token scale rounded to bf16
 //   for the PV product, PV added to the rescaled accumulator step by step.
-// - FP8 (decode_fast_mla_wgmma.cu): the query codes and scale of decode_fast_mla.h, 32-wide k-steps,
-//   the weights times scale_j / sigma_t rounded to e4m3, each PV product fused into the
-//   accumulator (which carries the unit sigma_t), the partial multiplied by the last sigma.
-// Both follow their kernel's split plan, 64-head tiles, 32-token tiles and the order of every fp32
-// operation the kernel fixes. Inside one tensor-core product (16 or 32 products added to an
-// accumulator, from zero in FP8) the hardware's order and precision are unspecified; here the
-// products are summed in k order in fp32, then added to the running dot or sum.
+// - FP8 (decode_fast_mla_wgmma.cu): the query codes and scale of decode_fast_mla.h, 64-token tiles,
+//   64-wide steps (two chained k32 products), the weights times scale_j / sigma_t rounded to e4m3,
+//   each tile's PV step fused into the accumulator (which carries the unit sigma_t), the partial
+//   multiplied by the last sigma.
+// Both follow their kernel's split plan, 64-head tiles, token tiles (32 tokens bf16, 64 FP8) and
+// the order of every fp32 operation the kernel fixes. Inside one tensor-core step (16 products
+// added to an accumulator in bf16; 64 from zero in FP8) the hardware's order and precision are
+// unspecified; here the products are summed in k order in fp32, then added to the running dot or
+// sum.
 // docs/numerics.md bounds what the hardware may do instead.
 #include <algorithm>
 #include <cmath>
@@ -26,20 +28,27 @@
 namespace kvsim {
 namespace {
 
-constexpr int kTile = kDecodeTileTokens;
-constexpr int kBf16K = 16;  // the k of one m16n8k16 bf16 product
+constexpr int kMaxTile = kFastMlaFp8TileTokens;  // the larger of the two arithmetics' tiles
+constexpr int kBf16K = 16;                       // the k of one m16n8k16 bf16 product
 constexpr int kHeadDim = kMlaHeadDim;
 constexpr int kVDim = kMlaLoraRank;
 
 // An fp32 value rounded to e4m3 (nearest even, saturating), as cvt.rn.satfinite does.
 float RoundE4m3(float x) { return DecodeFp8E4M3(EncodeFp8E4M3(x, Fp8Overflow::kSaturate)); }
 
-// The kernels' sum of one token half's 16 weights: each of the 4 lanes of a row adds its tokens
-// (2t, 2t+1, 8+2t, 9+2t) left to right, then two butterfly steps add lanes t ^ 1, then t ^ 2.
+// The kernels' sum of 16 weights (one token half of a 32-token group): each of the 4 lanes of a row
+// adds its tokens (2t, 2t+1, 8+2t, 9+2t) left to right, then two butterfly steps add lanes t ^ 1,
+// then t ^ 2.
 float FastMlaHalfTileSum(const float* w) {
   float lane[4];
   for (int t = 0; t < 4; ++t) lane[t] = ((w[2 * t] + w[2 * t + 1]) + w[8 + 2 * t]) + w[9 + 2 * t];
   return (lane[0] + lane[1]) + (lane[2] + lane[3]);
+}
+
+// A 32-token group's sum: its two halves, added. The bf16 tile is one group; the FP8 tile two,
+// one per warpgroup, added in warpgroup order.
+float FastMlaGroupSum(const float* w) {
+  return FastMlaHalfTileSum(w) + FastMlaHalfTileSum(w + kFastMlaHalfTokens);
 }
 
 class FastMlaCpuDecoder {
@@ -48,15 +57,16 @@ class FastMlaCpuDecoder {
       : launch_(launch),
         pool_(launch.pool),
         fp8_math_(fp8_math),
-        k_step_(fp8_math ? kFastMlaFp8K : kBf16K),
+        tile_(fp8_math ? kFastMlaFp8TileTokens : kDecodeTileTokens),
+        k_step_(fp8_math ? kFastMlaFp8StepK : kBf16K),
         fp8_(MakeFp8Table(pool_.format.dtype)),
         score_factor_(ScoreFactorLog2(launch.softmax_scale, pool_)),
         q_(static_cast<size_t>(kFastMlaHeadsPerTile) * kHeadDim),
         q_scale_(kFastMlaHeadsPerTile, 1.0f),
-        k_t_(static_cast<size_t>(kHeadDim) * kTile),
-        v_(static_cast<size_t>(kTile) * kVDim),
+        k_t_(static_cast<size_t>(kHeadDim) * tile_),
+        v_(static_cast<size_t>(tile_) * kVDim),
         row_(kHeadDim),
-        token_scale_(kTile),
+        token_scale_(static_cast<size_t>(tile_)),
         partial_ml_(static_cast<size_t>(kFastMlaHeadsPerTile) * launch.plan.max_splits),
         partial_acc_(static_cast<size_t>(kFastMlaHeadsPerTile) * launch.plan.max_splits * kVDim),
         split_weight_(static_cast<size_t>(launch.plan.max_splits)) {
@@ -116,20 +126,20 @@ class FastMlaCpuDecoder {
     std::fill(k_t_.begin(), k_t_.end(), 0.0f);
     std::fill(v_.begin(), v_.end(), 0.0f);
     const float missing_scale = fp8_math_ && pool_.k_token_scales != nullptr ? 0.0f : 1.0f;
-    for (int j = 0; j < kTile; ++j) {
+    for (int j = 0; j < tile_; ++j) {
       token_scale_[static_cast<size_t>(j)] = missing_scale;
       if (j >= count) continue;
       const int position = begin + j;
       const int32_t page = LookupPage(launch_.table, request, position / pool_.page_size);
       const int64_t row = KvRowIndex(pool_, page, position % pool_.page_size, 0);
       DequantizeRow(pool_, fp8_, pool_.k_pages + row * pool_.row_bytes, kHeadDim, row_.data());
-      for (int i = 0; i < kHeadDim; ++i) k_t_[static_cast<size_t>(i) * kTile + j] = row_[i];
+      for (int i = 0; i < kHeadDim; ++i) k_t_[static_cast<size_t>(i) * tile_ + j] = row_[i];
       std::copy(row_.begin(), row_.begin() + kVDim, v_.begin() + static_cast<int64_t>(j) * kVDim);
       if (pool_.k_token_scales != nullptr)
         token_scale_[static_cast<size_t>(j)] = pool_.k_token_scales[row];
     }
     sigma_ = 0.0f;
-    for (int j = 0; j < kTile; ++j) sigma_ = fmaxf(sigma_, token_scale_[static_cast<size_t>(j)]);
+    for (int j = 0; j < tile_; ++j) sigma_ = fmaxf(sigma_, token_scale_[static_cast<size_t>(j)]);
     if (!(sigma_ > 0.0f)) sigma_ = 1.0f;
   }
 
@@ -140,8 +150,8 @@ class FastMlaCpuDecoder {
       std::fill(acc, acc + kVDim, 0.0f);
     }
     float sigma_prev = 1.0f;
-    for (int tile = begin; tile < end; tile += kTile) {
-      const int count = std::min(kTile, end - tile);
+    for (int tile = begin; tile < end; tile += tile_) {
+      const int count = std::min(tile_, end - tile);
       LoadTile(request, tile, count);
       // FP8: the accumulator holds O / sigma_t; moving to this tile's unit costs one quotient.
       const float unit_change = sigma_prev / sigma_;
@@ -155,17 +165,17 @@ class FastMlaCpuDecoder {
     }
   }
 
-  // q . k for the tile's 32 tokens: k-steps of k_step_ products, each summed from zero and added
-  // to the running dot.
+  // q . k for the tile's tokens: k-steps of k_step_ products, each summed from zero and added to
+  // the running dot.
   void Scores(const float* q, float* dots) const {
-    std::fill(dots, dots + kTile, 0.0f);
+    std::fill(dots, dots + tile_, 0.0f);
     for (int k0 = 0; k0 < kHeadDim; k0 += k_step_) {
-      float step[kTile] = {};
+      float step[kMaxTile] = {};
       for (int i = k0; i < k0 + k_step_; ++i) {
-        const float* k_row = &k_t_[static_cast<size_t>(i) * kTile];
-        for (int j = 0; j < kTile; ++j) step[j] += q[i] * k_row[j];
+        const float* k_row = &k_t_[static_cast<size_t>(i) * tile_];
+        for (int j = 0; j < tile_; ++j) step[j] += q[i] * k_row[j];
       }
-      for (int j = 0; j < kTile; ++j) dots[j] += step[j];
+      for (int j = 0; j < tile_; ++j) dots[j] += step[j];
     }
   }
 
@@ -180,11 +190,11 @@ class FastMlaCpuDecoder {
 
   // One head's online-softmax update with one tile, in the kernel's order.
   void UpdateHead(int h, int split, int count, float unit_change) {
-    float dots[kTile];
+    float dots[kMaxTile];
     Scores(&q_[static_cast<size_t>(h) * kHeadDim], dots);
-    float scores[kTile];
+    float scores[kMaxTile];
     float tile_max = -INFINITY;
-    for (int j = 0; j < kTile; ++j) {
+    for (int j = 0; j < tile_; ++j) {
       const float scale = token_scale_[static_cast<size_t>(j)];
       // The bf16 kernel has no query scale: (dot * 1) is dot exactly.
       const float dot = fp8_math_ ? dots[j] * q_scale_[static_cast<size_t>(h)] : dots[j];
@@ -194,29 +204,32 @@ class FastMlaCpuDecoder {
     SplitPartial& state = partial_ml_[PartialIndex(h, split)];
     const float new_max = fmaxf(state.max_log2, tile_max);
     const float rescale = exp2f(state.max_log2 - new_max);
-    float weights[kTile];
-    float p[kTile];
-    for (int j = 0; j < kTile; ++j) {
+    float weights[kMaxTile] = {};
+    float p[kMaxTile] = {};
+    for (int j = 0; j < tile_; ++j) {
       weights[j] = exp2f(scores[j] - new_max);
       // The quantisation point of the tensor-core PV product.
       const float scale = token_scale_[static_cast<size_t>(j)];
       p[j] = fp8_math_ ? RoundE4m3(weights[j] * (scale / sigma_))
                        : DecodeBf16(EncodeBf16(weights[j] * scale));
     }
-    const float tile_sum =
-        FastMlaHalfTileSum(weights) + FastMlaHalfTileSum(weights + kFastMlaHalfTokens);
+    float tile_sum = FastMlaGroupSum(weights);
+    for (int j0 = kDecodeTileTokens; j0 < tile_; j0 += kDecodeTileTokens) {
+      tile_sum += FastMlaGroupSum(weights + j0);
+    }
     state.sum = state.sum * rescale + tile_sum;
     state.max_log2 = new_max;
     float* acc = &partial_acc_[PartialIndex(h, split) * kVDim];
     float step[kVDim];
     if (fp8_math_) {
       const float carry = rescale * unit_change;
+      static_assert(kFastMlaFp8TileTokens == kFastMlaFp8StepK, "one PV step per FP8 tile");
       PvStep(p, 0, step);
       for (int i = 0; i < kVDim; ++i) acc[i] = std::fma(acc[i], carry, step[i]);
       return;
     }
     for (int i = 0; i < kVDim; ++i) acc[i] *= rescale;
-    for (int j0 = 0; j0 < kTile; j0 += k_step_) {
+    for (int j0 = 0; j0 < tile_; j0 += k_step_) {
       PvStep(p, j0, step);
       for (int i = 0; i < kVDim; ++i) acc[i] += step[i];
     }
@@ -229,15 +242,16 @@ class FastMlaCpuDecoder {
   const DecodeAttentionLaunch& launch_;
   const KvPoolView& pool_;
   const bool fp8_math_;  // the FP8 variant's arithmetic, else the bf16 one
-  const int k_step_;     // the k of one tensor-core product: 16 (bf16) or 32 (FP8)
+  const int tile_;       // tokens per online-softmax update: 32 (bf16) or 64 (FP8)
+  const int k_step_;     // the k of one tensor-core step: 16 (bf16) or 64 (FP8)
   const Fp8Table fp8_;
   const float score_factor_;
   std::vector<float> q_;                  // [64, 576]: query values (FP8: code values)
   std::vector<float> q_scale_;            // [64]: FP8 query scales
-  std::vector<float> k_t_;                // [576, 32]: the tile's K, transposed
-  std::vector<float> v_;                  // [32, 512]
+  std::vector<float> k_t_;                // [576, tile]: the tile's K, transposed
+  std::vector<float> v_;                  // [tile, 512]
   std::vector<float> row_;                // [576]: one row's values
-  std::vector<float> token_scale_;        // [32]
+  std::vector<float> token_scale_;        // [tile]
   float sigma_ = 1.0f;                    // FP8: the tile's largest token scale
   std::vector<SplitPartial> partial_ml_;  // [64, max_splits]
   std::vector<float> partial_acc_;        // [64, max_splits, 512]

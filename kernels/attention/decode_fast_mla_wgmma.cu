@@ -4,21 +4,22 @@
 // step, so its CPU twin is decode_fast_mla_cpu.cc's FP8 arithmetic:
 //
 // - Q quantised once per block to e4m3 with one fp32 scale per head, stored K-major.
-// - S = Q K^T with the K codes as landed: 18 k32 steps, each an m64n32k32 product from zero,
-//   added in k order to fp32 registers; then S * s_q * scale_j * factor.
+// - 64-token tiles. S = Q K^T with the K codes as landed: 9 steps, each two chained m64n32k32
+//   products from zero, added in k order to fp32 registers; then S * s_q * scale_j * factor.
 // - The weights times scale_j / sigma_t (sigma_t the tile's largest token scale) rounded to e4m3;
 //   the accumulator carries the unit sigma_t.
-// - P V: each 8 columns' k32 product from zero fused into o: o = fma(o, rescale * sigma_{t-1} /
-//   sigma_t, P V).
+// - P V: each 128 columns' step (two chained m64n128k32 products, from zero) fused into o:
+//   o = fma(o, rescale * sigma_{t-1} / sigma_t, P V).
 //
-// One block of two warpgroups per (split, tile of 64 heads, request); 32-token tiles through a
-// 4-stage cp.async pipeline whose page look-ups run one tile ahead. Warpgroup 0 computes S (its
-// warps own head rows 16 w .. + 16, all 32 tokens) and the online softmax, writes the weights and
-// each row's factor; both warpgroups then compute their 256 V columns (four m64n64k32 products).
-// 8-bit wgmma operands must be K-major, so each tile's 512 latent columns are transposed once
-// into V^T. Every operand's layout and descriptor is in decode_fast_mla_wgmma_layout.h, checked
-// on the CPU by decode_fast_mla_wgmma_layout_test; the partials go to the simple path's workspace
-// and combine kernel. Not yet run on a GPU.
+// One block of two warpgroups per (split, tile of 64 heads, request), and the same work for both:
+// warpgroup g scores tokens 32 g .. + 32 of each tile (its warps own head rows 16 w .. + 16) and
+// computes 256 of the 512 V columns over all 64 tokens. The row maxima and weight sums of the two
+// token groups meet through shared memory; both warpgroups then hold the same running state and
+// each computes its own carry factor. Tiles come through a 3-stage cp.async pipeline whose page
+// look-ups run one tile ahead. 8-bit wgmma operands must be K-major, so each tile's 512 latent
+// columns are transposed once into V^T. Every operand's layout and descriptor is in
+// decode_fast_mla_wgmma_layout.h, checked on the CPU by decode_fast_mla_wgmma_layout_test; the
+// partials go to the simple path's workspace and combine kernel. Not yet run on a GPU.
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
@@ -52,17 +53,19 @@ constexpr int kHeads = kMlaWgmmaHeads;
 // wgmma is sm_90a code: the compute_90 PTX that the build also embeds gets the kernel's stub only.
 #if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
-constexpr int kTile = kMlaWgmmaTile;
+constexpr int kTile = kMlaWgmmaTile;                // 64 tokens
+constexpr int kGroupTokens = kMlaWgmmaGroupTokens;  // 32: one warpgroup's scores
 constexpr int kStages = kMlaWgmmaStages;
 constexpr int kRowSlots = kStages + 1;
 constexpr int kQueryWords = kMlaHeadDim / 2;                 // bf16 pairs of a query row: 288
-constexpr int kScoreRegisters = kMlaWgmmaTile / 2;           // m64n32 fp32 accumulator: 16 a thread
-constexpr int kValueRegisters = kMlaWgmmaPvN / 2;            // m64n64: 32 a thread
+constexpr int kScoreRegisters = kGroupTokens / 2;            // m64n32 fp32 accumulator: 16 a thread
+constexpr int kValueRegisters = kMlaWgmmaPvN / 2;            // m64n128: 64 a thread
 constexpr int kColumnBlocks = kMlaWgmmaColumnsPerGroup / 8;  // o's 8-column blocks: 32
 
 static_assert(kMlaWgmmaThreads == kFastMlaThreads, "the block set-up is the fast MLA kernels'");
 static_assert(kHeads == kFastMlaHeadsPerTile, "one 64-head tile per block");
 static_assert(kColumnBlocks == kFastMlaVColumnsPerWarp / 8, "o is the bf16 kernel's layout");
+static_assert(kTile <= kMlaWgmmaThreads, "a thread per token for page look-ups and scales");
 
 // Orders wgmma against the registers and shared memory other instructions touched before it.
 __device__ __forceinline__ void WgmmaFence() {
@@ -86,43 +89,87 @@ __device__ __forceinline__ void FenceRegisters(float (&d)[kCount]) {
   for (int i = 0; i < kCount; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// d = A (64 x 32 e4m3) * B (32 x 32 e4m3, N = tokens), from zero (scale-d false). The operands
-// are read from shared memory ("memory": no store may move across it).
-__device__ __forceinline__ void WgmmaScoreStep(float (&d)[kScoreRegisters], uint64_t a,
-                                               uint64_t b) {
+// A matrix descriptor (decode_fast_mla_wgmma_layout.h) as its two 32-bit halves: the low half
+// holds the start address field, so moving an operand along k adds to it (one integer add; the
+// field never carries below 256 KB of shared memory), and the high half, a constant stride field,
+// stays put.
+struct WgmmaDescriptorHalves {
+  uint32_t low;
+  uint32_t high;
+};
+__device__ __forceinline__ WgmmaDescriptorHalves Halves(uint64_t descriptor) {
+  return {static_cast<uint32_t>(descriptor), static_cast<uint32_t>(descriptor >> 32)};
+}
+// `descriptor` moved along k by `k_products` k32 products (MlaWgmmaKOffset).
+__device__ __forceinline__ WgmmaDescriptorHalves Advance(WgmmaDescriptorHalves descriptor,
+                                                         int k_products) {
+  return {descriptor.low + static_cast<uint32_t>(MlaWgmmaKOffset(k_products) >> 4),
+          descriptor.high};
+}
+// Hides a value from the compiler once per tile, so that the descriptors derived from it are
+// computed in the loop (a few adds) instead of hoisted out of it and spilled.
+__device__ __forceinline__ void Opaque(WgmmaDescriptorHalves& descriptor) {
+  asm volatile("" : "+r"(descriptor.low));
+}
+
+// d = A (64 x 32 e4m3) * B (32 x 32 e4m3, N = tokens), from zero or (kAccumulate) added to d
+// inside the tensor cores: the second k32 product of a step. The operands are read from shared
+// memory ("memory": no store may move across it).
+template <bool kAccumulate>
+__device__ __forceinline__ void WgmmaScoreProduct(float (&d)[kScoreRegisters],
+                                                  WgmmaDescriptorHalves a,
+                                                  WgmmaDescriptorHalves b) {
   asm volatile(
       "{\n"
       ".reg .pred p;\n"
-      "setp.ne.b32 p, %18, 0;\n"
+      ".reg .b64 da, db;\n"
+      "mov.b64 da, {%16, %17};\n"
+      "mov.b64 db, {%18, %19};\n"
+      "setp.ne.b32 p, %20, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 "
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
-      "%16, %17, p, 1, 1;\n"
+      "da, db, p, 1, 1;\n"
       "}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
         "+f"(d[14]), "+f"(d[15])
-      : "l"(a), "l"(b), "n"(0)
+      : "r"(a.low), "r"(a.high), "r"(b.low), "r"(b.high), "n"(kAccumulate ? 1 : 0)
       : "memory");
 }
 
-// d = A (64 x 32 e4m3, the weights) * B (32 tokens x 64 columns), from zero.
-__device__ __forceinline__ void WgmmaValueStep(float (&d)[kValueRegisters], uint64_t a,
-                                               uint64_t b) {
+// d = A (64 x 32 e4m3, the weights) * B (32 tokens x 128 columns), from zero or (kAccumulate)
+// added to d inside the tensor cores.
+template <bool kAccumulate>
+__device__ __forceinline__ void WgmmaValueProduct(float (&d)[kValueRegisters],
+                                                  WgmmaDescriptorHalves a,
+                                                  WgmmaDescriptorHalves b) {
+  static_assert(kValueRegisters == 64, "m64n128: 64 accumulators a thread");
   asm volatile(
       "{\n"
       ".reg .pred p;\n"
-      "setp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-      "%32, %33, p, 1, 1;\n"
+      ".reg .b64 da, db;\n"
+      "mov.b64 da, {%64, %65};\n"
+      "mov.b64 db, {%66, %67};\n"
+      "setp.ne.b32 p, %68, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "da, db, p, 1, 1;\n"
       "}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
         "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
         "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(a), "l"(b), "n"(0)
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63])
+      : "r"(a.low), "r"(a.high), "r"(b.low), "r"(b.high), "n"(kAccumulate ? 1 : 0)
       : "memory");
 }
 
@@ -143,17 +190,21 @@ __device__ __forceinline__ void IssueTile(const DecodeAttentionLaunch& launch,
   uint8_t* stage = smem + layout.stage_offset + (tile % kStages) * kMlaWgmmaStageBytes;
   const int token = MlaWgmmaCopyToken(tid);
   const int64_t row = rows[token];
+  // Without a row the copies read nothing (zero fill); their addresses stay inside row 0.
   const uint8_t* source = pool.k_pages + (row >= 0 ? row * kMlaHeadDim : 0);
+  uint8_t* destination =
+      stage + WgmmaKMajorOffset(token, MlaWgmmaCopyChunk(tid, 0) * 16, kMlaHeadDim);
+  source += MlaWgmmaCopyChunk(tid, 0) * 16;
+  // A round moves the destination by MlaWgmmaCopyDestinationStride and the source by 64 bytes:
+  // immediate offsets of one address each.
 #pragma unroll
   for (int round = 0; round < kMlaWgmmaCopyRounds; ++round) {
-    if (!MlaWgmmaCopies(tid, round)) continue;
-    const int chunk = MlaWgmmaCopyChunk(tid, round);
-    CopyAsync16(stage + WgmmaKMajorOffset(token, chunk * 16, kMlaHeadDim),
-                source + (row >= 0 ? chunk * 16 : 0), row >= 0);
+    CopyAsync16(destination + round * kMlaWgmmaCopyDestinationStride,
+                source + round * kMlaWgmmaCopySourceStride, row >= 0);
   }
-  CopyTokenScales(pool, rows,
-                  reinterpret_cast<float*>(smem + layout.scales_offset) + (tile % kStages) * kTile,
-                  tid);
+  CopyTokenScales<kTile>(
+      pool, rows, reinterpret_cast<float*>(smem + layout.scales_offset) + (tile % kStages) * kTile,
+      tid);
 }
 
 // The tile's heads' query codes (K-major) and scales (codes 0 and scale 1 for padding heads):
@@ -197,8 +248,9 @@ __device__ __forceinline__ void QuantizeQueries(const DecodeAttentionLaunch& lau
   }
 }
 
-// A lane's two rows' sum of one token half's weights (n8 blocks 2 h and 2 h + 1) in the twin's
-// order: its four weights of each row left to right, then the butterfly over lane bits 0 and 1.
+// A lane's two rows' sum of one 16-token half of its warpgroup's weights (n8 blocks 2 h and
+// 2 h + 1) in the twin's order: its four weights of each row left to right, then the butterfly over
+// lane bits 0 and 1.
 __device__ __forceinline__ void HalfSums(const float (&w)[kScoreRegisters], int half, float* low,
                                          float* high) {
   const int b0 = 8 * half;  // registers of n8 block 2 half
@@ -224,9 +276,13 @@ __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
   extern __shared__ __align__(128) uint8_t smem[];
   const KvPoolView& pool = launch.pool;
   FastMlaBlock block;
-  if (!LocateFastMlaBlock(launch, &block)) return;
+  if (!LocateFastMlaBlock<kTile>(launch, &block)) return;
   const int tid = block.tid;
-  const int group = block.warp / 4;  // 0: S and the softmax; each group its 256 V columns
+  // Its tokens 32 g .. + 32 (S) and V columns 256 g .. + 256. Read from lane 0, so that the
+  // compiler knows it is warp-uniform and keeps the descriptors derived from it in uniform
+  // registers, which wgmma reads.
+  const int group = __shfl_sync(0xFFFFFFFFu, block.warp / 4, 0);
+  const int other = 1 - group;
 
   const MlaWgmmaSmemLayout layout = MakeMlaWgmmaSmemLayout();
   uint8_t* q_codes = smem + layout.q_offset;
@@ -235,11 +291,12 @@ __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
   uint8_t* p_tile = smem + layout.p_offset;
   auto* rows = reinterpret_cast<int64_t*>(smem + layout.rows_offset);
   auto* scales = reinterpret_cast<float*>(smem + layout.scales_offset);
-  auto* carry = reinterpret_cast<float*>(smem + layout.carry_offset);
+  // [warpgroup][64]: each group's row maxima, then [2 + warpgroup][64] its weight sums.
+  auto* exchange = reinterpret_cast<float*>(smem + layout.exchange_offset);
   auto* bad_page = reinterpret_cast<int*>(smem + layout.flag_offset);
   const uint32_t smem_address = SharedAddress(smem);
 
-  fast_mla::StartFastMlaPipeline<kStages>(launch, block, rows, scales, bad_page);
+  fast_mla::StartFastMlaPipeline<kStages, kTile>(launch, block, rows, scales, bad_page);
   __syncthreads();
   for (int t = 0; t < kStages - 1; ++t) {
     if (t < block.tiles) IssueTile(launch, layout, smem, t, tid);
@@ -247,9 +304,9 @@ __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
   }
   // The queries are quantised while the first tiles' copies are in flight.
   QuantizeQueries(launch, block, q_codes, q_scales);
-  int64_t next_row =
-      tid < kTile ? TileRow(launch, block.request, block.begin, block.end, kStages, tid, bad_page)
-                  : -1;
+  int64_t next_row = tid < kTile ? TileRow<kTile>(launch, block.request, block.begin, block.end,
+                                                  kStages, tid, bad_page)
+                                 : -1;
 
   const float factor = ScoreFactorLog2(launch.softmax_scale, pool);
   // Warp w of a warpgroup owns accumulator rows 16 w + g and + 8 (WgmmaAccumulatorCell).
@@ -262,17 +319,21 @@ __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
     for (int e = 0; e < 4; ++e) o[n][e] = 0.0f;
   }
   float q_scale_low = 1.0f, q_scale_high = 1.0f;
-  const uint32_t q_address = smem_address + static_cast<uint32_t>(layout.q_offset);
-  const uint64_t p_descriptor =
-      MlaWgmmaWeightDescriptor(smem_address + static_cast<uint32_t>(layout.p_offset));
-  const uint32_t v_address = smem_address + static_cast<uint32_t>(layout.v_offset);
+  const int transpose_read = MlaWgmmaTransposeReadOffset(tid);
+  const int transpose_write = MlaWgmmaTransposeWriteOffset(tid);
+  const WgmmaDescriptorHalves q_descriptor =
+      Halves(MlaWgmmaScoreDescriptor(smem_address + static_cast<uint32_t>(layout.q_offset), 0));
+  const WgmmaDescriptorHalves p_descriptor =
+      Halves(MlaWgmmaWeightDescriptor(smem_address + static_cast<uint32_t>(layout.p_offset), 0));
+  const WgmmaDescriptorHalves v_descriptor = Halves(
+      MlaWgmmaValueDescriptor(smem_address + static_cast<uint32_t>(layout.v_offset), group, 0, 0));
 
   for (int t = 0; t < block.tiles; ++t) {
     if (t + kStages - 1 < block.tiles) IssueTile(launch, layout, smem, t + kStages - 1, tid);
     CommitCopies();
     WaitCopies<kStages - 1>();
     FenceSharedForWgmma();  // this thread's copies (and, first, its query codes)
-    __syncthreads();
+    __syncthreads();        // the tile has landed; the last tile's P V has read V^T and P
     if (t == 0) {
       q_scale_low = q_scales[block.row_low];
       q_scale_high = q_scales[block.row_high];
@@ -281,113 +342,143 @@ __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
     const uint8_t* stage = smem + stage_offset;
 #pragma unroll
     for (int round = 0; round < kMlaWgmmaTransposeRounds; ++round) {
-      MlaWgmmaTransposeBlock(stage, v_t, tid, round);
+      MlaWgmmaTransposeBlock(stage + transpose_read, v_t + transpose_write, round);
     }
 
     // The tile's largest token scale (tokens past the split hold 0, or 1 without scales): a
     // warp maximum, exact in any order.
     const float* tile_scales = scales + (t % kStages) * kTile;
-    float sigma = tile_scales[block.lane];
+    const float lane_scale = tile_scales[group * kGroupTokens + block.lane];
+    float sigma = fmaxf(tile_scales[block.lane], tile_scales[kGroupTokens + block.lane]);
 #pragma unroll
     for (int offset = 16; offset > 0; offset /= 2)
       sigma = fmaxf(sigma, __shfl_xor_sync(0xFFFFFFFFu, sigma, offset));
     if (!(sigma > 0.0f)) sigma = 1.0f;
     // Each lane's token's scale in units of sigma, and the accumulator's change of unit: the
     // quotients are taken here, while few registers are live (a division may call a slow path).
-    const float lane_unit = __fdiv_rn(tile_scales[block.lane], sigma);
+    const float lane_unit = __fdiv_rn(lane_scale, sigma);
     const float unit_change = __fdiv_rn(sigma_prev, sigma);
 
-    if (group == 0) {
-      // S = Q K^T, each k32 step from zero and added in k order. A step moves both descriptors'
-      // start by 256 bytes (16 in the start field).
-      float s[kScoreRegisters] = {};
-      uint64_t q_step = MlaWgmmaScoreDescriptor(q_address, 0);
-      uint64_t k_step =
-          MlaWgmmaScoreDescriptor(smem_address + static_cast<uint32_t>(stage_offset), 0);
-      const uint64_t kStepAdvance = static_cast<uint64_t>(MlaWgmmaScoreStepOffset(1) >> 4);
+    // S = Q K^T for this warpgroup's 32 tokens: each step two chained k32 products from zero,
+    // added in k order.
+    float s[kScoreRegisters] = {};
+    {
+      WgmmaDescriptorHalves q_step = q_descriptor;
+      Opaque(q_step);
+      WgmmaDescriptorHalves k_step = Halves(MlaWgmmaScoreDescriptor(
+          smem_address + static_cast<uint32_t>(stage_offset + MlaWgmmaGroupTokensOffset(group)),
+          0));
 #pragma unroll
-      for (int step = 0; step < kMlaWgmmaScoreSteps; ++step) {
+      for (int step = 0; step < kMlaWgmmaSteps; ++step) {
         float d[kScoreRegisters];
         WgmmaFence();
-        WgmmaScoreStep(d, q_step, k_step);
+        WgmmaScoreProduct<false>(d, Advance(q_step, 2 * step), Advance(k_step, 2 * step));
+        WgmmaScoreProduct<true>(d, Advance(q_step, 2 * step + 1), Advance(k_step, 2 * step + 1));
         WgmmaCommit();
         WgmmaWaitAll();
         FenceRegisters(d);
 #pragma unroll
         for (int i = 0; i < kScoreRegisters; ++i) s[i] = __fadd_rn(s[i], d[i]);
-        q_step += kStepAdvance;
-        k_step += kStepAdvance;
-      }
-
-      // Scores in base 2 and the tile's row maxima (over the 4 lanes of each row).
-      const int count = min(kTile, block.end - block.begin - t * kTile);
-      float tile_low = -INFINITY, tile_high = -INFINITY;
-#pragma unroll
-      for (int i = 0; i < kScoreRegisters; ++i) {
-        const int token = 8 * (i / 4) + 2 * block.tq + (i % 2);
-        const bool low = (i % 4) < 2;
-        const float q_scale = low ? q_scale_low : q_scale_high;
-        s[i] = token < count
-                   ? __fmul_rn(__fmul_rn(__fmul_rn(s[i], q_scale), tile_scales[token]), factor)
-                   : -INFINITY;
-        if (low) {
-          tile_low = fmaxf(tile_low, s[i]);
-        } else {
-          tile_high = fmaxf(tile_high, s[i]);
-        }
-      }
-#pragma unroll
-      for (int offset = 1; offset < 4; offset *= 2) {
-        tile_low = fmaxf(tile_low, __shfl_xor_sync(0xFFFFFFFFu, tile_low, offset));
-        tile_high = fmaxf(tile_high, __shfl_xor_sync(0xFFFFFFFFu, tile_high, offset));
-      }
-      const float new_low = fmaxf(state.max_low, tile_low);
-      const float new_high = fmaxf(state.max_high, tile_high);
-      const float rescale_low = exp2f(state.max_low - new_low);
-      const float rescale_high = exp2f(state.max_high - new_high);
-      state.max_low = new_low;
-      state.max_high = new_high;
-
-      // Weights, their sums per token half in the twin's order, and the weights in units of
-      // sigma rounded to e4m3 for P V.
-      float w[kScoreRegisters];
-#pragma unroll
-      for (int i = 0; i < kScoreRegisters; ++i)
-        w[i] = exp2f(s[i] - ((i % 4) < 2 ? new_low : new_high));
-#pragma unroll
-      for (int n = 0; n < kTile / 8; ++n) {
-        const int token = 8 * n + 2 * block.tq;
-        const float unit0 = __shfl_sync(0xFFFFFFFFu, lane_unit, token);
-        const float unit1 = __shfl_sync(0xFFFFFFFFu, lane_unit, token + 1);
-        *reinterpret_cast<uint16_t*>(p_tile + WgmmaKMajorOffset(block.row_low, token, kTile)) =
-            PackE4m3(__fmul_rn(w[4 * n], unit0), __fmul_rn(w[4 * n + 1], unit1));
-        *reinterpret_cast<uint16_t*>(p_tile + WgmmaKMajorOffset(block.row_high, token, kTile)) =
-            PackE4m3(__fmul_rn(w[4 * n + 2], unit0), __fmul_rn(w[4 * n + 3], unit1));
-      }
-      float half0_low, half0_high, half1_low, half1_high;
-      HalfSums(w, 0, &half0_low, &half0_high);
-      HalfSums(w, 1, &half1_low, &half1_high);
-      state.sum_low =
-          __fadd_rn(__fmul_rn(state.sum_low, rescale_low), __fadd_rn(half0_low, half1_low));
-      state.sum_high =
-          __fadd_rn(__fmul_rn(state.sum_high, rescale_high), __fadd_rn(half0_high, half1_high));
-      if (block.tq == 0) {
-        carry[block.row_low] = __fmul_rn(rescale_low, unit_change);
-        carry[block.row_high] = __fmul_rn(rescale_high, unit_change);
       }
     }
-    FenceSharedForWgmma();  // this thread's V^T and weights
-    __syncthreads();
-    sigma_prev = sigma;
 
-    // o = o * carry + P V over this warpgroup's 256 columns, 64 at a time.
-    const float carry_low = carry[block.row_low];
-    const float carry_high = carry[block.row_high];
+    // Scores in base 2 and this group's row maxima (over the 4 lanes of each row), shared with
+    // the other group: the tile's maxima, exact in any order.
+    const int count = min(kTile, block.end - block.begin - t * kTile) - group * kGroupTokens;
+    float tile_low = -INFINITY, tile_high = -INFINITY;
+#pragma unroll
+    for (int n = 0; n < kGroupTokens / 8; ++n) {
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const int token = 8 * n + 2 * block.tq + c;  // in the group
+        const float token_scale = __shfl_sync(0xFFFFFFFFu, lane_scale, token);
+        float& low = s[4 * n + c];
+        float& high = s[4 * n + 2 + c];
+        low = token < count ? __fmul_rn(__fmul_rn(__fmul_rn(low, q_scale_low), token_scale), factor)
+                            : -INFINITY;
+        high = token < count
+                   ? __fmul_rn(__fmul_rn(__fmul_rn(high, q_scale_high), token_scale), factor)
+                   : -INFINITY;
+        tile_low = fmaxf(tile_low, low);
+        tile_high = fmaxf(tile_high, high);
+      }
+    }
+#pragma unroll
+    for (int offset = 1; offset < 4; offset *= 2) {
+      tile_low = fmaxf(tile_low, __shfl_xor_sync(0xFFFFFFFFu, tile_low, offset));
+      tile_high = fmaxf(tile_high, __shfl_xor_sync(0xFFFFFFFFu, tile_high, offset));
+    }
+    if (block.tq == 0) {
+      exchange[group * kHeads + block.row_low] = tile_low;
+      exchange[group * kHeads + block.row_high] = tile_high;
+    }
+    __syncthreads();  // both groups' maxima
+    tile_low = fmaxf(tile_low, exchange[other * kHeads + block.row_low]);
+    tile_high = fmaxf(tile_high, exchange[other * kHeads + block.row_high]);
+    const float new_low = fmaxf(state.max_low, tile_low);
+    const float new_high = fmaxf(state.max_high, tile_high);
+    const float rescale_low = exp2f(state.max_low - new_low);
+    const float rescale_high = exp2f(state.max_high - new_high);
+    state.max_low = new_low;
+    state.max_high = new_high;
+
+    // Weights, their sums per 16-token half in the twin's order, and the weights in units of
+    // sigma rounded to e4m3 for P V (this group's 32 token columns of P).
+    float w[kScoreRegisters];
+#pragma unroll
+    for (int i = 0; i < kScoreRegisters; ++i)
+      w[i] = exp2f(s[i] - ((i % 4) < 2 ? new_low : new_high));
+#pragma unroll
+    for (int n = 0; n < kGroupTokens / 8; ++n) {
+      const int token = 8 * n + 2 * block.tq;
+      const float unit0 = __shfl_sync(0xFFFFFFFFu, lane_unit, token);
+      const float unit1 = __shfl_sync(0xFFFFFFFFu, lane_unit, token + 1);
+      const int column = group * kGroupTokens + token;
+      *reinterpret_cast<uint16_t*>(p_tile + WgmmaKMajorOffset(block.row_low, column, kTile)) =
+          PackE4m3(__fmul_rn(w[4 * n], unit0), __fmul_rn(w[4 * n + 1], unit1));
+      *reinterpret_cast<uint16_t*>(p_tile + WgmmaKMajorOffset(block.row_high, column, kTile)) =
+          PackE4m3(__fmul_rn(w[4 * n + 2], unit0), __fmul_rn(w[4 * n + 3], unit1));
+    }
+    float half0_low, half0_high, half1_low, half1_high;
+    HalfSums(w, 0, &half0_low, &half0_high);
+    HalfSums(w, 1, &half1_low, &half1_high);
+    if (block.tq == 0) {
+      exchange[(2 + group) * kHeads + block.row_low] = __fadd_rn(half0_low, half1_low);
+      exchange[(2 + group) * kHeads + block.row_high] = __fadd_rn(half0_high, half1_high);
+    }
+    const float carry_low = __fmul_rn(rescale_low, unit_change);
+    const float carry_high = __fmul_rn(rescale_high, unit_change);
+    sigma_prev = sigma;
+    // The page look-up of tile t + kStages, loaded an iteration ago, for the next issue (the
+    // barrier below publishes it).
+    fast_mla::AdvancePageLookups<kStages, kTile>(launch, block, t, rows, &next_row, bad_page);
+    FenceSharedForWgmma();  // this thread's V^T and weights
+    __syncthreads();        // P, V^T and both groups' weight sums
+
+    // The tile's weight sums in warpgroup order, as both groups hold the same state.
+    state.sum_low = __fadd_rn(
+        __fmul_rn(state.sum_low, rescale_low),
+        __fadd_rn(exchange[2 * kHeads + block.row_low], exchange[3 * kHeads + block.row_low]));
+    state.sum_high = __fadd_rn(
+        __fmul_rn(state.sum_high, rescale_high),
+        __fadd_rn(exchange[2 * kHeads + block.row_high], exchange[3 * kHeads + block.row_high]));
+
+    // o = o * carry + P V over this warpgroup's 256 columns, 128 at a time, each a step of two
+    // chained k32 products.
+    WgmmaDescriptorHalves p_step = p_descriptor;
+    WgmmaDescriptorHalves v_step = v_descriptor;
+    Opaque(p_step);
+    Opaque(v_step);
 #pragma unroll
     for (int product = 0; product < kMlaWgmmaPvProducts; ++product) {
+      // Product q's columns start q x 128 rows of V^T later: 16 row groups of 512 bytes.
+      const WgmmaDescriptorHalves v_product = {
+          v_step.low + static_cast<uint32_t>(MlaWgmmaVtProductOffset(0, product) >> 4),
+          v_step.high};
       float d[kValueRegisters];
       WgmmaFence();
-      WgmmaValueStep(d, p_descriptor, MlaWgmmaValueDescriptor(v_address, group, product));
+      WgmmaValueProduct<false>(d, p_step, v_product);
+      WgmmaValueProduct<true>(d, Advance(p_step, 1), Advance(v_product, 1));
       WgmmaCommit();
       WgmmaWaitAll();
       FenceRegisters(d);
@@ -400,10 +491,8 @@ __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
         cell[3] = __fmaf_rn(cell[3], carry_high, d[4 * j + 3]);
       }
     }
-
-    // The page look-up of tile t + kStages, loaded an iteration ago, for the next issue.
-    fast_mla::AdvancePageLookups<kStages>(launch, block, t, rows, &next_row, bad_page);
-    __syncthreads();
+    // The next iteration's first barrier orders this P V before V^T, P and the exchange are
+    // written again.
   }
   WaitCopies<0>();
 

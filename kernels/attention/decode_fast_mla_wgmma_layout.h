@@ -14,6 +14,7 @@
 
 #include <cstdint>
 
+#include "kernels/attention/decode_fast_mla.h"
 #include "kernels/attention/decode_plan.h"
 #include "kernels/attention/kv_format.h"
 #include "kernels/host_device.h"
@@ -25,20 +26,25 @@ inline constexpr int kWgmmaCoreRowBytes = 16;                                   
 inline constexpr int kWgmmaLeadingBytes = kWgmmaCoreRows * kWgmmaCoreRowBytes;  // 128
 
 // The kernel's block: two warpgroups of four warps over a tile of 64 query heads (M) and a
-// 32-token tile of the split. Warpgroup 0 computes S = Q K^T (18 m64n32k32 products) and the
-// online softmax; each warpgroup then computes its 256 of the 512 V columns of P V (four
-// m64n64k32 products).
+// 64-token tile of the split. Warpgroup g computes S = Q K^T for tokens 32 g .. + 32 (nine steps
+// of two chained m64n32k32 products) and its part of the online softmax; each warpgroup then
+// computes its 256 of the 512 V columns of P V over all 64 tokens (two products of two chained
+// m64n128k32 each).
 inline constexpr int kMlaWgmmaThreads = 256;
-inline constexpr int kMlaWgmmaHeads = kFastMlaHeadsPerTile;           // 64
-inline constexpr int kMlaWgmmaTile = kDecodeTileTokens;               // 32 tokens
-inline constexpr int kMlaWgmmaK = 32;                                 // one e4m3 product
-inline constexpr int kMlaWgmmaScoreSteps = kMlaHeadDim / kMlaWgmmaK;  // 18
-inline constexpr int kMlaWgmmaColumnsPerGroup = kMlaLoraRank / 2;     // 256
-inline constexpr int kMlaWgmmaPvN = 64;                               // per P V product
-inline constexpr int kMlaWgmmaPvProducts = kMlaWgmmaColumnsPerGroup / kMlaWgmmaPvN;  // 4
-inline constexpr int kMlaWgmmaStages = 4;  // cp.async stages: the tile in use and three ahead
-static_assert(kMlaHeadDim % (2 * kMlaWgmmaK) == 0, "score k-steps come in pairs");
-static_assert(kMlaWgmmaTile == kMlaWgmmaK, "one P V k-step covers a token tile");
+inline constexpr int kMlaWgmmaHeads = kFastMlaHeadsPerTile;              // 64
+inline constexpr int kMlaWgmmaTile = kFastMlaFp8TileTokens;              // 64 tokens
+inline constexpr int kMlaWgmmaGroupTokens = kMlaWgmmaTile / 2;           // 32 per warpgroup
+inline constexpr int kMlaWgmmaK = kFastMlaFp8K;                          // one e4m3 product
+inline constexpr int kMlaWgmmaSteps = kMlaHeadDim / kFastMlaFp8StepK;    // 9 score steps
+inline constexpr int kMlaWgmmaScoreProducts = kMlaHeadDim / kMlaWgmmaK;  // 18
+inline constexpr int kMlaWgmmaColumnsPerGroup = kMlaLoraRank / 2;        // 256
+inline constexpr int kMlaWgmmaPvN = 128;                                 // per P V product
+inline constexpr int kMlaWgmmaPvProducts = kMlaWgmmaColumnsPerGroup / kMlaWgmmaPvN;  // 2
+inline constexpr int kMlaWgmmaPvKSteps = kMlaWgmmaTile / kMlaWgmmaK;                 // 2, chained
+inline constexpr int kMlaWgmmaStages = 3;  // cp.async stages: the tile in use and two ahead
+static_assert(kFastMlaFp8StepK == 2 * kMlaWgmmaK, "a step is two chained k32 products");
+static_assert(kMlaWgmmaTile == kFastMlaFp8StepK, "one P V step covers a token tile");
+static_assert(kMlaWgmmaGroupTokens == kDecodeTileTokens, "each warpgroup scores a 32-token group");
 
 // Byte offset of (row, k byte) in a K-major operand of rows of `row_bytes` bytes (a multiple of
 // 16), laid out as above.
@@ -60,59 +66,65 @@ KVSIM_HD_INLINE uint64_t WgmmaDescriptor(uint32_t start, uint32_t leading, uint3
          (static_cast<uint64_t>((stride >> 4) & 0x3FFFu) << 32);
 }
 
-// The operands: Q codes [64 heads][576], a K tile [32 tokens][576], V^T [512 columns][32 tokens]
-// and the weights P [64 heads][32 tokens], all e4m3 and K-major.
+// The operands: Q codes [64 heads][576], a K tile [64 tokens][576], V^T [512 columns][64 tokens]
+// and the weights P [64 heads][64 tokens], all e4m3 and K-major.
 inline constexpr int kMlaWgmmaQBytes = kMlaWgmmaHeads * kMlaHeadDim;     // 36,864
-inline constexpr int kMlaWgmmaStageBytes = kMlaWgmmaTile * kMlaHeadDim;  // 18,432
-inline constexpr int kMlaWgmmaVtBytes = kMlaLoraRank * kMlaWgmmaTile;    // 16,384
-inline constexpr int kMlaWgmmaPBytes = kMlaWgmmaHeads * kMlaWgmmaTile;   // 2,048
+inline constexpr int kMlaWgmmaStageBytes = kMlaWgmmaTile * kMlaHeadDim;  // 36,864
+inline constexpr int kMlaWgmmaVtBytes = kMlaLoraRank * kMlaWgmmaTile;    // 32,768
+inline constexpr int kMlaWgmmaPBytes = kMlaWgmmaHeads * kMlaWgmmaTile;   // 4,096
 
-// Where score k-step s starts in Q and in a K tile: k bytes 32 s, two core matrices per step.
-KVSIM_HD_INLINE int MlaWgmmaScoreStepOffset(int step) {
-  return step * (kMlaWgmmaK / kWgmmaCoreRowBytes) * kWgmmaLeadingBytes;
+// Where k32 product s starts along k in an operand of K-major rows: k bytes 32 s, two core
+// matrices each.
+KVSIM_HD_INLINE int MlaWgmmaKOffset(int product) {
+  return product * (kMlaWgmmaK / kWgmmaCoreRowBytes) * kWgmmaLeadingBytes;
 }
-// Where P V product q of warpgroup g starts in V^T: columns 256 g + 64 q .. + 64.
+// Where warpgroup g's tokens start in a K tile: rows 32 g .. + 32.
+KVSIM_HD_INLINE int MlaWgmmaGroupTokensOffset(int group) {
+  return WgmmaKMajorOffset(group * kMlaWgmmaGroupTokens, 0, kMlaHeadDim);
+}
+// Where P V product q of warpgroup g starts in V^T: columns 256 g + 128 q .. + 128.
 KVSIM_HD_INLINE int MlaWgmmaVtProductOffset(int group, int product) {
   return WgmmaKMajorOffset(group * kMlaWgmmaColumnsPerGroup + product * kMlaWgmmaPvN, 0,
                            kMlaWgmmaTile);
 }
 
 // The descriptors the kernel passes to wgmma, from the shared-memory address of each operand's
-// start: score step s of Q (A) and of a K tile (B); P (A) and warpgroup g's P V product q of V^T
-// (B).
-KVSIM_HD_INLINE uint64_t MlaWgmmaScoreDescriptor(uint32_t operand, int step) {
-  return WgmmaDescriptor(operand + static_cast<uint32_t>(MlaWgmmaScoreStepOffset(step)),
+// start: k32 product s of Q (A) and of warpgroup g's tokens of a K tile (B, `operand` the tile's
+// start plus MlaWgmmaGroupTokensOffset(g)); k32 product s of P (A) and of warpgroup g's P V
+// product q of V^T (B).
+KVSIM_HD_INLINE uint64_t MlaWgmmaScoreDescriptor(uint32_t operand, int product) {
+  return WgmmaDescriptor(operand + static_cast<uint32_t>(MlaWgmmaKOffset(product)),
                          kWgmmaLeadingBytes, static_cast<uint32_t>(WgmmaStrideBytes(kMlaHeadDim)));
 }
-KVSIM_HD_INLINE uint64_t MlaWgmmaWeightDescriptor(uint32_t p) {
-  return WgmmaDescriptor(p, kWgmmaLeadingBytes,
+KVSIM_HD_INLINE uint64_t MlaWgmmaWeightDescriptor(uint32_t p, int product) {
+  return WgmmaDescriptor(p + static_cast<uint32_t>(MlaWgmmaKOffset(product)), kWgmmaLeadingBytes,
                          static_cast<uint32_t>(WgmmaStrideBytes(kMlaWgmmaTile)));
 }
-KVSIM_HD_INLINE uint64_t MlaWgmmaValueDescriptor(uint32_t v_t, int group, int product) {
-  return WgmmaDescriptor(v_t + static_cast<uint32_t>(MlaWgmmaVtProductOffset(group, product)),
+KVSIM_HD_INLINE uint64_t MlaWgmmaValueDescriptor(uint32_t v_t, int group, int product,
+                                                 int k_product) {
+  return WgmmaDescriptor(v_t + static_cast<uint32_t>(MlaWgmmaVtProductOffset(group, product) +
+                                                     MlaWgmmaKOffset(k_product)),
                          kWgmmaLeadingBytes,
                          static_cast<uint32_t>(WgmmaStrideBytes(kMlaWgmmaTile)));
 }
 
-// The 16-byte copies of one K tile: 32 tokens x 36 chunks, in kMlaWgmmaCopyRounds rounds of
-// one chunk per thread (the last round only threads below 128). Thread t copies chunks
-// c0 + 8 r of one token: a warp takes 8 tokens x 4 consecutive chunks per round, so each 8 lanes
-// fill one core matrix (128 contiguous bytes of shared memory, no bank conflict) and each token's
-// 4 chunks are 64 contiguous bytes of its row in memory; a round moves a thread's shared-memory
-// destination by 1,024 bytes and its source by 128.
-inline constexpr int kMlaWgmmaTileChunks = kMlaWgmmaTile * kMlaHeadDim / 16;  // 1,152
-inline constexpr int kMlaWgmmaCopyRounds =
-    (kMlaWgmmaTileChunks + kMlaWgmmaThreads - 1) / kMlaWgmmaThreads;  // 5
-static_assert(kMlaHeadDim / 16 % 8 == 4, "the last round is half the block");
-KVSIM_HD_INLINE bool MlaWgmmaCopies(int thread, int round) {
-  return round + 1 < kMlaWgmmaCopyRounds || thread < kMlaWgmmaThreads / 2;
-}
-KVSIM_HD_INLINE int MlaWgmmaCopyToken(int thread) {
-  return (thread / 32) % (kMlaWgmmaTile / 8) * 8 + thread % 8;
-}
+// The 16-byte copies of one K tile: 64 tokens x 36 chunks, in kMlaWgmmaCopyRounds rounds of one
+// chunk per thread. Thread t copies chunks c0 + 4 r of one token: a warp takes 8 tokens x 4
+// consecutive chunks per round, so each 8 lanes fill one core matrix (128 contiguous bytes of
+// shared memory, no bank conflict) and each token's 4 chunks are 64 contiguous bytes of its row
+// in memory; a round moves a thread's shared-memory destination by 512 bytes and its source by
+// 64.
+inline constexpr int kMlaWgmmaTileChunks = kMlaWgmmaTile * kMlaHeadDim / 16;        // 2,304
+inline constexpr int kMlaWgmmaCopyRounds = kMlaWgmmaTileChunks / kMlaWgmmaThreads;  // 9
+static_assert(kMlaWgmmaTileChunks % kMlaWgmmaThreads == 0, "every round is the whole block");
+static_assert(kMlaHeadDim / 16 % 4 == 0, "a token's chunks are whole groups of 4");
+KVSIM_HD_INLINE int MlaWgmmaCopyToken(int thread) { return (thread / 32) * 8 + thread % 8; }
 KVSIM_HD_INLINE int MlaWgmmaCopyChunk(int thread, int round) {
-  return thread / 128 * 4 + (thread / 8) % 4 + 8 * round;
+  return (thread / 8) % 4 + 4 * round;
 }
+// What a round adds to a thread's shared-memory destination and to its source.
+inline constexpr int kMlaWgmmaCopyDestinationStride = 4 * kWgmmaLeadingBytes;  // 512
+inline constexpr int kMlaWgmmaCopySourceStride = 4 * 16;                       // 64
 
 // A byte permute as PRMT does it (CUDA's __byte_perm): byte i of the result is byte
 // (selector >> 4 i) & 7 of the eight bytes of {y, x} (x bytes 0-3, y bytes 4-7).
@@ -131,19 +143,35 @@ KVSIM_HD_INLINE uint32_t MlaWgmmaBytePerm(uint32_t x, uint32_t y, uint32_t selec
 }
 
 // V^T from a landed K tile, in kMlaWgmmaTransposeRounds rounds: thread t moves tokens
-// 4 (t % 8) .. + 4 of latent columns 4 (t / 8) + 128 r .. + 4 (four 32-bit reads, eight byte
-// permutes, four 32-bit writes), so a round moves its reads by 1,024 bytes and its writes by
-// 4,096.
+// 4 (t % 16) .. + 4 of latent columns 4 (t / 16) + 64 r .. + 4 (four 32-bit reads, eight byte
+// permutes, four 32-bit writes). Its four tokens lie in one core matrix (16 bytes apart) and so
+// do its four columns in V^T; a round moves its reads by 512 bytes (4 core matrices along k) and
+// its writes by 4,096 (8 row groups of V^T): every address is a thread's base plus a constant.
 inline constexpr int kMlaWgmmaTransposeRounds =
-    kMlaWgmmaTile / 4 * (kMlaLoraRank / 4) / kMlaWgmmaThreads;  // 4
-KVSIM_HD_INLINE void MlaWgmmaTransposeBlock(const uint8_t* tile, uint8_t* v_t, int thread,
-                                            int round) {
-  const int token = 4 * (thread % (kMlaWgmmaTile / 4));
-  const int column = 4 * (thread / (kMlaWgmmaTile / 4)) + 128 * round;
+    kMlaWgmmaTile / 4 * (kMlaLoraRank / 4) / kMlaWgmmaThreads;               // 8
+inline constexpr int kMlaWgmmaTransposeTokenBlocks = kMlaWgmmaTile / 4;      // 16
+inline constexpr int kMlaWgmmaTransposeReadStride = 4 * kWgmmaLeadingBytes;  // 512
+inline constexpr int kMlaWgmmaTransposeWriteStride =
+    kMlaWgmmaThreads / kMlaWgmmaTransposeTokenBlocks * 4 / kWgmmaCoreRows * kWgmmaCoreRows *
+    kMlaWgmmaTile;  // 4,096: 8 row groups of 8 rows of 64 bytes
+static_assert(kMlaWgmmaThreads / kMlaWgmmaTransposeTokenBlocks * 4 == 64,
+              "a round covers 64 columns: 4 core matrices of a tile row");
+KVSIM_HD_INLINE int MlaWgmmaTransposeReadOffset(int thread) {
+  return WgmmaKMajorOffset(4 * (thread % kMlaWgmmaTransposeTokenBlocks),
+                           4 * (thread / kMlaWgmmaTransposeTokenBlocks), kMlaHeadDim);
+}
+KVSIM_HD_INLINE int MlaWgmmaTransposeWriteOffset(int thread) {
+  return WgmmaKMajorOffset(4 * (thread / kMlaWgmmaTransposeTokenBlocks),
+                           4 * (thread % kMlaWgmmaTransposeTokenBlocks), kMlaWgmmaTile);
+}
+// One round of a thread's transposition: `read` is the tile plus MlaWgmmaTransposeReadOffset,
+// `write` V^T plus MlaWgmmaTransposeWriteOffset.
+KVSIM_HD_INLINE void MlaWgmmaTransposeBlock(const uint8_t* read, uint8_t* write, int round) {
+  read += round * kMlaWgmmaTransposeReadStride;
+  write += round * kMlaWgmmaTransposeWriteStride;
   uint32_t r[4];
   for (int i = 0; i < 4; ++i) {
-    r[i] = *reinterpret_cast<const uint32_t*>(tile +
-                                              WgmmaKMajorOffset(token + i, column, kMlaHeadDim));
+    r[i] = *reinterpret_cast<const uint32_t*>(read + i * kWgmmaCoreRowBytes);
   }
   // Interleave the bytes of tokens (0, 1) and (2, 3), then their 16-bit halves: each column's
   // four bytes in token order.
@@ -154,8 +182,7 @@ KVSIM_HD_INLINE void MlaWgmmaTransposeBlock(const uint8_t* tile, uint8_t* v_t, i
   const uint32_t columns[4] = {MlaWgmmaBytePerm(t0, t2, 0x5410), MlaWgmmaBytePerm(t0, t2, 0x7632),
                                MlaWgmmaBytePerm(t1, t3, 0x5410), MlaWgmmaBytePerm(t1, t3, 0x7632)};
   for (int x = 0; x < 4; ++x) {
-    *reinterpret_cast<uint32_t*>(v_t + WgmmaKMajorOffset(column + x, token, kMlaWgmmaTile)) =
-        columns[x];
+    *reinterpret_cast<uint32_t*>(write + x * kWgmmaCoreRowBytes) = columns[x];
   }
 }
 
@@ -170,15 +197,15 @@ KVSIM_HD_INLINE void WgmmaAccumulatorCell(int thread, int r, int* row, int* colu
 
 // Where the kernel's shared memory goes, in bytes from its start (all 128-byte aligned).
 struct MlaWgmmaSmemLayout {
-  int q_offset = 0;        // Q codes
-  int q_scale_offset = 0;  // float [64]: their scales
-  int stage_offset = 0;    // kMlaWgmmaStages K tiles of kMlaWgmmaStageBytes
-  int v_offset = 0;        // V^T
-  int p_offset = 0;        // P
-  int rows_offset = 0;     // int64 [kMlaWgmmaStages + 1][32]: pool row per token (-1: none)
-  int scales_offset = 0;   // float [kMlaWgmmaStages][32]: per-token scales (1 when none)
-  int carry_offset = 0;    // float [64]: each head row's accumulator factor for the tile
-  int flag_offset = 0;     // int: a page of this block was out of range
+  int q_offset = 0;         // Q codes
+  int q_scale_offset = 0;   // float [64]: their scales
+  int stage_offset = 0;     // kMlaWgmmaStages K tiles of kMlaWgmmaStageBytes
+  int v_offset = 0;         // V^T
+  int p_offset = 0;         // P
+  int rows_offset = 0;      // int64 [kMlaWgmmaStages + 1][64]: pool row per token (-1: none)
+  int scales_offset = 0;    // float [kMlaWgmmaStages][64]: per-token scales (1 when none)
+  int exchange_offset = 0;  // float [2 (max, sum)][2 warpgroups][64]: each group's row parts
+  int flag_offset = 0;      // int: a page of this block was out of range
   int total_bytes = 0;
 };
 
@@ -194,8 +221,9 @@ KVSIM_HD_INLINE MlaWgmmaSmemLayout MakeMlaWgmmaSmemLayout() {
   layout.rows_offset = layout.p_offset + kMlaWgmmaPBytes;
   layout.scales_offset =
       MlaWgmmaAlign(layout.rows_offset + (kMlaWgmmaStages + 1) * kMlaWgmmaTile * 8);
-  layout.carry_offset = MlaWgmmaAlign(layout.scales_offset + kMlaWgmmaStages * kMlaWgmmaTile * 4);
-  layout.flag_offset = MlaWgmmaAlign(layout.carry_offset + kMlaWgmmaHeads * 4);
+  layout.exchange_offset =
+      MlaWgmmaAlign(layout.scales_offset + kMlaWgmmaStages * kMlaWgmmaTile * 4);
+  layout.flag_offset = MlaWgmmaAlign(layout.exchange_offset + 2 * 2 * kMlaWgmmaHeads * 4);
   layout.total_bytes = MlaWgmmaAlign(layout.flag_offset + 4);
   return layout;
 }

@@ -94,12 +94,13 @@ constexpr double kBf16UnitRoundoff = 0x1p-8;
 // bf16 weights below the smallest normal may be flushed to zero by the tensor cores.
 constexpr double kBf16FlushLimit = 0x1p-126;
 // One FP8 tensor-core step sums kFp8StepK exact products (e4m3 times e4m3 has at most 8
-// significant bits) and its zero accumulator. Assumed: every addition inside keeps at least 14
+// significant bits) and its zero accumulator: two k32 instructions, the second adding to the
+// first's accumulator inside the tensor cores. Assumed: every addition inside keeps at least 14
 // significant bits (a 13-bit fraction, as published measurements of Hopper's FP8 MMA
 // accumulator report), so each errs by at most 2^-13 of the magnitudes summed, and the kFp8StepK
 // additions plus the final fp32 rounding stay within (1 + 2^-13)^(kFp8StepK + 1) <= (1 +
-// u)^(2^11 (kFp8StepK + 1)): a step counts as 2^11 * 33 = 67,584 fp32 roundings.
-constexpr int kFp8StepK = 32;
+// u)^(2^11 (kFp8StepK + 1)): a step counts as 2^11 * 65 = 133,120 fp32 roundings.
+constexpr int kFp8StepK = 64;
 constexpr int kFp8StepRoundings = (1 << 11) * (kFp8StepK + 1);
 // The weights rounded to e4m3 for the PV product: 4 significant bits for normal values; below
 // e4m3's smallest normal 2^-6, steps of 2^-9, so a rounding errs by at most 2^-10 and never by

@@ -64,10 +64,11 @@ enum class DecodeArithmetic : uint8_t {
   kBf16TensorCore,
   // The fast MLA path's FP8 variant (e4m3 caches with per-tensor or per-token-head scales): q
   // quantised to e4m3 per head with scale max(amax, 2^-64) / 448 (ReferenceDecode quantises it
-  // the same way and computes exactly with those values), q . k and the weights times V as k32
-  // e4m3 products each summed from zero with at least 14 significant bits kept per addition, then
-  // added to fp32 registers; the weights times scale_j / (the tile's largest scale) rounded to
-  // e4m3 for the PV product (the denominator keeps them in fp32).
+  // the same way and computes exactly with those values), q . k and the weights times V as steps
+  // of 64 e4m3 products each summed from zero with at least 14 significant bits kept per
+  // addition, then added to fp32 registers; the weights times scale_j / (the tile's largest
+  // scale) rounded to e4m3 for the PV product (the denominator keeps them in fp32). Its tiles of
+  // 64 tokens are two of the bound's: fewer rescalings and fused updates than it counts.
   kFp8TensorCore,
 };
 
@@ -88,7 +89,7 @@ bool PlanWithinBound(const DecodeSplitPlan& plan);
 // The longest chains of roundings in one request of `seq_len` tokens (>= 1) with K rows of
 // `head_dim` values, the largest over every split length the bound covers, whatever the kernel's
 // plan chose. Under kBf16TensorCore each 16-product tensor-core step counts as 36 roundings,
-// under kFp8TensorCore each 32-product step as 67,584 (docs/numerics.md, "The fast paths").
+// under kFp8TensorCore each 64-product step as 133,120 (docs/numerics.md, "The fast paths").
 DecodeRoundingModel WorstCaseRoundingModel(int head_dim, int seq_len,
                                            DecodeArithmetic arithmetic = DecodeArithmetic::kFp32);
 

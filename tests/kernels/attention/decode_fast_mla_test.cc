@@ -120,7 +120,7 @@ TEST(DecodeFastMlaTest, Fp8VariantMatchesReference) {
       AttentionCaseParams params;
       params.shape = MlaCacheShape(0, 7, format);  // every length ends inside a page
       params.num_q_heads = heads;
-      params.seq_lens = {33, 1, 257, 31};
+      params.seq_lens = {33, 1, 257, 31, 65};  // 65: one whole 64-token FP8 tile and one token
       params.shared_pages = 2;
       params.newest_token_score = 8;
       params.fast_mla_math = FastMlaMath::kFp8;

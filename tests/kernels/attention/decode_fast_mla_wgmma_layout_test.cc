@@ -70,7 +70,6 @@ TEST(MlaWgmmaLayout, EveryChunkOfATileIsCopiedOnceAndFillsWholeCoreMatrices) {
       std::vector<int> offsets;
       for (int lane = 0; lane < 32; ++lane) {
         const int thread = warp * 32 + lane;
-        if (!MlaWgmmaCopies(thread, round)) continue;
         const int token = MlaWgmmaCopyToken(thread);
         const int chunk = MlaWgmmaCopyChunk(thread, round);
         ASSERT_LT(token, kMlaWgmmaTile);
@@ -90,7 +89,24 @@ TEST(MlaWgmmaLayout, EveryChunkOfATileIsCopiedOnceAndFillsWholeCoreMatrices) {
   for (int count : seen) EXPECT_EQ(count, 1);
 }
 
-// S = Q K^T through the kernel's placements and descriptors equals the logical product.
+// The kernel issues round r of a thread's copies at its round-0 addresses plus r strides.
+TEST(MlaWgmmaLayout, CopyRoundsAreFixedStrides) {
+  for (int thread = 0; thread < kMlaWgmmaThreads; ++thread) {
+    const int token = MlaWgmmaCopyToken(thread);
+    const int destination =
+        WgmmaKMajorOffset(token, 16 * MlaWgmmaCopyChunk(thread, 0), kMlaHeadDim);
+    const int source = 16 * MlaWgmmaCopyChunk(thread, 0);
+    for (int round = 0; round < kMlaWgmmaCopyRounds; ++round) {
+      const int chunk = MlaWgmmaCopyChunk(thread, round);
+      EXPECT_EQ(WgmmaKMajorOffset(token, 16 * chunk, kMlaHeadDim),
+                destination + round * kMlaWgmmaCopyDestinationStride);
+      EXPECT_EQ(16 * chunk, source + round * kMlaWgmmaCopySourceStride);
+    }
+  }
+}
+
+// S = Q K^T through the kernel's placements and descriptors equals the logical product: each
+// warpgroup's 18 k32 products read Q and its 32 tokens of K.
 TEST(MlaWgmmaLayout, ScoreOperandsReadBackAsQAndK) {
   const std::vector<uint8_t> q = RandomBytes(kMlaWgmmaHeads * kMlaHeadDim, 1);
   const std::vector<uint8_t> k = RandomBytes(kMlaWgmmaTile * kMlaHeadDim, 2);
@@ -105,7 +121,6 @@ TEST(MlaWgmmaLayout, ScoreOperandsReadBackAsQAndK) {
   const int stage = layout.stage_offset + 2 * kMlaWgmmaStageBytes;  // any stage
   for (int thread = 0; thread < kMlaWgmmaThreads; ++thread) {
     for (int round = 0; round < kMlaWgmmaCopyRounds; ++round) {
-      if (!MlaWgmmaCopies(thread, round)) continue;
       const int token = MlaWgmmaCopyToken(thread);
       const int chunk = MlaWgmmaCopyChunk(thread, round);
       for (int b = 0; b < 16; ++b) {
@@ -114,9 +129,8 @@ TEST(MlaWgmmaLayout, ScoreOperandsReadBackAsQAndK) {
       }
     }
   }
-  for (int step = 0; step < kMlaWgmmaScoreSteps; ++step) {
+  for (int step = 0; step < kMlaWgmmaScoreProducts; ++step) {
     const uint64_t a = MlaWgmmaScoreDescriptor(static_cast<uint32_t>(layout.q_offset), step);
-    const uint64_t b = MlaWgmmaScoreDescriptor(static_cast<uint32_t>(stage), step);
     for (int m = 0; m < kMlaWgmmaHeads; ++m) {
       for (int kk = 0; kk < kMlaWgmmaK; ++kk) {
         ASSERT_EQ(WgmmaRead(smem, a, m, kk),
@@ -124,11 +138,16 @@ TEST(MlaWgmmaLayout, ScoreOperandsReadBackAsQAndK) {
             << "Q step " << step << " row " << m << " k " << kk;
       }
     }
-    for (int n = 0; n < kMlaWgmmaTile; ++n) {
-      for (int kk = 0; kk < kMlaWgmmaK; ++kk) {
-        ASSERT_EQ(WgmmaRead(smem, b, n, kk),
-                  k[static_cast<size_t>(n * kMlaHeadDim + step * kMlaWgmmaK + kk)])
-            << "K step " << step << " token " << n << " k " << kk;
+    for (int g = 0; g < 2; ++g) {
+      const uint64_t b = MlaWgmmaScoreDescriptor(
+          static_cast<uint32_t>(stage + MlaWgmmaGroupTokensOffset(g)), step);
+      for (int n = 0; n < kMlaWgmmaGroupTokens; ++n) {
+        const int token = g * kMlaWgmmaGroupTokens + n;
+        for (int kk = 0; kk < kMlaWgmmaK; ++kk) {
+          ASSERT_EQ(WgmmaRead(smem, b, n, kk),
+                    k[static_cast<size_t>(token * kMlaHeadDim + step * kMlaWgmmaK + kk)])
+              << "K step " << step << " group " << g << " token " << token << " k " << kk;
+        }
       }
     }
   }
@@ -150,19 +169,24 @@ TEST(MlaWgmmaLayout, ValueAndWeightOperandsReadBackAsVAndP) {
   }
   for (int thread = 0; thread < kMlaWgmmaThreads; ++thread) {
     for (int round = 0; round < kMlaWgmmaTransposeRounds; ++round) {
-      MlaWgmmaTransposeBlock(tile, smem.data() + layout.v_offset, thread, round);
+      MlaWgmmaTransposeBlock(tile + MlaWgmmaTransposeReadOffset(thread),
+                             smem.data() + layout.v_offset + MlaWgmmaTransposeWriteOffset(thread),
+                             round);
     }
   }
-  // The two warpgroups' four products read all 16,384 bytes of V^T.
+  // The two warpgroups' two products of two k32 steps read all 32,768 bytes of V^T.
   for (int g = 0; g < 2; ++g) {
     for (int q = 0; q < kMlaWgmmaPvProducts; ++q) {
-      const uint64_t b = MlaWgmmaValueDescriptor(static_cast<uint32_t>(layout.v_offset), g, q);
-      for (int n = 0; n < kMlaWgmmaPvN; ++n) {
-        const int column = g * kMlaWgmmaColumnsPerGroup + q * kMlaWgmmaPvN + n;
-        for (int token = 0; token < kMlaWgmmaTile; ++token) {
-          ASSERT_EQ(WgmmaRead(smem, b, n, token),
-                    k[static_cast<size_t>(token * kMlaHeadDim + column)])
-              << "group " << g << " product " << q << " column " << column << " token " << token;
+      for (int s = 0; s < kMlaWgmmaPvKSteps; ++s) {
+        const uint64_t b = MlaWgmmaValueDescriptor(static_cast<uint32_t>(layout.v_offset), g, q, s);
+        for (int n = 0; n < kMlaWgmmaPvN; ++n) {
+          const int column = g * kMlaWgmmaColumnsPerGroup + q * kMlaWgmmaPvN + n;
+          for (int kk = 0; kk < kMlaWgmmaK; ++kk) {
+            const int token = s * kMlaWgmmaK + kk;
+            ASSERT_EQ(WgmmaRead(smem, b, n, kk),
+                      k[static_cast<size_t>(token * kMlaHeadDim + column)])
+                << "group " << g << " product " << q << " column " << column << " token " << token;
+          }
         }
       }
     }
@@ -173,10 +197,14 @@ TEST(MlaWgmmaLayout, ValueAndWeightOperandsReadBackAsVAndP) {
           p[static_cast<size_t>(h * kMlaWgmmaTile + token)];
     }
   }
-  const uint64_t a = MlaWgmmaWeightDescriptor(static_cast<uint32_t>(layout.p_offset));
-  for (int h = 0; h < kMlaWgmmaHeads; ++h) {
-    for (int token = 0; token < kMlaWgmmaTile; ++token) {
-      ASSERT_EQ(WgmmaRead(smem, a, h, token), p[static_cast<size_t>(h * kMlaWgmmaTile + token)]);
+  for (int s = 0; s < kMlaWgmmaPvKSteps; ++s) {
+    const uint64_t a = MlaWgmmaWeightDescriptor(static_cast<uint32_t>(layout.p_offset), s);
+    for (int h = 0; h < kMlaWgmmaHeads; ++h) {
+      for (int kk = 0; kk < kMlaWgmmaK; ++kk) {
+        const int token = s * kMlaWgmmaK + kk;
+        ASSERT_EQ(WgmmaRead(smem, a, h, kk), p[static_cast<size_t>(h * kMlaWgmmaTile + token)])
+            << "P step " << s << " head " << h << " token " << token;
+      }
     }
   }
 }
