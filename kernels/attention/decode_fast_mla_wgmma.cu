@@ -278,10 +278,7 @@ __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
   FastMlaBlock block;
   if (!LocateFastMlaBlock<kTile>(launch, &block)) return;
   const int tid = block.tid;
-  // Its tokens 32 g .. + 32 (S) and V columns 256 g .. + 256. Read from lane 0, so that the
-  // compiler knows it is warp-uniform and keeps the descriptors derived from it in uniform
-  // registers, which wgmma reads.
-  const int group = __shfl_sync(0xFFFFFFFFu, block.warp / 4, 0);
+  const int group = block.warp / 4;  // its tokens 32 g .. + 32 (S), V columns 256 g .. + 256
   const int other = 1 - group;
 
   const MlaWgmmaSmemLayout layout = MakeMlaWgmmaSmemLayout();
