@@ -152,6 +152,49 @@ TEST(DecodeFastMlaTest, Fp8VariantLongRequestMatchesReference) {
   std::cout << "fast MLA FP8 4097 tokens, largest |kernel - reference| / bound: " << worst << "\n";
 }
 
+// The FP8 variant carries its accumulator from one tile's unit (its largest token scale) to the
+// next. Request 0's head 0 attends almost only to token 10 (its query points at that key, score
+// about 8), and the keys of the later tiles are 8 times smaller (so are their token scales): the
+// first tile's share must be carried into the last tile's unit, 8 times smaller. Keeping the old
+// unit leaves it 8 times too small (mutant decode-fast-mla-fp8-keeps-old-unit).
+TEST(DecodeFastMlaTest, Fp8VariantChangesTheAccumulatorsUnitBetweenTiles) {
+  std::unique_ptr<Backend> backend = CreateCpuBackend();
+  AttentionCaseParams params;
+  params.shape = MlaCacheShape(0, 16, {KvDtype::kFp8E4M3, KvScaling::kPerTokenHead});
+  params.num_q_heads = 3;
+  params.seq_lens = {150};  // tiles of 64, 64 and 22 tokens
+  params.fast_mla_math = FastMlaMath::kFp8;
+  params.seed = 0xf8c0u;
+  AttentionCase c = testing::MakeAttentionCase(params);
+  constexpr int kTarget = 10;
+  const size_t row = static_cast<size_t>(kMlaHeadDim);
+  for (size_t token = 0; token < c.token_position.size(); ++token) {
+    ASSERT_EQ(c.token_request[token], 0);
+    uint16_t* k = &c.k_new[token * row];
+    if (c.token_position[token] == kTarget) {
+      double norm2 = 0;
+      for (size_t i = 0; i < row; ++i) norm2 += DecodeBf16(k[i]) * DecodeBf16(k[i]);
+      const double factor = 8.0 / (c.softmax_scale * norm2);
+      for (size_t i = 0; i < row; ++i) {
+        c.q[i] = EncodeBf16(static_cast<float>(factor * DecodeBf16(k[i])));
+      }
+    }
+    if (c.token_position[token] < kFastMlaFp8TileTokens) continue;
+    // Exact: a power of two, far from bf16's subnormals for these values.
+    for (size_t i = 0; i < row; ++i) k[i] = EncodeBf16(DecodeBf16(k[i]) * 0.125f);
+  }
+  Result<DeviceCase> device = testing::UploadAndAppend(*backend, c);
+  ASSERT_TRUE(device.ok()) << device.status().ToString();
+  const reference::HostKvCache cache =
+      reference::DownloadKvCache(*backend, device->cache()).value();
+  const DecodeOutputs outputs =
+      testing::RunDecode(*backend, c, *device, AttentionOutputDtype::kFp32, kFast).value();
+  const testing::ReferenceCheck check =
+      testing::CheckDecodeAgainstReference(c, cache, outputs, AttentionOutputDtype::kFp32, kFast);
+  EXPECT_TRUE(check.failure.empty()) << check.failure;
+  EXPECT_GT(check.checked, 0);
+}
+
 // The FP8 variant's quantisation is visible: its outputs are outside the bf16 arithmetic's bound
 // (unquantised q, weights rounded to bf16), so the check above depends on the reference
 // quantising q as the kernel does.
