@@ -152,13 +152,27 @@ TEST(DecodeFastMlaTest, Fp8VariantLongRequestMatchesReference) {
   std::cout << "fast MLA FP8 4097 tokens, largest |kernel - reference| / bound: " << worst << "\n";
 }
 
+// A case (built and perhaps edited by the caller) appended and run on the fast CPU path with fp32
+// outputs, with the cache as the reference reads it.
+struct FastRun {
+  reference::HostKvCache cache;
+  DecodeOutputs outputs;
+};
+void RunFastFp32(const AttentionCase& c, FastRun* run) {
+  std::unique_ptr<Backend> backend = CreateCpuBackend();
+  Result<DeviceCase> device = testing::UploadAndAppend(*backend, c);
+  ASSERT_TRUE(device.ok()) << device.status().ToString();
+  run->cache = reference::DownloadKvCache(*backend, device->cache()).value();
+  run->outputs =
+      testing::RunDecode(*backend, c, *device, AttentionOutputDtype::kFp32, kFast).value();
+}
+
 // The FP8 variant carries its accumulator from one tile's unit (its largest token scale) to the
 // next. Request 0's head 0 attends almost only to token 10 (its query points at that key, score
 // about 8), and the keys of the later tiles are 8 times smaller (so are their token scales): the
 // first tile's share must be carried into the last tile's unit, 8 times smaller. Keeping the old
 // unit leaves it 8 times too small (mutant decode-fast-mla-fp8-keeps-old-unit).
 TEST(DecodeFastMlaTest, Fp8VariantChangesTheAccumulatorsUnitBetweenTiles) {
-  std::unique_ptr<Backend> backend = CreateCpuBackend();
   AttentionCaseParams params;
   params.shape = MlaCacheShape(0, 16, {KvDtype::kFp8E4M3, KvScaling::kPerTokenHead});
   params.num_q_heads = 3;
@@ -183,12 +197,10 @@ TEST(DecodeFastMlaTest, Fp8VariantChangesTheAccumulatorsUnitBetweenTiles) {
     // Exact: a power of two, far from bf16's subnormals for these values.
     for (size_t i = 0; i < row; ++i) k[i] = EncodeBf16(DecodeBf16(k[i]) * 0.125f);
   }
-  Result<DeviceCase> device = testing::UploadAndAppend(*backend, c);
-  ASSERT_TRUE(device.ok()) << device.status().ToString();
-  const reference::HostKvCache cache =
-      reference::DownloadKvCache(*backend, device->cache()).value();
-  const DecodeOutputs outputs =
-      testing::RunDecode(*backend, c, *device, AttentionOutputDtype::kFp32, kFast).value();
+  FastRun run;
+  ASSERT_NO_FATAL_FAILURE(RunFastFp32(c, &run));
+  const reference::HostKvCache& cache = run.cache;
+  const DecodeOutputs& outputs = run.outputs;
   const testing::ReferenceCheck check =
       testing::CheckDecodeAgainstReference(c, cache, outputs, AttentionOutputDtype::kFp32, kFast);
   EXPECT_TRUE(check.failure.empty()) << check.failure;
@@ -199,7 +211,6 @@ TEST(DecodeFastMlaTest, Fp8VariantChangesTheAccumulatorsUnitBetweenTiles) {
 // (unquantised q, weights rounded to bf16), so the check above depends on the reference
 // quantising q as the kernel does.
 TEST(DecodeFastMlaTest, Fp8VariantFailsTheBf16Bound) {
-  std::unique_ptr<Backend> backend = CreateCpuBackend();
   AttentionCaseParams params;
   params.shape = MlaCacheShape(0, 16, {KvDtype::kFp8E4M3, KvScaling::kPerTokenHead});
   params.num_q_heads = 64;
@@ -207,12 +218,10 @@ TEST(DecodeFastMlaTest, Fp8VariantFailsTheBf16Bound) {
   params.fast_mla_math = FastMlaMath::kFp8;
   params.seed = 0xf8b0u;
   AttentionCase c = testing::MakeAttentionCase(params);
-  Result<DeviceCase> device = testing::UploadAndAppend(*backend, c);
-  ASSERT_TRUE(device.ok()) << device.status().ToString();
-  const reference::HostKvCache cache =
-      reference::DownloadKvCache(*backend, device->cache()).value();
-  const DecodeOutputs outputs =
-      testing::RunDecode(*backend, c, *device, AttentionOutputDtype::kFp32, kFast).value();
+  FastRun run;
+  ASSERT_NO_FATAL_FAILURE(RunFastFp32(c, &run));
+  const reference::HostKvCache& cache = run.cache;
+  const DecodeOutputs& outputs = run.outputs;
   EXPECT_TRUE(
       testing::CheckDecodeAgainstReference(c, cache, outputs, AttentionOutputDtype::kFp32, kFast)
           .failure.empty());
