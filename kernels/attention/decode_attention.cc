@@ -143,10 +143,10 @@ Status DecodeAttention(Backend& backend, const DecodeAttentionArgs& args) {
   DecodeAttentionLaunch launch = MakeDecodeLaunch(args);
   if (args.launch.path == KernelPath::kFast && shape.kind == AttentionKind::kMla &&
       launch.fast_mla_math == FastMlaMath::kFp8 && !FastMlaFp8Supported(shape.format)) {
-    return InvalidArgumentError("FP8 fast MLA arithmetic is not supported for format '" +
-                                KvFormatName(shape.format) +
-                                "'; it takes e4m3 caches with per-tensor or per-token-head scales "
-                                "(use FastMlaMath::kAuto or kBf16)");
+    return InvalidArgumentError(
+        "FP8 fast MLA arithmetic is not supported for format '" + KvFormatName(shape.format) +
+        "'; it takes e4m3 and e5m2 caches with per-tensor or per-token-head scales "
+        "(use FastMlaMath::kAuto or kBf16)");
   }
   KVSIM_RETURN_IF_ERROR(CheckAligned16(launch.q, "q"));
   KVSIM_RETURN_IF_ERROR(CheckAligned16(launch.pool.k_pages, "k_pages"));

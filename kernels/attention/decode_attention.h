@@ -45,9 +45,10 @@ struct DecodeAttentionArgs {
   // depends on the path.
   LaunchOptions launch;
   // The fast MLA path's tensor-core arithmetic (attention_launch.h): kAuto follows
-  // decode_fast_mla.h's rule; kBf16 keeps bf16 products; kFp8 (e4m3 caches with per-tensor or
-  // per-token-head scales, else InvalidArgument) runs the FP8 variant: its CPU twin on the CPU,
-  // on CUDA its kernel where compiled (else Unavailable). Unused on the simple path and on GQA.
+  // decode_fast_mla.h's rule; kBf16 keeps bf16 products; kFp8 (e4m3 and e5m2 caches with
+  // per-tensor or per-token-head scales, else InvalidArgument) runs the FP8 variant: its CPU twin
+  // on the CPU, on CUDA its kernel where compiled (else Unavailable). Unused on the simple path
+  // and on GQA.
   FastMlaMath fast_mla_math = FastMlaMath::kAuto;
 };
 

@@ -107,11 +107,12 @@ KVSIM_HD_INLINE void FastMlaQueryScale(float amax, float* scale, float* inverse)
 // the wgmma kernel has passed its GPU test (it has not run on a GPU yet).
 inline constexpr bool kFastMlaFp8ByDefault = false;
 
-// Whether the FP8 variant supports cache format `format`: e4m3 with per-tensor or per-token-head
-// scales (FlashMLA's 656-byte rows mix block scales along k with bf16 rope values, and e5m2 and
-// bf16 caches have no e4m3 codes: they stay on bf16 products).
+// Whether the FP8 variant supports cache format `format`: e4m3 or e5m2 (the K and V codes as
+// stored, against e4m3 queries and weights) with per-tensor or per-token-head scales. FlashMLA's
+// 656-byte rows mix block scales along k with bf16 rope values, and bf16 caches have no FP8
+// codes: they stay on bf16 products.
 inline bool FastMlaFp8Supported(KvFormat format) {
-  return format.dtype == KvDtype::kFp8E4M3 &&
+  return (format.dtype == KvDtype::kFp8E4M3 || format.dtype == KvDtype::kFp8E5M2) &&
          (format.scaling == KvScaling::kPerTensor || format.scaling == KvScaling::kPerTokenHead);
 }
 // The arithmetic a fast MLA call with `format` and requested `math` runs: kAuto is kFp8 for the

@@ -1,5 +1,6 @@
 // The fast MLA decode path's FP8 variant on Hopper's FP8 tensor cores (wgmma, QGMMA in SASS), for
-// e4m3 caches with per-tensor or per-token-head scales. Its arithmetic is the FP8 variant's
+// e4m3 and e5m2 caches with per-tensor or per-token-head scales (e4m3 queries and weights times
+// the cache's codes as stored). Its arithmetic is the FP8 variant's
 // (decode_fast_mla.h, docs/numerics.md "The fast paths: FP8 tensor-core arithmetic"), step for
 // step, so its CPU twin is decode_fast_mla_cpu.cc's FP8 arithmetic:
 //
@@ -112,66 +113,88 @@ __device__ __forceinline__ void Opaque(WgmmaDescriptorHalves& descriptor) {
   asm volatile("" : "+r"(descriptor.low));
 }
 
-// d = A (64 x 32 e4m3) * B (32 x 32 e4m3, N = tokens), from zero or (kAccumulate) added to d
-// inside the tensor cores: the second k32 product of a step. The operands are read from shared
+// The asm of one product: its PTX text for B's FP8 type, and the operands of d (kValueRegisters
+// or kScoreRegisters fp32), A's and B's descriptor halves and the scale-d flag.
+#define KVSIM_WGMMA_SCORE_PTX(btype)                                         \
+  "{\n"                                                                      \
+  ".reg .pred p;\n"                                                          \
+  ".reg .b64 da, db;\n"                                                      \
+  "mov.b64 da, {%16, %17};\n"                                                \
+  "mov.b64 db, {%18, %19};\n"                                                \
+  "setp.ne.b32 p, %20, 0;\n"                                                 \
+  "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3." btype                   \
+  " "                                                                        \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, " \
+  "da, db, p, 1, 1;\n"                                                       \
+  "}\n"
+#define KVSIM_WGMMA_SCORE_OPERANDS                                                          \
+  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),       \
+    "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),    \
+    "+f"(d[14]), "+f"(d[15])                                                                   \
+  : "r"(a.low), "r"(a.high), "r"(b.low), "r"(b.high), "n"(kAccumulate ? 1 : 0)                \
+  : "memory"
+
+// d = A (64 x 32 e4m3) * B (32 x 32 cache codes, N = tokens), from zero or (kAccumulate) added to
+// d inside the tensor cores: the second k32 product of a step. The operands are read from shared
 // memory ("memory": no store may move across it).
-template <bool kAccumulate>
+template <bool kE5m2, bool kAccumulate>
 __device__ __forceinline__ void WgmmaScoreProduct(float (&d)[kScoreRegisters],
                                                   WgmmaDescriptorHalves a,
                                                   WgmmaDescriptorHalves b) {
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      ".reg .b64 da, db;\n"
-      "mov.b64 da, {%16, %17};\n"
-      "mov.b64 db, {%18, %19};\n"
-      "setp.ne.b32 p, %20, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
-      "da, db, p, 1, 1;\n"
-      "}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-        "+f"(d[14]), "+f"(d[15])
-      : "r"(a.low), "r"(a.high), "r"(b.low), "r"(b.high), "n"(kAccumulate ? 1 : 0)
-      : "memory");
+  if constexpr (kE5m2) {
+    asm volatile(KVSIM_WGMMA_SCORE_PTX("e5m2") KVSIM_WGMMA_SCORE_OPERANDS);
+  } else {
+    asm volatile(KVSIM_WGMMA_SCORE_PTX("e4m3") KVSIM_WGMMA_SCORE_OPERANDS);
+  }
 }
 
-// d = A (64 x 32 e4m3, the weights) * B (32 tokens x 128 columns), from zero or (kAccumulate)
-// added to d inside the tensor cores.
-template <bool kAccumulate>
+#define KVSIM_WGMMA_VALUE_PTX(btype)                                                  \
+  "{\n"                                                                               \
+  ".reg .pred p;\n"                                                                   \
+  ".reg .b64 da, db;\n"                                                               \
+  "mov.b64 da, {%64, %65};\n"                                                         \
+  "mov.b64 db, {%66, %67};\n"                                                         \
+  "setp.ne.b32 p, %68, 0;\n"                                                          \
+  "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3." btype                           \
+  " "                                                                                 \
+  "{"                                                                                 \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "            \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "  \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "  \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, " \
+  "da, db, p, 1, 1;\n"                                                                \
+  "}\n"
+#define KVSIM_WGMMA_VALUE_OPERANDS                                                             \
+  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),         \
+    "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),     \
+    "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),  \
+    "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),  \
+    "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),  \
+    "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),  \
+    "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),  \
+    "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),  \
+    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),  \
+    "+f"(d[63])                                                                                 \
+  : "r"(a.low), "r"(a.high), "r"(b.low), "r"(b.high), "n"(kAccumulate ? 1 : 0)                  \
+  : "memory"
+
+// d = A (64 x 32 e4m3, the weights) * B (32 tokens x 128 columns of cache codes), from zero or
+// (kAccumulate) added to d inside the tensor cores.
+template <bool kE5m2, bool kAccumulate>
 __device__ __forceinline__ void WgmmaValueProduct(float (&d)[kValueRegisters],
                                                   WgmmaDescriptorHalves a,
                                                   WgmmaDescriptorHalves b) {
   static_assert(kValueRegisters == 64, "m64n128: 64 accumulators a thread");
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      ".reg .b64 da, db;\n"
-      "mov.b64 da, {%64, %65};\n"
-      "mov.b64 db, {%66, %67};\n"
-      "setp.ne.b32 p, %68, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
-      "{"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-      "da, db, p, 1, 1;\n"
-      "}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
-        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
-        "+f"(d[63])
-      : "r"(a.low), "r"(a.high), "r"(b.low), "r"(b.high), "n"(kAccumulate ? 1 : 0)
-      : "memory");
+  if constexpr (kE5m2) {
+    asm volatile(KVSIM_WGMMA_VALUE_PTX("e5m2") KVSIM_WGMMA_VALUE_OPERANDS);
+  } else {
+    asm volatile(KVSIM_WGMMA_VALUE_PTX("e4m3") KVSIM_WGMMA_VALUE_OPERANDS);
+  }
 }
+#undef KVSIM_WGMMA_SCORE_PTX
+#undef KVSIM_WGMMA_SCORE_OPERANDS
+#undef KVSIM_WGMMA_VALUE_PTX
+#undef KVSIM_WGMMA_VALUE_OPERANDS
 
 // Two floats as an e4m3 pair (round to nearest even, saturating), low byte first.
 __device__ __forceinline__ uint16_t PackE4m3(float low, float high) {
@@ -270,6 +293,8 @@ __device__ __forceinline__ void HalfSums(const float (&w)[kScoreRegisters], int 
 // Grid: (max_splits, ceil(num_q_heads / 64), batch); block: kMlaWgmmaThreads; dynamic shared
 // memory MakeMlaWgmmaSmemLayout().total_bytes. Writes each (request, head, split)'s unnormalised
 // partial (max, sum, weighted V sum) and, from head tile 0, the split's page status.
+// kE5m2: the cache holds e5m2 codes (else e4m3); the queries and weights are e4m3 either way.
+template <bool kE5m2>
 __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
     FastMlaDecodeWgmmaKernel(DecodeAttentionLaunch launch) {
 #if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -369,8 +394,9 @@ __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
       for (int step = 0; step < kMlaWgmmaSteps; ++step) {
         float d[kScoreRegisters];
         WgmmaFence();
-        WgmmaScoreProduct<false>(d, Advance(q_step, 2 * step), Advance(k_step, 2 * step));
-        WgmmaScoreProduct<true>(d, Advance(q_step, 2 * step + 1), Advance(k_step, 2 * step + 1));
+        WgmmaScoreProduct<kE5m2, false>(d, Advance(q_step, 2 * step), Advance(k_step, 2 * step));
+        WgmmaScoreProduct<kE5m2, true>(d, Advance(q_step, 2 * step + 1),
+                                       Advance(k_step, 2 * step + 1));
         WgmmaCommit();
         WgmmaWaitAll();
         FenceRegisters(d);
@@ -474,8 +500,8 @@ __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
           v_step.high};
       float d[kValueRegisters];
       WgmmaFence();
-      WgmmaValueProduct<false>(d, p_step, v_product);
-      WgmmaValueProduct<true>(d, Advance(p_step, 1), Advance(v_product, 1));
+      WgmmaValueProduct<kE5m2, false>(d, p_step, v_product);
+      WgmmaValueProduct<kE5m2, true>(d, Advance(p_step, 1), Advance(v_product, 1));
       WgmmaCommit();
       WgmmaWaitAll();
       FenceRegisters(d);
@@ -507,7 +533,7 @@ Status LaunchDecodeAttentionFastMlaFp8(const DecodeAttentionLaunch& launch) {
   if (launch.pool.v_pages != nullptr || launch.pool.head_dim != kMlaHeadDim ||
       !FastMlaFp8Supported(launch.pool.format) || launch.pool.row_bytes != kMlaHeadDim) {
     return InvalidArgumentError(
-        "FP8 fast MLA decode takes MLA caches of 576-byte e4m3 rows with per-tensor or "
+        "FP8 fast MLA decode takes MLA caches of 576-byte e4m3 or e5m2 rows with per-tensor or "
         "per-token-head scales");
   }
   // wgmma is sm_90a code: later GPUs would run the kernel's compute_90 PTX, which has none.
@@ -531,14 +557,17 @@ Status LaunchDecodeAttentionFastMlaFp8(const DecodeAttentionLaunch& launch) {
                          " bytes of shared memory; at most " +
                          std::to_string(kFastMlaMaxSharedBytes));
   }
+  const auto kernel = launch.pool.format.dtype == KvDtype::kFp8E5M2
+                          ? FastMlaDecodeWgmmaKernel<true>
+                          : FastMlaDecodeWgmmaKernel<false>;
   // Above the default 48 KB a kernel must opt in; a host-side attribute, not a stream operation.
   KVSIM_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
-      FastMlaDecodeWgmmaKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, layout.total_bytes));
+      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, layout.total_bytes));
   const dim3 grid(static_cast<unsigned>(launch.plan.max_splits),
                   static_cast<unsigned>((launch.num_q_heads + kHeads - 1) / kHeads),
                   static_cast<unsigned>(launch.table.batch));
-  FastMlaDecodeWgmmaKernel<<<grid, kMlaWgmmaThreads, static_cast<size_t>(layout.total_bytes),
-                             static_cast<cudaStream_t>(launch.stream)>>>(launch);
+  kernel<<<grid, kMlaWgmmaThreads, static_cast<size_t>(layout.total_bytes),
+           static_cast<cudaStream_t>(launch.stream)>>>(launch);
   KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return LaunchDecodeCombine(launch);
 }

@@ -93,7 +93,7 @@ int CeilDiv(int a, int b) { return (a + b - 1) / b; }
 constexpr double kBf16UnitRoundoff = 0x1p-8;
 // bf16 weights below the smallest normal may be flushed to zero by the tensor cores.
 constexpr double kBf16FlushLimit = 0x1p-126;
-// One FP8 tensor-core step sums kFp8StepK exact products (e4m3 times e4m3 has at most 8
+// One FP8 tensor-core step sums kFp8StepK exact products (e4m3 times e4m3 or e5m2: at most 8
 // significant bits) and its zero accumulator: two k32 instructions, the second adding to the
 // first's accumulator inside the tensor cores. Assumed: every addition inside keeps at least 14
 // significant bits (a 13-bit fraction, as published measurements of Hopper's FP8 MMA

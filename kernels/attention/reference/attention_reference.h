@@ -62,13 +62,14 @@ enum class DecodeArithmetic : uint8_t {
   // fp32 16 at a time, in an unspecified order with truncation allowed; the weights rounded to
   // bf16 for the PV product (the denominator keeps them in fp32).
   kBf16TensorCore,
-  // The fast MLA path's FP8 variant (e4m3 caches with per-tensor or per-token-head scales): q
-  // quantised to e4m3 per head with scale max(amax, 2^-64) / 448 (ReferenceDecode quantises it
-  // the same way and computes exactly with those values), q . k and the weights times V as steps
-  // of 64 e4m3 products each summed from zero with at least 14 significant bits kept per
-  // addition, then added to fp32 registers; the weights times scale_j / (the tile's largest
-  // scale) rounded to e4m3 for the PV product (the denominator keeps them in fp32). Its tiles of
-  // 64 tokens are two of the bound's: fewer rescalings and fused updates than it counts.
+  // The fast MLA path's FP8 variant (e4m3 and e5m2 caches with per-tensor or per-token-head
+  // scales): q quantised to e4m3 per head with scale max(amax, 2^-64) / 448 (ReferenceDecode
+  // quantises it the same way and computes exactly with those values), q . k and the weights
+  // times V as steps of 64 FP8 products (e4m3 times the stored codes) each summed from zero with
+  // at least 14 significant bits kept per addition, then added to fp32 registers; the weights
+  // times scale_j / (the tile's largest scale) rounded to e4m3 for the PV product (the
+  // denominator keeps them in fp32). Its tiles of 64 tokens are two of the bound's: fewer
+  // rescalings and fused updates than it counts.
   kFp8TensorCore,
 };
 

@@ -115,7 +115,9 @@ TEST(DecodeFastMlaTest, PlanCountsHeadTiles) {
 TEST(DecodeFastMlaTest, Fp8VariantMatchesReference) {
   double worst = 0;
   for (const KvFormat format : {KvFormat{KvDtype::kFp8E4M3, KvScaling::kPerTensor},
-                                KvFormat{KvDtype::kFp8E4M3, KvScaling::kPerTokenHead}}) {
+                                KvFormat{KvDtype::kFp8E4M3, KvScaling::kPerTokenHead},
+                                KvFormat{KvDtype::kFp8E5M2, KvScaling::kPerTensor},
+                                KvFormat{KvDtype::kFp8E5M2, KvScaling::kPerTokenHead}}) {
     for (int heads : {1, 3, 64, 100, 128}) {
       AttentionCaseParams params;
       params.shape = MlaCacheShape(0, 7, format);  // every length ends inside a page
@@ -236,10 +238,11 @@ TEST(DecodeFastMlaTest, Fp8VariantRefusesOtherFormats) {
   EXPECT_EQ(ResolveFastMlaMath({KvDtype::kFp8E4M3, KvScaling::kPerTokenHead}, FastMlaMath::kAuto),
             kFastMlaFp8ByDefault ? FastMlaMath::kFp8 : FastMlaMath::kBf16);
   EXPECT_EQ(ResolveFastMlaMath({KvDtype::kFp8E5M2, KvScaling::kPerTensor}, FastMlaMath::kAuto),
+            kFastMlaFp8ByDefault ? FastMlaMath::kFp8 : FastMlaMath::kBf16);
+  EXPECT_EQ(ResolveFastMlaMath({KvDtype::kFp8E4M3, KvScaling::kMlaBlock128}, FastMlaMath::kAuto),
             FastMlaMath::kBf16);
   std::unique_ptr<Backend> backend = CreateCpuBackend();
   for (const KvFormat format : {KvFormat{KvDtype::kBf16, KvScaling::kNone},
-                                KvFormat{KvDtype::kFp8E5M2, KvScaling::kPerTokenHead},
                                 KvFormat{KvDtype::kFp8E4M3, KvScaling::kMlaBlock128}}) {
     AttentionCaseParams params;
     params.shape = MlaCacheShape(0, 16, format);
