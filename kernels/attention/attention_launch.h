@@ -119,6 +119,10 @@ Status LaunchDecodeAttentionFastMla(const DecodeAttentionLaunch& launch);
 // The fast MLA path's FP8 tensor-core kernel (launch.fast_mla_math kFp8, wgmma), then the
 // combine; Unavailable on a GPU other than compute capability 9.0 (wgmma is sm_90a code).
 Status LaunchDecodeAttentionFastMlaFp8(const DecodeAttentionLaunch& launch);
+// The fast MLA path's bf16 arithmetic for bf16 caches on wgmma (FastMlaDecodeWgmmaBf16Kernel),
+// then the combine; LaunchDecodeAttentionFastMla calls it on compute capability 9.0 (wgmma is
+// sm_90a code).
+Status LaunchDecodeAttentionFastMlaBf16Wgmma(const DecodeAttentionLaunch& launch);
 Status LaunchDecodeAttentionFastGqa(const DecodeAttentionLaunch& launch);
 // The combine kernel alone (every split of every request and head already in the workspace).
 Status LaunchDecodeCombine(const DecodeAttentionLaunch& launch);

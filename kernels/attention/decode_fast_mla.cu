@@ -23,6 +23,7 @@
 #include "kernels/attention/attention_launch.h"
 #include "kernels/attention/decode_fast_mla.h"
 #include "kernels/attention/decode_fast_mla_common.cuh"
+#include "kernels/attention/decode_fast_mla_wgmma_common.cuh"
 #include "kernels/attention/decode_fp8.cuh"
 #include "kernels/attention/decode_math.h"
 #include "kernels/attention/decode_plan.h"
@@ -351,8 +352,14 @@ Status LaunchDecodeAttentionFastMla(const DecodeAttentionLaunch& launch) {
     return LaunchFastMlaConfig<FastMlaConfig<KvDtype::kFp8E4M3, true>>(launch);
   }
   switch (format.dtype) {
-    case KvDtype::kBf16:
+    case KvDtype::kBf16: {
+      // On compute capability 9.0 bf16 caches run the wgmma kernel: same arithmetic and order.
+      bool sm_90 = false;
+      std::string device;
+      KVSIM_RETURN_IF_ERROR(fast_mla::CurrentDeviceIsSm90(&sm_90, &device));
+      if (sm_90) return LaunchDecodeAttentionFastMlaBf16Wgmma(launch);
       return LaunchFastMlaConfig<FastMlaConfig<KvDtype::kBf16, false>>(launch);
+    }
     case KvDtype::kFp8E4M3:
       return LaunchFastMlaConfig<FastMlaConfig<KvDtype::kFp8E4M3, false>>(launch);
     case KvDtype::kFp8E5M2:

@@ -30,6 +30,7 @@
 #include "kernels/attention/attention_launch.h"
 #include "kernels/attention/decode_fast_mla.h"
 #include "kernels/attention/decode_fast_mla_common.cuh"
+#include "kernels/attention/decode_fast_mla_wgmma_common.cuh"
 #include "kernels/attention/decode_fast_mla_wgmma_layout.h"
 #include "kernels/attention/decode_math.h"
 #include "kernels/attention/decode_plan.h"
@@ -38,22 +39,13 @@
 #include "kernels/formats.h"
 
 namespace kvsim::cuda {
+namespace fast_mla {
 namespace {
-
-using fast_mla::CommitCopies;
-using fast_mla::CopyAsync16;
-using fast_mla::CopyTokenScales;
-using fast_mla::FastMlaBlock;
-using fast_mla::LocateFastMlaBlock;
-using fast_mla::SharedAddress;
-using fast_mla::TileRow;
-using fast_mla::WaitCopies;
-
-constexpr int kHeads = kMlaWgmmaHeads;
 
 // wgmma is sm_90a code: the compute_90 PTX that the build also embeds gets the kernel's stub only.
 #if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
+constexpr int kHeads = kMlaWgmmaHeads;
 constexpr int kTile = kMlaWgmmaTile;                // 64 tokens
 constexpr int kGroupTokens = kMlaWgmmaGroupTokens;  // 32: one warpgroup's scores
 constexpr int kStages = kMlaWgmmaStages;
@@ -67,51 +59,6 @@ static_assert(kMlaWgmmaThreads == kFastMlaThreads, "the block set-up is the fast
 static_assert(kHeads == kFastMlaHeadsPerTile, "one 64-head tile per block");
 static_assert(kColumnBlocks == kFastMlaVColumnsPerWarp / 8, "o is the bf16 kernel's layout");
 static_assert(kTile <= kMlaWgmmaThreads, "a thread per token for page look-ups and scales");
-
-// Orders wgmma against the registers and shared memory other instructions touched before it.
-__device__ __forceinline__ void WgmmaFence() {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void WgmmaCommit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void WgmmaWaitAll() {
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-}
-// Shared memory written by ordinary stores and cp.async, made visible to wgmma's reads (the
-// async proxy); each writing thread fences before the barrier that publishes its writes.
-__device__ __forceinline__ void FenceSharedForWgmma() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-// Keeps the compiler from moving reads of an accumulator above the wait that completes it.
-template <int kCount>
-__device__ __forceinline__ void FenceRegisters(float (&d)[kCount]) {
-#pragma unroll
-  for (int i = 0; i < kCount; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-
-// A matrix descriptor (decode_fast_mla_wgmma_layout.h) as its two 32-bit halves: the low half
-// holds the start address field, so moving an operand along k adds to it (one integer add; the
-// field never carries below 256 KB of shared memory), and the high half, a constant stride field,
-// stays put.
-struct WgmmaDescriptorHalves {
-  uint32_t low;
-  uint32_t high;
-};
-__device__ __forceinline__ WgmmaDescriptorHalves Halves(uint64_t descriptor) {
-  return {static_cast<uint32_t>(descriptor), static_cast<uint32_t>(descriptor >> 32)};
-}
-// `descriptor` moved along k by `k_products` k32 products (MlaWgmmaKOffset).
-__device__ __forceinline__ WgmmaDescriptorHalves Advance(WgmmaDescriptorHalves descriptor,
-                                                         int k_products) {
-  return {descriptor.low + static_cast<uint32_t>(MlaWgmmaKOffset(k_products) >> 4),
-          descriptor.high};
-}
-// Hides a value from the compiler once per tile, so that the descriptors derived from it are
-// computed in the loop (a few adds) instead of hoisted out of it and spilled.
-__device__ __forceinline__ void Opaque(WgmmaDescriptorHalves& descriptor) {
-  asm volatile("" : "+r"(descriptor.low));
-}
 
 // The asm of one product: its PTX text for B's FP8 type, and the operands of d (kValueRegisters
 // or kScoreRegisters fp32), A's and B's descriptor halves and the scale-d flag.
@@ -271,23 +218,6 @@ __device__ __forceinline__ void QuantizeQueries(const DecodeAttentionLaunch& lau
   }
 }
 
-// A lane's two rows' sum of one 16-token half of its warpgroup's weights (n8 blocks 2 h and
-// 2 h + 1) in the twin's order: its four weights of each row left to right, then the butterfly over
-// lane bits 0 and 1.
-__device__ __forceinline__ void HalfSums(const float (&w)[kScoreRegisters], int half, float* low,
-                                         float* high) {
-  const int b0 = 8 * half;  // registers of n8 block 2 half
-  float l = __fadd_rn(__fadd_rn(__fadd_rn(w[b0], w[b0 + 1]), w[b0 + 4]), w[b0 + 5]);
-  float h = __fadd_rn(__fadd_rn(__fadd_rn(w[b0 + 2], w[b0 + 3]), w[b0 + 6]), w[b0 + 7]);
-#pragma unroll
-  for (int offset = 1; offset < 4; offset *= 2) {
-    l = __fadd_rn(l, __shfl_xor_sync(0xFFFFFFFFu, l, offset));
-    h = __fadd_rn(h, __shfl_xor_sync(0xFFFFFFFFu, h, offset));
-  }
-  *low = l;
-  *high = h;
-}
-
 #endif  // !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
 // Grid: (max_splits, ceil(num_q_heads / 64), batch); block: kMlaWgmmaThreads; dynamic shared
@@ -394,9 +324,10 @@ __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
       for (int step = 0; step < kMlaWgmmaSteps; ++step) {
         float d[kScoreRegisters];
         WgmmaFence();
-        WgmmaScoreProduct<kE5m2, false>(d, Advance(q_step, 2 * step), Advance(k_step, 2 * step));
-        WgmmaScoreProduct<kE5m2, true>(d, Advance(q_step, 2 * step + 1),
-                                       Advance(k_step, 2 * step + 1));
+        WgmmaScoreProduct<kE5m2, false>(d, Advance(q_step, MlaWgmmaKOffset(2 * step)),
+                                        Advance(k_step, MlaWgmmaKOffset(2 * step)));
+        WgmmaScoreProduct<kE5m2, true>(d, Advance(q_step, MlaWgmmaKOffset(2 * step + 1)),
+                                       Advance(k_step, MlaWgmmaKOffset(2 * step + 1)));
         WgmmaCommit();
         WgmmaWaitAll();
         FenceRegisters(d);
@@ -426,11 +357,7 @@ __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
         tile_high = fmaxf(tile_high, high);
       }
     }
-#pragma unroll
-    for (int offset = 1; offset < 4; offset *= 2) {
-      tile_low = fmaxf(tile_low, __shfl_xor_sync(0xFFFFFFFFu, tile_low, offset));
-      tile_high = fmaxf(tile_high, __shfl_xor_sync(0xFFFFFFFFu, tile_high, offset));
-    }
+    RowMaxima(&tile_low, &tile_high);
     if (block.tq == 0) {
       exchange[group * kHeads + block.row_low] = tile_low;
       exchange[group * kHeads + block.row_high] = tile_high;
@@ -438,19 +365,13 @@ __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
     __syncthreads();  // both groups' maxima
     tile_low = fmaxf(tile_low, exchange[other * kHeads + block.row_low]);
     tile_high = fmaxf(tile_high, exchange[other * kHeads + block.row_high]);
-    const float new_low = fmaxf(state.max_low, tile_low);
-    const float new_high = fmaxf(state.max_high, tile_high);
-    const float rescale_low = exp2f(state.max_low - new_low);
-    const float rescale_high = exp2f(state.max_high - new_high);
-    state.max_low = new_low;
-    state.max_high = new_high;
+    float rescale_low, rescale_high;
+    AdvanceMaxima(state, tile_low, tile_high, &rescale_low, &rescale_high);
 
     // Weights, their sums per 16-token half in the twin's order, and the weights in units of
     // sigma rounded to e4m3 for P V (this group's 32 token columns of P).
     float w[kScoreRegisters];
-#pragma unroll
-    for (int i = 0; i < kScoreRegisters; ++i)
-      w[i] = exp2f(s[i] - ((i % 4) < 2 ? new_low : new_high));
+    ScoreWeights(s, state, w);
 #pragma unroll
     for (int n = 0; n < kGroupTokens / 8; ++n) {
       const int token = 8 * n + 2 * block.tq;
@@ -501,7 +422,8 @@ __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
       float d[kValueRegisters];
       WgmmaFence();
       WgmmaValueProduct<kE5m2, false>(d, p_step, v_product);
-      WgmmaValueProduct<kE5m2, true>(d, Advance(p_step, 1), Advance(v_product, 1));
+      WgmmaValueProduct<kE5m2, true>(d, Advance(p_step, MlaWgmmaKOffset(1)),
+                                     Advance(v_product, MlaWgmmaKOffset(1)));
       WgmmaCommit();
       WgmmaWaitAll();
       FenceRegisters(d);
@@ -528,6 +450,7 @@ __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
 }
 
 }  // namespace
+}  // namespace fast_mla
 
 Status LaunchDecodeAttentionFastMlaFp8(const DecodeAttentionLaunch& launch) {
   if (launch.pool.v_pages != nullptr || launch.pool.head_dim != kMlaHeadDim ||
@@ -536,40 +459,17 @@ Status LaunchDecodeAttentionFastMlaFp8(const DecodeAttentionLaunch& launch) {
         "FP8 fast MLA decode takes MLA caches of 576-byte e4m3 or e5m2 rows with per-tensor or "
         "per-token-head scales");
   }
-  // wgmma is sm_90a code: later GPUs would run the kernel's compute_90 PTX, which has none.
-  int device = 0;
-  int major = 0;
-  int minor = 0;
-  KVSIM_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
-  KVSIM_CUDA_RETURN_IF_ERROR(
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  KVSIM_CUDA_RETURN_IF_ERROR(
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  if (major != 9 || minor != 0) {
-    return UnavailableError("the FP8 fast MLA kernel uses wgmma, sm_90a only; this GPU is sm_" +
-                            std::to_string(major) + std::to_string(minor) +
-                            ": use FastMlaMath::kBf16");
+  bool sm_90 = false;
+  std::string device;
+  KVSIM_RETURN_IF_ERROR(fast_mla::CurrentDeviceIsSm90(&sm_90, &device));
+  if (!sm_90) {
+    return UnavailableError("the FP8 fast MLA kernel uses wgmma, sm_90a only; this GPU is " +
+                            device + ": use FastMlaMath::kBf16");
   }
-  const MlaWgmmaSmemLayout layout = MakeMlaWgmmaSmemLayout();
-  // decode_fast_mla_wgmma_layout_test checks this layout against the limit.
-  if (layout.total_bytes > kFastMlaMaxSharedBytes) {
-    return InternalError("FP8 fast MLA decode needs " + std::to_string(layout.total_bytes) +
-                         " bytes of shared memory; at most " +
-                         std::to_string(kFastMlaMaxSharedBytes));
-  }
-  const auto kernel = launch.pool.format.dtype == KvDtype::kFp8E5M2
-                          ? FastMlaDecodeWgmmaKernel<true>
-                          : FastMlaDecodeWgmmaKernel<false>;
-  // Above the default 48 KB a kernel must opt in; a host-side attribute, not a stream operation.
-  KVSIM_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
-      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, layout.total_bytes));
-  const dim3 grid(static_cast<unsigned>(launch.plan.max_splits),
-                  static_cast<unsigned>((launch.num_q_heads + kHeads - 1) / kHeads),
-                  static_cast<unsigned>(launch.table.batch));
-  kernel<<<grid, kMlaWgmmaThreads, static_cast<size_t>(layout.total_bytes),
-           static_cast<cudaStream_t>(launch.stream)>>>(launch);
-  KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
-  return LaunchDecodeCombine(launch);
+  return fast_mla::LaunchWgmmaMlaSplits(
+      launch.pool.format.dtype == KvDtype::kFp8E5M2 ? fast_mla::FastMlaDecodeWgmmaKernel<true>
+                                                    : fast_mla::FastMlaDecodeWgmmaKernel<false>,
+      MakeMlaWgmmaSmemLayout().total_bytes, launch, "FP8 fast MLA decode");
 }
 
 }  // namespace kvsim::cuda

@@ -228,4 +228,98 @@ KVSIM_HD_INLINE MlaWgmmaSmemLayout MakeMlaWgmmaSmemLayout() {
   return layout;
 }
 
+// The bf16 kernel (decode_fast_mla_wgmma_bf16.cu; bf16 caches, the bf16 variant's arithmetic):
+// 32-token tiles; warpgroup 0 computes S with 36 chained m64n32k16 bf16 products and the online
+// softmax; each warpgroup computes its 256 V columns with two m64n128k16 products per k16 step,
+// reading V straight from the K tile: bf16 operands may be MN-major, and a K tile's core matrices
+// (8 tokens x 8 latent values, 16 bytes a token) are also V's, with tokens as k and the values
+// contiguous along N. Every operand as above: no swizzling, core matrices of 8 rows x 16 bytes.
+inline constexpr int kMlaWgmmaBf16Tile = kDecodeTileTokens;                       // 32 tokens
+inline constexpr int kMlaWgmmaBf16RowBytes = kMlaHeadDim * 2;                     // 1,152
+inline constexpr int kMlaWgmmaBf16K = 16;                                         // a bf16 product
+inline constexpr int kMlaWgmmaBf16ScoreProducts = kMlaHeadDim / kMlaWgmmaBf16K;   // 36
+inline constexpr int kMlaWgmmaBf16PvKSteps = kMlaWgmmaBf16Tile / kMlaWgmmaBf16K;  // 2
+inline constexpr int kMlaWgmmaBf16Stages = 3;  // the tile in use and two ahead
+inline constexpr int kMlaWgmmaBf16QBytes = kMlaWgmmaHeads * kMlaWgmmaBf16RowBytes;         // 73,728
+inline constexpr int kMlaWgmmaBf16StageBytes = kMlaWgmmaBf16Tile * kMlaWgmmaBf16RowBytes;  // 36,864
+inline constexpr int kMlaWgmmaBf16PRowBytes = kMlaWgmmaBf16Tile * 2;                       // 64
+inline constexpr int kMlaWgmmaBf16PBytes = kMlaWgmmaHeads * kMlaWgmmaBf16PRowBytes;        // 4,096
+
+// Where k16 product s starts along k in a K-major bf16 operand: two core matrices each.
+KVSIM_HD_INLINE int MlaWgmmaBf16KOffset(int product) {
+  return product * (kMlaWgmmaBf16K * 2 / kWgmmaCoreRowBytes) * kWgmmaLeadingBytes;
+}
+// S's operands, K-major: k16 product s of Q (A) or of a K tile (B).
+KVSIM_HD_INLINE uint64_t MlaWgmmaBf16ScoreDescriptor(uint32_t operand, int product) {
+  return WgmmaDescriptor(operand + static_cast<uint32_t>(MlaWgmmaBf16KOffset(product)),
+                         kWgmmaLeadingBytes,
+                         static_cast<uint32_t>(WgmmaStrideBytes(kMlaWgmmaBf16RowBytes)));
+}
+// P V's A: k16 product s of the weights P [64 heads][32 tokens], K-major.
+KVSIM_HD_INLINE uint64_t MlaWgmmaBf16WeightDescriptor(uint32_t p, int product) {
+  return WgmmaDescriptor(p + static_cast<uint32_t>(MlaWgmmaBf16KOffset(product)),
+                         kWgmmaLeadingBytes,
+                         static_cast<uint32_t>(WgmmaStrideBytes(kMlaWgmmaBf16PRowBytes)));
+}
+// P V's B, MN-major from a K tile at `tile`: warpgroup g's product q (columns 256 g + 128 q
+// .. + 128), k16 step s (tokens 16 s .. + 16). Along N the next 8 columns are the next core matrix
+// of the same 8 tokens (128 bytes on); along k the next 8 tokens are the next row group (8 rows
+// of 1,152 bytes on). The leading byte offset is the distance along k, the stride byte offset
+// the distance along N, as for K-major operands (the PTX ISA's definition of the two fields).
+inline constexpr int kMlaWgmmaBf16ValueLeadingBytes = kWgmmaCoreRows * kMlaWgmmaBf16RowBytes;
+KVSIM_HD_INLINE int MlaWgmmaBf16ValueOffset(int group, int product, int k_product) {
+  const int column = group * kMlaWgmmaColumnsPerGroup + product * kMlaWgmmaPvN;
+  return WgmmaKMajorOffset(k_product * kMlaWgmmaBf16K, column * 2, kMlaWgmmaBf16RowBytes);
+}
+KVSIM_HD_INLINE uint64_t MlaWgmmaBf16ValueDescriptor(uint32_t tile, int group, int product,
+                                                     int k_product) {
+  return WgmmaDescriptor(
+      tile + static_cast<uint32_t>(MlaWgmmaBf16ValueOffset(group, product, k_product)),
+      static_cast<uint32_t>(kMlaWgmmaBf16ValueLeadingBytes), kWgmmaLeadingBytes);
+}
+
+// The 16-byte copies of 32 bf16 rows (a K tile, or half of Q): 32 rows x 72 chunks in
+// kMlaWgmmaBf16CopyRounds rounds of one chunk per thread. Thread t copies chunks c0 + 8 r of row
+// MlaWgmmaBf16CopyRow(t): a warp takes 8 rows x 4 consecutive chunks per round, so each 8 lanes
+// fill one core matrix and each row's 4 chunks are 64 contiguous bytes in memory; a round moves
+// the destination by 1,024 bytes and the source by 128.
+inline constexpr int kMlaWgmmaBf16RowChunks = kMlaWgmmaBf16RowBytes / 16;  // 72
+inline constexpr int kMlaWgmmaBf16CopyRounds =
+    kMlaWgmmaBf16Tile * kMlaWgmmaBf16RowChunks / kMlaWgmmaThreads;                 // 9
+inline constexpr int kMlaWgmmaBf16CopyDestinationStride = 8 * kWgmmaLeadingBytes;  // 1,024
+inline constexpr int kMlaWgmmaBf16CopySourceStride = 8 * 16;                       // 128
+static_assert(kMlaWgmmaBf16Tile * kMlaWgmmaBf16RowChunks % kMlaWgmmaThreads == 0,
+              "every round is the whole block");
+KVSIM_HD_INLINE int MlaWgmmaBf16CopyRow(int thread) { return (thread / 32) % 4 * 8 + thread % 8; }
+KVSIM_HD_INLINE int MlaWgmmaBf16CopyChunk(int thread, int round) {
+  return thread / 128 * 4 + (thread / 8) % 4 + 8 * round;
+}
+
+// Where the bf16 kernel's shared memory goes, in bytes from its start (all 128-byte aligned).
+struct MlaWgmmaBf16SmemLayout {
+  int q_offset = 0;       // Q [64][576] bf16, K-major
+  int stage_offset = 0;   // kMlaWgmmaBf16Stages K tiles [32][576] bf16, K-major
+  int p_offset = 0;       // P [64][32] bf16, K-major
+  int rows_offset = 0;    // int64 [kMlaWgmmaBf16Stages + 1][32]: pool row per token (-1: none)
+  int scales_offset = 0;  // float [kMlaWgmmaBf16Stages][32]: token scales (1: bf16 has none)
+  int carry_offset = 0;   // float [64]: each head row's rescale factor for the tile
+  int flag_offset = 0;    // int: a page of this block was out of range
+  int total_bytes = 0;
+};
+
+KVSIM_HD_INLINE MlaWgmmaBf16SmemLayout MakeMlaWgmmaBf16SmemLayout() {
+  MlaWgmmaBf16SmemLayout layout;
+  layout.q_offset = 0;
+  layout.stage_offset = layout.q_offset + kMlaWgmmaBf16QBytes;
+  layout.p_offset = layout.stage_offset + kMlaWgmmaBf16Stages * kMlaWgmmaBf16StageBytes;
+  layout.rows_offset = layout.p_offset + kMlaWgmmaBf16PBytes;
+  layout.scales_offset =
+      MlaWgmmaAlign(layout.rows_offset + (kMlaWgmmaBf16Stages + 1) * kMlaWgmmaBf16Tile * 8);
+  layout.carry_offset =
+      MlaWgmmaAlign(layout.scales_offset + kMlaWgmmaBf16Stages * kMlaWgmmaBf16Tile * 4);
+  layout.flag_offset = MlaWgmmaAlign(layout.carry_offset + kMlaWgmmaHeads * 4);
+  layout.total_bytes = MlaWgmmaAlign(layout.flag_offset + 4);
+  return layout;
+}
+
 }  // namespace kvsim

@@ -46,6 +46,28 @@ uint8_t WgmmaRead(const std::vector<uint8_t>& smem, uint64_t bits, int m, int k)
   return address < smem.size() ? smem[address] : 0;
 }
 
+// What wgmma reads as the two bytes of 16-bit element (m, k) of a K-major operand without
+// swizzling (element k's bytes are k bytes 2 k and 2 k + 1 of row m).
+uint16_t WgmmaRead16(const std::vector<uint8_t>& smem, uint64_t bits, int m, int k) {
+  return static_cast<uint16_t>(WgmmaRead(smem, bits, m, 2 * k) |
+                               (WgmmaRead(smem, bits, m, 2 * k + 1) << 8));
+}
+
+// What wgmma reads as 16-bit element (k, n) of an MN-major operand without swizzling (the
+// transposed B of bf16 products), from the PTX ISA's description: core matrices of 8 rows along k
+// x 16 bytes (8 elements) along N, rows 16 bytes apart; the leading byte offset is the distance
+// between core matrices adjacent along k, the stride byte offset along N.
+uint16_t WgmmaReadMnMajor16(const std::vector<uint8_t>& smem, uint64_t bits, int k, int n) {
+  const Descriptor d = Decode(bits);
+  EXPECT_EQ(d.swizzle, 0);
+  EXPECT_EQ(d.base_offset, 0);
+  const size_t address =
+      d.start + (n / 8) * d.stride + (k / 8) * d.leading + (k % 8) * 16 + (n % 8) * 2;
+  EXPECT_LT(address + 1, smem.size());
+  if (address + 1 >= smem.size()) return 0;
+  return static_cast<uint16_t>(smem[address] | (smem[address + 1] << 8));
+}
+
 std::vector<uint8_t> RandomBytes(size_t n, uint64_t seed) {
   Prng prng(seed);
   std::vector<uint8_t> bytes(n);
@@ -233,6 +255,129 @@ TEST(MlaWgmmaLayout, SharedMemoryFitsAndOperandsAreAligned) {
     EXPECT_EQ(offset % 128, 0);
   }
   EXPECT_EQ(layout.v_offset - layout.stage_offset, kMlaWgmmaStages * kMlaWgmmaStageBytes);
+}
+
+// The bf16 kernel's copies: each 16-byte chunk of 32 rows once, each 8 lanes one core matrix,
+// each round a fixed stride from the last.
+TEST(MlaWgmmaBf16Layout, EveryChunkIsCopiedOnceInWholeCoreMatrices) {
+  std::vector<int> seen(kMlaWgmmaBf16Tile * kMlaWgmmaBf16RowChunks, 0);
+  for (int round = 0; round < kMlaWgmmaBf16CopyRounds; ++round) {
+    for (int warp = 0; warp < kMlaWgmmaThreads / 32; ++warp) {
+      std::vector<int> offsets;
+      for (int lane = 0; lane < 32; ++lane) {
+        const int thread = warp * 32 + lane;
+        const int row = MlaWgmmaBf16CopyRow(thread);
+        const int chunk = MlaWgmmaBf16CopyChunk(thread, round);
+        ASSERT_LT(row, kMlaWgmmaBf16Tile);
+        ASSERT_LT(chunk, kMlaWgmmaBf16RowChunks);
+        ++seen[static_cast<size_t>(row * kMlaWgmmaBf16RowChunks + chunk)];
+        const int offset = WgmmaKMajorOffset(row, 16 * chunk, kMlaWgmmaBf16RowBytes);
+        offsets.push_back(offset);
+        EXPECT_EQ(offset, WgmmaKMajorOffset(row, 16 * MlaWgmmaBf16CopyChunk(thread, 0),
+                                            kMlaWgmmaBf16RowBytes) +
+                              round * kMlaWgmmaBf16CopyDestinationStride);
+        EXPECT_EQ(16 * chunk,
+                  16 * MlaWgmmaBf16CopyChunk(thread, 0) + round * kMlaWgmmaBf16CopySourceStride);
+      }
+      for (size_t first = 0; first + 8 <= offsets.size(); first += 8) {
+        EXPECT_EQ(offsets[first] % 128, 0);
+        for (size_t i = 1; i < 8; ++i) {
+          EXPECT_EQ(offsets[first + i], offsets[first] + 16 * static_cast<int>(i));
+        }
+      }
+    }
+  }
+  for (int count : seen) EXPECT_EQ(count, 1);
+}
+
+// S = Q K^T and P V through the bf16 kernel's placements and descriptors: Q's and a K tile's rows
+// as copied, P as written; V read MN-major from the same K tile.
+TEST(MlaWgmmaBf16Layout, OperandsReadBackAsQKVAndP) {
+  const MlaWgmmaBf16SmemLayout layout = MakeMlaWgmmaBf16SmemLayout();
+  std::vector<uint8_t> smem(static_cast<size_t>(layout.total_bytes), 0);
+  const std::vector<uint8_t> q = RandomBytes(kMlaWgmmaBf16QBytes, 5);
+  const std::vector<uint8_t> k = RandomBytes(kMlaWgmmaBf16StageBytes, 6);
+  const std::vector<uint8_t> p = RandomBytes(kMlaWgmmaBf16PBytes, 7);
+  const int stage = layout.stage_offset + 1 * kMlaWgmmaBf16StageBytes;  // any stage
+  // Every thread's copies, as the kernel issues them: Q in two halves of 32 rows, then the tile.
+  for (int thread = 0; thread < kMlaWgmmaThreads; ++thread) {
+    const int row = MlaWgmmaBf16CopyRow(thread);
+    for (int round = 0; round < kMlaWgmmaBf16CopyRounds; ++round) {
+      const int chunk = MlaWgmmaBf16CopyChunk(thread, round);
+      for (int b = 0; b < 16; ++b) {
+        const int byte = 16 * chunk + b;
+        for (int half = 0; half < 2; ++half) {
+          const int head = half * kMlaWgmmaBf16Tile + row;
+          smem[static_cast<size_t>(layout.q_offset +
+                                   WgmmaKMajorOffset(head, byte, kMlaWgmmaBf16RowBytes))] =
+              q[static_cast<size_t>(head * kMlaWgmmaBf16RowBytes + byte)];
+        }
+        smem[static_cast<size_t>(stage + WgmmaKMajorOffset(row, byte, kMlaWgmmaBf16RowBytes))] =
+            k[static_cast<size_t>(row * kMlaWgmmaBf16RowBytes + byte)];
+      }
+    }
+  }
+  for (int h = 0; h < kMlaWgmmaHeads; ++h) {
+    for (int byte = 0; byte < kMlaWgmmaBf16PRowBytes; ++byte) {
+      smem[static_cast<size_t>(layout.p_offset +
+                               WgmmaKMajorOffset(h, byte, kMlaWgmmaBf16PRowBytes))] =
+          p[static_cast<size_t>(h * kMlaWgmmaBf16PRowBytes + byte)];
+    }
+  }
+  auto element = [](const std::vector<uint8_t>& bytes, int row, int row_bytes, int i) {
+    const size_t at = static_cast<size_t>(row * row_bytes + 2 * i);
+    return static_cast<uint16_t>(bytes[at] | (bytes[at + 1] << 8));
+  };
+  for (int product = 0; product < kMlaWgmmaBf16ScoreProducts; ++product) {
+    const uint64_t a = MlaWgmmaBf16ScoreDescriptor(static_cast<uint32_t>(layout.q_offset), product);
+    const uint64_t b = MlaWgmmaBf16ScoreDescriptor(static_cast<uint32_t>(stage), product);
+    for (int kk = 0; kk < kMlaWgmmaBf16K; ++kk) {
+      const int dim = product * kMlaWgmmaBf16K + kk;
+      for (int m = 0; m < kMlaWgmmaHeads; ++m) {
+        ASSERT_EQ(WgmmaRead16(smem, a, m, kk), element(q, m, kMlaWgmmaBf16RowBytes, dim))
+            << "Q product " << product << " head " << m << " k " << kk;
+      }
+      for (int n = 0; n < kMlaWgmmaBf16Tile; ++n) {
+        ASSERT_EQ(WgmmaRead16(smem, b, n, kk), element(k, n, kMlaWgmmaBf16RowBytes, dim))
+            << "K product " << product << " token " << n << " k " << kk;
+      }
+    }
+  }
+  for (int s = 0; s < kMlaWgmmaBf16PvKSteps; ++s) {
+    const uint64_t a = MlaWgmmaBf16WeightDescriptor(static_cast<uint32_t>(layout.p_offset), s);
+    for (int h = 0; h < kMlaWgmmaHeads; ++h) {
+      for (int kk = 0; kk < kMlaWgmmaBf16K; ++kk) {
+        ASSERT_EQ(WgmmaRead16(smem, a, h, kk),
+                  element(p, h, kMlaWgmmaBf16PRowBytes, s * kMlaWgmmaBf16K + kk))
+            << "P step " << s << " head " << h;
+      }
+    }
+    for (int g = 0; g < 2; ++g) {
+      for (int q_product = 0; q_product < kMlaWgmmaPvProducts; ++q_product) {
+        const uint64_t b =
+            MlaWgmmaBf16ValueDescriptor(static_cast<uint32_t>(stage), g, q_product, s);
+        for (int kk = 0; kk < kMlaWgmmaBf16K; ++kk) {
+          const int token = s * kMlaWgmmaBf16K + kk;
+          for (int n = 0; n < kMlaWgmmaPvN; ++n) {
+            const int column = g * kMlaWgmmaColumnsPerGroup + q_product * kMlaWgmmaPvN + n;
+            ASSERT_EQ(WgmmaReadMnMajor16(smem, b, kk, n),
+                      element(k, token, kMlaWgmmaBf16RowBytes, column))
+                << "V group " << g << " product " << q_product << " token " << token << " column "
+                << column;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(MlaWgmmaBf16Layout, SharedMemoryFitsAndOperandsAreAligned) {
+  const MlaWgmmaBf16SmemLayout layout = MakeMlaWgmmaBf16SmemLayout();
+  EXPECT_LE(layout.total_bytes, 227 * 1024);
+  for (int offset : {layout.q_offset, layout.stage_offset, layout.p_offset}) {
+    EXPECT_EQ(offset % 128, 0);
+  }
+  EXPECT_EQ(layout.p_offset - layout.stage_offset, kMlaWgmmaBf16Stages * kMlaWgmmaBf16StageBytes);
 }
 
 }  // namespace
