@@ -57,6 +57,13 @@ class AccuracyKvCommand : public Command {
                    "Decode attention kernels: simple (the default) or fast (tensor-core tiles, "
                    "cp.async pipeline); the CPU runs the chosen path's twin")
         ->capture_default_str();
+    app.add_option(
+           "--mla-products", mla_products_text_,
+           "The fast MLA kernels' products (with --kernel-path fast): auto (decode_fast_mla.h's "
+           "rule: bf16 for now), bf16, or fp8 (queries and weights in e4m3 times the cache's "
+           "codes, for e4m3 and e5m2 caches with per-tensor or per-token scales; bf16 products "
+           "for the BF16 baseline and FlashMLA rows)")
+        ->capture_default_str();
     app.add_flag("--allow-hours", allow_hours_,
                  "Run a size estimated to take over an hour on the CPU backend (refused without "
                  "it; over a minute, the estimate and progress go to stderr)");
@@ -67,6 +74,12 @@ class AccuracyKvCommand : public Command {
     KVSIM_ASSIGN_OR_RETURN(const BackendChoice choice, ParseBackendChoice(backend_text_));
     const Result<KernelPath> path = ParseKernelPath(path_text_);
     if (!path.ok()) return path.status().WithContext("--kernel-path");
+    const Result<FastMlaMath> mla_products = ParseFastMlaMath(mla_products_text_);
+    if (!mla_products.ok()) return mla_products.status().WithContext("--mla-products");
+    if (*mla_products != FastMlaMath::kAuto && *path != KernelPath::kFast) {
+      return InvalidArgumentError("--mla-products " + mla_products_text_ +
+                                  " applies to the fast kernels; give --kernel-path fast");
+    }
     std::vector<AttentionKind> kinds;
     if (kind_ == "gqa" || kind_ == "both") kinds.push_back(AttentionKind::kGqa);
     if (kind_ == "mla" || kind_ == "both") kinds.push_back(AttentionKind::kMla);
@@ -89,6 +102,7 @@ class AccuracyKvCommand : public Command {
       config.tokens = tokens_;
       config.seed = seed;
       config.path = *path;
+      config.mla_products = *mla_products;
       KVSIM_RETURN_IF_ERROR(ValidateKvAccuracyConfig(config));
       configs.push_back(config);
     }
@@ -115,7 +129,11 @@ class AccuracyKvCommand : public Command {
     if (!json_) {
       out << "FP8 KV cache against BF16: the same K, V and queries through a BF16 cache and each "
              "FP8 format,\nwith the real append_kv and decode attention kernels (backend: "
-          << note << "; " << KernelPathName(*path) << " decode kernels).\n"
+          << note << "; " << KernelPathName(*path) << " decode kernels"
+          << (*mla_products == FastMlaMath::kAuto
+                  ? std::string()
+                  : ", MLA " + FastMlaMathName(*mla_products) + " products")
+          << ").\n"
           << "rel rms = ||o_fp8 - o_bf16|| / ||o_bf16|| over every output; top-1 = requests x "
              "heads whose argmax of a\nrandom 1024-row projection of the output agrees; "
              "saturated = stored values the format clamps (they\nround beyond its largest finite "
@@ -147,8 +165,9 @@ class AccuracyKvCommand : public Command {
     }
     out << fmt::format(
         "\nReproduce: kvsim accuracy kv --seed {} --kind {} --requests {} --tokens {}"
-        " --backend {} --kernel-path {}\n",
-        FormatSeed(seed), kind_, requests_, tokens_, backend_text_, KernelPathName(*path));
+        " --backend {} --kernel-path {} --mla-products {}\n",
+        FormatSeed(seed), kind_, requests_, tokens_, backend_text_, KernelPathName(*path),
+        FastMlaMathName(*mla_products));
     return Status::Ok();
   }
 
@@ -159,6 +178,7 @@ class AccuracyKvCommand : public Command {
   int tokens_ = 512;
   std::string backend_text_ = "cpu";
   std::string path_text_ = KernelPathName(kDefaultKernelPath);
+  std::string mla_products_text_ = "auto";
   bool json_ = false;
   bool allow_hours_ = false;
 };

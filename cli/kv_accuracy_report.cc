@@ -65,6 +65,7 @@ nlohmann::json KvAccuracyJson(const KvAccuracyConfig& config,
   study["shape"] = DescribeKvAccuracyConfig(config);
   study["seed"] = FormatSeed(config.seed);
   study["kernel_path"] = KernelPathName(config.path);
+  study["mla_products"] = FastMlaMathName(config.mla_products);
   study["rows"] = nlohmann::json::array();
   for (const KvAccuracyRow& row : rows) {
     study["rows"].push_back({{"distribution", row.distribution},

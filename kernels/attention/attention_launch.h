@@ -29,9 +29,10 @@ struct AppendKvLaunch {
 enum class AttentionOutputDtype : uint8_t { kBf16, kFp32 };
 
 // The tensor-core arithmetic of the fast MLA decode path (docs/kernels.md, "Fast MLA decode").
-// kBf16: bf16 products. kFp8: Q and the weights quantised to e4m3 and e4m3 products, for e4m3
-// caches with per-tensor or per-token-head scales. kAuto: decode_fast_mla.h's rule (bf16 for now,
-// see kFastMlaFp8ByDefault). Forcing one lets tests and benchmarks compare the two on one cache.
+// kBf16: bf16 products. kFp8: Q and the weights quantised to e4m3 and FP8 products, for e4m3 and
+// e5m2 caches with per-tensor or per-token-head scales. kAuto: decode_fast_mla.h's rule (bf16 for
+// now, see kFastMlaFp8ByDefault). Forcing one lets tests and benchmarks compare the two on one
+// cache.
 enum class FastMlaMath : uint8_t { kAuto, kBf16, kFp8 };
 
 // DecodeAttentionArgs after validation, as raw pointers, with the split plan.

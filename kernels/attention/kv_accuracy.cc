@@ -9,6 +9,7 @@
 #include "base/prng.h"
 #include "kernels/attention/append_kv.h"
 #include "kernels/attention/decode_attention.h"
+#include "kernels/attention/decode_fast_mla.h"
 #include "kernels/attention/kv_cache.h"
 #include "kernels/attention/kv_row.h"
 #include "kernels/formats.h"
@@ -195,6 +196,12 @@ Result<std::vector<float>> RunCache(Backend& backend, const KvAccuracyConfig& co
   decode.out = &out;
   decode.request_status = &request_status;
   decode.launch.path = config.path;
+  // FP8 products where the format takes them; the others (the BF16 baseline among them) keep
+  // bf16 products.
+  decode.fast_mla_math =
+      config.mla_products == FastMlaMath::kFp8 && !FastMlaFp8Supported(shape.format)
+          ? FastMlaMath::kBf16
+          : config.mla_products;
   KVSIM_RETURN_IF_ERROR(DecodeAttention(backend, decode));
   KVSIM_ASSIGN_OR_RETURN(const std::vector<int32_t> statuses,
                          Download<int32_t>(backend, request_status));
@@ -245,6 +252,25 @@ int64_t CountSaturated(const std::vector<uint16_t>& values, float scale, KvDtype
 
 }  // namespace
 
+std::string FastMlaMathName(FastMlaMath math) {
+  switch (math) {
+    case FastMlaMath::kAuto:
+      return "auto";
+    case FastMlaMath::kBf16:
+      return "bf16";
+    case FastMlaMath::kFp8:
+      return "fp8";
+  }
+  return "auto";
+}
+
+Result<FastMlaMath> ParseFastMlaMath(const std::string& text) {
+  for (FastMlaMath math : {FastMlaMath::kAuto, FastMlaMath::kBf16, FastMlaMath::kFp8}) {
+    if (text == FastMlaMathName(math)) return math;
+  }
+  return InvalidArgumentError("unknown MLA products '" + text + "'; allowed: auto, bf16, fp8");
+}
+
 Status ValidateKvAccuracyConfig(const KvAccuracyConfig& config) {
   auto range = [](const char* field, int value, int lo, int hi) -> Status {
     if (value < lo || value > hi) {
@@ -264,6 +290,10 @@ Status ValidateKvAccuracyConfig(const KvAccuracyConfig& config) {
           : GqaCacheShape(1, config.page_size, config.num_kv_heads, config.head_dim, {});
   KVSIM_RETURN_IF_ERROR(ValidateKvCacheShape(shape));
   KVSIM_RETURN_IF_ERROR(ValidateDecodeHeads(shape, config.num_q_heads));
+  if (config.mla_products != FastMlaMath::kAuto && config.path != KernelPath::kFast) {
+    return InvalidArgumentError("MLA products " + FastMlaMathName(config.mla_products) +
+                                " are the fast path's; allowed with kernel path fast only");
+  }
   // The inputs are held on the host: at most 2^31 values of K (4 GiB), and as many of V.
   const int64_t values =
       int64_t{config.requests} * config.tokens * shape.num_kv_heads * shape.head_dim;

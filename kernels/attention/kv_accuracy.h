@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "kernels/attention/attention_launch.h"
 #include "kernels/attention/kv_format.h"
 #include "kernels/backend.h"
 #include "kernels/error_stats.h"
@@ -29,7 +30,15 @@ struct KvAccuracyConfig {
   bool e4m3_only = false;  // the short version: e4m3 formats only
   uint64_t seed = 0x5eed;
   KernelPath path = kDefaultKernelPath;  // the decode attention kernels, BF16 and FP8 caches alike
+  // The fast MLA path's products: kAuto (decode_fast_mla.h's rule), kBf16, or kFp8 for every
+  // format the FP8 variant takes (e4m3 and e5m2, per tensor or per token and head) with bf16
+  // products for the others (the BF16 cache, FlashMLA rows). Only with the fast path and MLA.
+  FastMlaMath mla_products = FastMlaMath::kAuto;
 };
+
+// The name of `math` ("auto", "bf16", "fp8") and its parse (InvalidArgument naming the allowed).
+std::string FastMlaMathName(FastMlaMath math);
+Result<FastMlaMath> ParseFastMlaMath(const std::string& text);
 
 // One (distribution, format, scale) cell.
 struct KvAccuracyRow {

@@ -62,6 +62,11 @@ expect_exit 0 "fp8_e4m3 +1\.0" accuracy kv --kind gqa --requests 1 --tokens 16
 expect_exit 0 '"relative_rms"' accuracy kv --kind mla --requests 1 --tokens 8 --json
 expect_exit 0 '"kernel_path": "fast"' accuracy kv --kind both --requests 1 --tokens 40 --kernel-path fast --json
 expect_exit 0 "fast decode kernels" accuracy kv --kind gqa --requests 1 --tokens 16 --kernel-path fast
+expect_exit 0 '"mla_products": "fp8"' accuracy kv --kind mla --requests 1 --tokens 70 --kernel-path fast --mla-products fp8 --json
+expect_exit 2 "^kvsim accuracy: kv: --mla-products fp8 applies to the fast kernels; give --kernel-path fast$" \
+  accuracy kv --mla-products fp8
+expect_exit 2 "^kvsim accuracy: kv: --mla-products: unknown MLA products 'fp4'; allowed: auto, bf16, fp8$" \
+  accuracy kv --kernel-path fast --mla-products fp4
 expect_exit 2 "^kvsim accuracy: kv: --kernel-path: unknown kernel path 'x'; allowed: simple, fast$" \
   accuracy kv --kernel-path x
 expect_exit 2 "^kvsim accuracy: kv: --kind 'xyz' is not known; allowed: gqa, mla, both" accuracy kv --kind xyz
