@@ -2,7 +2,8 @@
 // shapes (every format, 1 to 128 heads, lengths around tiles, splits and pages), within both
 // bounds of the simple kernel and of its CPU twin, failed requests as on the CPU, and the same
 // bits through a caller's workspace on a stream of its own; the same for the FP8 variant where its
-// kernel is compiled (else that its call says so). Skips where no GPU works.
+// kernel is compiled (else that its call says so). On compute capability 9.0 bf16 caches run the
+// bf16 wgmma kernel. Skips where no GPU works.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -199,6 +200,21 @@ TEST_F(DecodeFastMlaGpuTest, BadRequestsFailAloneAsOnTheCpu) {
 TEST_F(DecodeFastMlaGpuTest, CallerWorkspaceOnAStreamGivesTheSameBits) {
   AttentionCaseParams params;
   params.shape = MlaCacheShape(0, 64, {KvDtype::kFp8E4M3, KvScaling::kMlaBlock128});
+  params.num_q_heads = 128;
+  params.seq_lens = {3000, 5, 700};
+  ExpectCallerStreamGivesTheSameBits(*cuda_, params);
+}
+
+// bf16 caches, which run FastMlaDecodeWgmmaBf16Kernel on compute capability 9.0 (the mma.sync
+// kernel elsewhere): failed requests as on the CPU, and the same bits on a caller's stream.
+TEST_F(DecodeFastMlaGpuTest, Bf16CacheBadRequestsAndCallerStream) {
+  AttentionCaseParams params;
+  params.shape = MlaCacheShape(0, 5, {KvDtype::kBf16, KvScaling::kNone});
+  params.num_q_heads = 100;
+  params.seq_lens = {23, 41, 17, 2000};
+  params.seed = 0xbf16;
+  ExpectBadRequestsFailAlone(*cuda_, *cpu_, params);
+  params.shape = MlaCacheShape(0, 64, {KvDtype::kBf16, KvScaling::kNone});
   params.num_q_heads = 128;
   params.seq_lens = {3000, 5, 700};
   ExpectCallerStreamGivesTheSameBits(*cuda_, params);
