@@ -85,6 +85,73 @@ TEST(MlaWgmmaLayout, DescriptorFieldsAreWhereThePtxIsaPutsThem) {
   EXPECT_EQ((bits >> 30) & 3u, 0u);
 }
 
+// The kernels move a descriptor along k, or to another product's columns, by adding the byte
+// offset / 16 to its first descriptor (its low 32 bits): that must be the descriptor of the moved
+// operand for every base the kernels use (the start field never carries into the next one).
+TEST(MlaWgmmaLayout, DescriptorsMoveByAddingToTheStartField) {
+  const MlaWgmmaSmemLayout fp8 = MakeMlaWgmmaSmemLayout();
+  const MlaWgmmaBf16SmemLayout bf16 = MakeMlaWgmmaBf16SmemLayout();
+  // The dynamic shared window may start a little above 0; try a few bases up to 1 KB.
+  for (uint32_t base : {0u, 16u, 1024u}) {
+    auto moved = [](uint64_t first, int bytes) {
+      return first + static_cast<uint64_t>(bytes >> 4);
+    };
+    for (int p = 0; p < kMlaWgmmaScoreProducts; ++p) {
+      const uint32_t q = base + static_cast<uint32_t>(fp8.q_offset);
+      EXPECT_EQ(MlaWgmmaScoreDescriptor(q, p),
+                moved(MlaWgmmaScoreDescriptor(q, 0), MlaWgmmaKOffset(p)));
+      for (int stage = 0; stage < kMlaWgmmaStages; ++stage) {
+        for (int g = 0; g < 2; ++g) {
+          const uint32_t k =
+              base + static_cast<uint32_t>(fp8.stage_offset + stage * kMlaWgmmaStageBytes +
+                                           MlaWgmmaGroupTokensOffset(g));
+          EXPECT_EQ(MlaWgmmaScoreDescriptor(k, p),
+                    moved(MlaWgmmaScoreDescriptor(k, 0), MlaWgmmaKOffset(p)));
+        }
+      }
+    }
+    for (int s = 0; s < kMlaWgmmaPvKSteps; ++s) {
+      const uint32_t p = base + static_cast<uint32_t>(fp8.p_offset);
+      EXPECT_EQ(MlaWgmmaWeightDescriptor(p, s),
+                moved(MlaWgmmaWeightDescriptor(p, 0), MlaWgmmaKOffset(s)));
+      for (int g = 0; g < 2; ++g) {
+        for (int q = 0; q < kMlaWgmmaPvProducts; ++q) {
+          const uint32_t v = base + static_cast<uint32_t>(fp8.v_offset);
+          EXPECT_EQ(MlaWgmmaValueDescriptor(v, g, q, s),
+                    moved(MlaWgmmaValueDescriptor(v, g, 0, 0),
+                          MlaWgmmaVtProductOffset(0, q) + MlaWgmmaKOffset(s)));
+        }
+      }
+    }
+    for (int p = 0; p < kMlaWgmmaBf16ScoreProducts; ++p) {
+      for (int stage = -1; stage < kMlaWgmmaBf16Stages; ++stage) {  // -1: Q
+        const uint32_t operand =
+            base + static_cast<uint32_t>(stage < 0
+                                             ? bf16.q_offset
+                                             : bf16.stage_offset + stage * kMlaWgmmaBf16StageBytes);
+        EXPECT_EQ(MlaWgmmaBf16ScoreDescriptor(operand, p),
+                  moved(MlaWgmmaBf16ScoreDescriptor(operand, 0), MlaWgmmaBf16KOffset(p)));
+      }
+    }
+    for (int s = 0; s < kMlaWgmmaBf16PvKSteps; ++s) {
+      const uint32_t p = base + static_cast<uint32_t>(bf16.p_offset);
+      EXPECT_EQ(MlaWgmmaBf16WeightDescriptor(p, s),
+                moved(MlaWgmmaBf16WeightDescriptor(p, 0), MlaWgmmaBf16KOffset(s)));
+      for (int stage = 0; stage < kMlaWgmmaBf16Stages; ++stage) {
+        const uint32_t tile =
+            base + static_cast<uint32_t>(bf16.stage_offset + stage * kMlaWgmmaBf16StageBytes);
+        for (int g = 0; g < 2; ++g) {
+          for (int q = 0; q < kMlaWgmmaPvProducts; ++q) {
+            EXPECT_EQ(MlaWgmmaBf16ValueDescriptor(tile, g, q, s),
+                      moved(MlaWgmmaBf16ValueDescriptor(tile, g, 0, 0),
+                            MlaWgmmaBf16ValueOffset(0, q, s) - MlaWgmmaBf16ValueOffset(0, 0, 0)));
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(MlaWgmmaLayout, EveryChunkOfATileIsCopiedOnceAndFillsWholeCoreMatrices) {
   std::vector<int> seen(kMlaWgmmaTileChunks, 0);
   for (int round = 0; round < kMlaWgmmaCopyRounds; ++round) {
