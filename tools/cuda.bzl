@@ -59,9 +59,14 @@ def _cuda_objects_impl(ctx):
         args.add_all(["-c", src.path, "-o", obj.path])
 
         # nvcc writes ptxas's report on stderr: it goes to the report file, and with everything
-        # else nvcc says back to the build's log when the compilation fails.
+        # else nvcc says back to the build's log when the compilation fails. Its intermediate files
+        # are named after its process id (tmpxft_<pid>_...) in TMPDIR; in the sandbox's process
+        # namespace every action's nvcc has the same small id, so two actions running at once
+        # overwrote each other's files ("cannot open source file .../tmpxft_00000003_..."). Each
+        # action gets a directory of its own.
         ctx.actions.run_shell(
             command = 'nvcc="$1"; report="$2"; shift 2; ' +
+                      'TMPDIR="$(mktemp -d)"; export TMPDIR; trap \'rm -rf "$TMPDIR"\' EXIT; ' +
                       'if ! "$nvcc" "$@" 2> "$report"; then cat "$report" >&2; exit 1; fi',
             arguments = [args],
             inputs = depset([src], transitive = [inputs]),
