@@ -255,10 +255,17 @@ int Run() {
     int heads;
     KvFormat format;
   };
-  for (const Target target : {Target{kSimple, "gqa", 64, e4m3}, Target{kSimple, "mla", 64, e4m3},
-                              Target{kSimple, "mla", 64, blocks}, Target{kFast, "mla", 64, e4m3},
-                              Target{kFast, "mla", 64, blocks}, Target{kFast, "mla", 128, e4m3},
-                              Target{kFast, "mla", 128, blocks}}) {
+  std::vector<Target> targets = {
+      Target{kSimple, "gqa", 64, e4m3},   Target{kSimple, "mla", 64, e4m3},
+      Target{kSimple, "mla", 64, blocks}, Target{kFast, "mla", 64, e4m3},
+      Target{kFast, "mla", 64, blocks},   Target{kFast, "mla", 128, e4m3},
+      Target{kFast, "mla", 128, blocks}};
+  // The FP8-product kernel judged too, its time against the same BF16 cache's fast row.
+  if (wgmma) {
+    targets.push_back(Target{kFast, kFp8Mma, 64, e4m3});
+    targets.push_back(Target{kFast, kFp8Mma, 128, e4m3});
+  }
+  for (const Target& target : targets) {
     const std::string cache_name = KvFormatName(target.format);
     double worst = 1e9;
     for (const auto& [key, row] : rows) {
@@ -268,9 +275,10 @@ int Run() {
         worst = std::min(worst, row.bytes_per_second / copy);
       }
     }
+    const std::string bf16_kind = target.kind == std::string(kFp8Mma) ? "mla" : target.kind;
     const double ratio =
         rows[{target.path, target.kind, target.heads, cache_name, 64, kFastContext}].us_per_call /
-        rows[{target.path, target.kind, target.heads, KvFormatName(bf16), 64, kFastContext}]
+        rows[{target.path, bf16_kind, target.heads, KvFormatName(bf16), 64, kFastContext}]
             .us_per_call;
     std::printf(
         "  %s %s %d heads %s: FP8 bandwidth at batch >= 8: lowest %.1f%% of copy (target >= 80%%: "
