@@ -12,8 +12,9 @@
 // warps own head rows 16 w .. + 16, all 32 tokens) and the online softmax, writes the weights and
 // each row's rescale factor; both warpgroups then compute their 256 V columns (two m64n128k16
 // products per k16 step). V is read straight from the K tile as an MN-major operand (bf16 wgmma
-// may transpose B), so nothing is transposed. Tiles come through a 3-stage cp.async pipeline
-// whose page look-ups run one tile ahead. The layouts and descriptors are in
+// may transpose B), so nothing is transposed; a stage is therefore refilled only after the
+// barrier that follows every warpgroup's P V of its tile. Tiles come through a 3-stage cp.async
+// pipeline whose page look-ups run one tile ahead. The layouts and descriptors are in
 // decode_fast_mla_wgmma_layout.h, checked on the CPU by decode_fast_mla_wgmma_layout_test. Not yet
 // run on a GPU.
 #include <cuda_bf16.h>
@@ -217,11 +218,14 @@ __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
       MlaWgmmaBf16WeightDescriptor(smem_address + static_cast<uint32_t>(layout.p_offset), 0));
 
   for (int t = 0; t < block.tiles; ++t) {
+    // Tiles 0 .. t + 1 are committed: wait for tile t's group.
+    WaitCopies<kStages - 2>();
+    FenceSharedForWgmma();  // this thread's copies (and, first, its query rows)
+    __syncthreads();        // the tile has landed; the last tile's P V has read P and its stage
+    // P V reads V from the stage itself, so the next copies into the last tile's stage wait for
+    // the barrier above (every warpgroup's P V of tile t - 1 done), unlike the FP8 kernel's.
     if (t + kStages - 1 < block.tiles) IssueTile(launch, layout, smem, t + kStages - 1, tid);
     CommitCopies();
-    WaitCopies<kStages - 1>();
-    FenceSharedForWgmma();  // this thread's copies (and, first, its query rows)
-    __syncthreads();        // the tile has landed; the last tile's P V has read P
     const uint32_t stage_address =
         smem_address +
         static_cast<uint32_t>(layout.stage_offset + (t % kStages) * kMlaWgmmaBf16StageBytes);
