@@ -299,7 +299,7 @@ TEST(MlaWgmmaLayout, ValueAndWeightOperandsReadBackAsVAndP) {
 }
 
 TEST(MlaWgmmaLayout, AccumulatorCellsCoverTheTileOnce) {
-  for (int n : {32, 64}) {
+  for (int n : {32, 64, 128}) {
     std::vector<int> seen(static_cast<size_t>(64 * n), 0);
     for (int t = 0; t < 128; ++t) {
       for (int r = 0; r < n / 2; ++r) {
