@@ -217,7 +217,7 @@ run() {
   grep -h '^summary: ' "$logs"/*.txt 2>/dev/null | sed 's/^summary: /  /' || true
   if [ -f "$report" ]; then
     echo "static kernel report: $(grep -E '^[0-9]+ kernels, ' "$report" || echo 'no verdict line (see above)')"
-    grep -E '\| (pass|FAIL) \(' "$report" | awk -F'|' '{ printf "  %-44s issue %6s, shared %6s TB/s  %s\n", $2, $16, $18, $19 }' || true
+    grep -E '\| (pass|FAIL) \(' "$report" | awk -F'|' '{ printf "  %-44s issue %6s, shared %6s, tensor %6s TB/s  %s\n", $2, $16, $18, $19, $20 }' || true
   fi
   if [ -f "$KVSIM_GEMM_TABLE" ]; then
     echo "kernel table for $KVSIM_GPU: $KVSIM_GEMM_TABLE (review it, then copy it to configs/measured/$KVSIM_GPU.yaml)"

@@ -120,6 +120,7 @@ void ComputeDerived(const GpuFigures& gpu, const Gate* gate, KernelFacts& facts)
   facts.ceiling_bytes_per_second =
       IssueBoundBytesPerSecond(gpu, facts.occupancy.warps_per_sm, bytes, loop.instructions);
   facts.shared_ceiling_bytes_per_second = SharedBoundBytesPerSecond(gpu, bytes, shared_bytes);
+  facts.tensor_ceiling_bytes_per_second = TensorBoundBytesPerSecond(gpu, bytes, loop.tensor_work);
 }
 
 std::vector<std::string> GateFailures(const GpuFigures& gpu, const Gate& gate,
@@ -156,6 +157,11 @@ std::vector<std::string> GateFailures(const GpuFigures& gpu, const Gate& gate,
   if (facts.shared_ceiling_bytes_per_second < required) {
     failures.push_back("shared-memory-bound ceiling " +
                        TerabytesPerSecond(facts.shared_ceiling_bytes_per_second) +
+                       " TB/s is below the required " + TerabytesPerSecond(required) + " TB/s");
+  }
+  if (facts.tensor_ceiling_bytes_per_second < required) {
+    failures.push_back("tensor-core-bound ceiling " +
+                       TerabytesPerSecond(facts.tensor_ceiling_bytes_per_second) +
                        " TB/s is below the required " + TerabytesPerSecond(required) + " TB/s");
   }
   return failures;

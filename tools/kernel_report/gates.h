@@ -52,6 +52,8 @@ struct KernelFacts {
   // The shared-memory-bound ceiling: infinite when the main loop moves nothing through shared
   // memory, 0 when it loads nothing from memory.
   double shared_ceiling_bytes_per_second = 0;
+  // The tensor-core-bound ceiling: infinite when the main loop does no tensor-core work.
+  double tensor_ceiling_bytes_per_second = 0;
 };
 
 // Fills occupancy and the ceilings from the rest (with the gate's figures where one applies).

@@ -227,6 +227,33 @@ TEST(Occupancy, SharedCeilingIsBandwidthTimesLoadBytesPerSharedByte) {
   EXPECT_TRUE(std::isinf(SharedBoundBytesPerSecond(gpu, 1024, 0)));
 }
 
+// 2 M N K per mma.sync warp instruction; a wgmma's over its warpgroup's 4 warps; FP8 and INT8
+// against the 8-bit peak, TF32 twice against the 16-bit one.
+TEST(SassAnalysis, TensorWorkIsTwiceMnkPerWarp) {
+  EXPECT_DOUBLE_EQ(TensorWorkPerWarp("HMMA.16816.F32.BF16").flops16, 2.0 * 16 * 8 * 16);
+  EXPECT_DOUBLE_EQ(TensorWorkPerWarp("HMMA.16816.F32.BF16").flops8, 0);
+  EXPECT_DOUBLE_EQ(TensorWorkPerWarp("HMMA.1688.F32").flops16, 2.0 * 16 * 8 * 8);
+  EXPECT_DOUBLE_EQ(TensorWorkPerWarp("HMMA.1684.F32.TF32").flops16, 2 * 2.0 * 16 * 8 * 4);
+  EXPECT_DOUBLE_EQ(TensorWorkPerWarp("HGMMA.64x128x16.F32.BF16").flops16, 2.0 * 64 * 128 * 16 / 4);
+  EXPECT_DOUBLE_EQ(TensorWorkPerWarp("QGMMA.64x32x32.F32.E4M3.E5M2").flops8,
+                   2.0 * 64 * 32 * 32 / 4);
+  EXPECT_DOUBLE_EQ(TensorWorkPerWarp("QGMMA.64x32x32.F32.E4M3.E5M2").flops16, 0);
+  EXPECT_DOUBLE_EQ(TensorWorkPerWarp("IMMA.16832.S32.S8.S8").flops8, 2.0 * 16 * 8 * 32);
+  for (const char* other : {"FFMA", "LDS.128", "HMMA.999.F32", "HGMMA.64x.F32"}) {
+    EXPECT_DOUBLE_EQ(TensorWorkPerWarp(other).flops16 + TensorWorkPerWarp(other).flops8, 0)
+        << other;
+  }
+}
+
+TEST(Occupancy, TensorCeilingIsLoadBytesPerSecondOfPeakWork) {
+  const GpuFigures gpu{"test", 100, 2000, 4.0, 1000, 2000};
+  // 1e6 16-bit flops at 1e15 per second: 1 ns for 1,024 bytes.
+  EXPECT_DOUBLE_EQ(TensorBoundBytesPerSecond(gpu, 1024, TensorWork{1e6, 0}), 1.024e12);
+  // and 2e6 8-bit flops at 2e15: another ns.
+  EXPECT_DOUBLE_EQ(TensorBoundBytesPerSecond(gpu, 1024, TensorWork{1e6, 2e6}), 0.512e12);
+  EXPECT_TRUE(std::isinf(TensorBoundBytesPerSecond(gpu, 1024, TensorWork{})));
+}
+
 KernelFacts PassingFacts(const GpuFigures& gpu, const Gate& gate) {
   KernelFacts facts;
   facts.has_usage = true;
@@ -250,7 +277,7 @@ std::string OnlyFailure(const GpuFigures& gpu, const Gate& gate, KernelFacts& fa
 }
 
 TEST(Gates, EachFailureIsNamed) {
-  const GpuFigures gpu{"test", 132, 1830, 4.8};
+  const GpuFigures gpu{"test", 132, 1830, 4.8, 989, 1979};
   Result<std::vector<Gate>> gates =
       ParseGates("Fast* bandwidth_fraction=0.8 tensor_cores=yes\n", "g");
   ASSERT_TRUE(gates.ok()) << gates.status().message();
@@ -280,6 +307,15 @@ TEST(Gates, EachFailureIsNamed) {
   EXPECT_EQ(OnlyFailure(gpu, gate, staged), "");
   staged.main_loop.shared_bytes_per_warp = 4224;  // 3.75 TB/s
   EXPECT_NE(OnlyFailure(gpu, gate, staged).find("shared-memory-bound ceiling 3.75 TB/s"),
+            std::string::npos);
+
+  // 512 load bytes a warp at 3.84 TB/s allow 512 / 3.84e12 s of work: 131,875 16-bit flops at
+  // 989 TFLOP/s.
+  KernelFacts compute = PassingFacts(gpu, gate);
+  compute.main_loop.tensor_work.flops16 = 131000;
+  EXPECT_EQ(OnlyFailure(gpu, gate, compute), "");
+  compute.main_loop.tensor_work.flops16 = 133000;  // 3.81 TB/s
+  EXPECT_NE(OnlyFailure(gpu, gate, compute).find("tensor-core-bound ceiling 3.81 TB/s"),
             std::string::npos);
 
   // wgmma operands: their bytes come from the gates file, shared by the block's 8 warps.

@@ -77,10 +77,13 @@ Result<GpuFigures> ReadGpu(const std::string& path) {
     gpu.sm_count = node["sm_count"].as<int>();
     gpu.clock_mhz = node["clock_mhz"].as<double>();
     gpu.memory_bandwidth_tb_s = node["memory_bandwidth_tb_s"].as<double>();
+    gpu.bf16_dense_tflop_s = node["bf16_dense_tflop_s"].as<double>();
+    gpu.fp8_dense_tflop_s = node["fp8_dense_tflop_s"].as<double>();
     return gpu;
   } catch (const YAML::Exception& error) {
     return InvalidArgumentError(path + ": " + error.what() +
-                                " (needs name, sm_count, clock_mhz, memory_bandwidth_tb_s)");
+                                " (needs name, sm_count, clock_mhz, memory_bandwidth_tb_s, "
+                                "bf16_dense_tflop_s, fp8_dense_tflop_s)");
   }
 }
 
@@ -189,6 +192,14 @@ std::string SharedCeiling(const KernelFacts& k) {
   return Fixed(k.shared_ceiling_bytes_per_second / 1e12, 2);
 }
 
+// The tensor-core-bound ceiling in TB/s, "none" when the loop does no tensor-core work and "-"
+// when it loads nothing.
+std::string TensorCeiling(const KernelFacts& k) {
+  if (std::isinf(k.tensor_ceiling_bytes_per_second)) return "none";
+  if (k.tensor_ceiling_bytes_per_second <= 0) return "-";
+  return Fixed(k.tensor_ceiling_bytes_per_second / 1e12, 2);
+}
+
 std::string Row(const KernelFacts& k, const std::string& gate) {
   const MainLoop& loop = k.main_loop;
   std::string where = loop.is_loop ? "loop" : "whole kernel";
@@ -217,7 +228,7 @@ std::string Row(const KernelFacts& k, const std::string& gate) {
       << " | " << tensor << " | "
       << (k.ceiling_bytes_per_second > 0 ? Fixed(k.ceiling_bytes_per_second / 1e12, 2) : "-")
       << " | " << loop.shared_bytes_per_warp << (loop.descriptor_mmas > 0 ? " + mma" : "") << " | "
-      << SharedCeiling(k) << " | " << gate << " |";
+      << SharedCeiling(k) << " | " << TensorCeiling(k) << " | " << gate << " |";
   return row.str();
 }
 
@@ -256,15 +267,18 @@ int Run(int argc, char** argv) {
   }
   std::stringstream table;
   table << "Static kernel report for " << gpu->name << " (" << gpu->sm_count << " SMs, "
-        << gpu->clock_mhz << " MHz, " << gpu->memory_bandwidth_tb_s
-        << " TB/s): issue ceiling = SMs x min(4, resident warps) x clock x load bytes per "
-           "instruction of the main loop; shared ceiling = SMs x 128 B x clock x load bytes per "
-           "byte the main loop moves through shared memory (docs/kernels.md, \"Static kernel "
-           "report\").\n\n"
+        << gpu->clock_mhz << " MHz, " << gpu->memory_bandwidth_tb_s << " TB/s, "
+        << gpu->bf16_dense_tflop_s << " and " << gpu->fp8_dense_tflop_s
+        << " dense TFLOP/s for 16- and 8-bit inputs): issue ceiling = SMs x min(4, resident "
+           "warps) x clock x load bytes per instruction of the main loop; shared ceiling = SMs x "
+           "128 B x clock x load bytes per byte the main loop moves through shared memory; tensor "
+           "ceiling = load bytes per second of tensor-core work at the dense peaks "
+           "(docs/kernels.md, \"Static kernel report\").\n\n"
         << "| kernel | object | regs | spill st/ld B | stack B | smem B | threads | CTAs/SM "
            "(limit) | occupancy | main loop | instr/iter | load B/iter/warp | B/instr | "
-           "tensor cores | issue ceiling TB/s | shared B/iter/warp | shared ceiling TB/s | gate |\n"
-        << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+           "tensor cores | issue ceiling TB/s | shared B/iter/warp | shared ceiling TB/s | tensor "
+           "ceiling TB/s | gate |\n"
+        << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   std::vector<std::string> failures;
   std::vector<int> matched(gates->size(), 0);
   for (KernelFacts& kernel : kernels) {

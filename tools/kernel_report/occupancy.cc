@@ -44,4 +44,13 @@ double SharedBoundBytesPerSecond(const GpuFigures& gpu, int64_t load_bytes_per_w
          static_cast<double>(load_bytes_per_warp) / static_cast<double>(shared_bytes_per_warp);
 }
 
+double TensorBoundBytesPerSecond(const GpuFigures& gpu, int64_t load_bytes_per_warp,
+                                 const TensorWork& work) {
+  double seconds = 0;  // per load_bytes_per_warp bytes, the whole GPU's tensor cores at peak
+  if (work.flops16 > 0) seconds += work.flops16 / (gpu.bf16_dense_tflop_s * 1e12);
+  if (work.flops8 > 0) seconds += work.flops8 / (gpu.fp8_dense_tflop_s * 1e12);
+  if (seconds <= 0) return std::numeric_limits<double>::infinity();
+  return static_cast<double>(load_bytes_per_warp) / seconds;
+}
+
 }  // namespace kvsim::kernel_report

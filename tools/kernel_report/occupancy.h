@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "tools/kernel_report/sass_analysis.h"
+
 namespace kvsim::kernel_report {
 
 // Per-SM limits of compute capability 9.0 (CUDA C++ Programming Guide, "Technical
@@ -27,6 +29,8 @@ struct GpuFigures {
   int sm_count = 0;
   double clock_mhz = 0;
   double memory_bandwidth_tb_s = 0;
+  double bf16_dense_tflop_s = 0;  // the tensor cores' dense peak with 16-bit inputs
+  double fp8_dense_tflop_s = 0;   // and with 8-bit inputs
 };
 
 // Resident blocks per SM and what limits them; blocks 0 when one block does not fit.
@@ -52,5 +56,12 @@ double IssueBoundBytesPerSecond(const GpuFigures& gpu, int warps_per_sm,
 // Infinite when the loop moves nothing through shared memory.
 double SharedBoundBytesPerSecond(const GpuFigures& gpu, int64_t load_bytes_per_warp,
                                  int64_t shared_bytes_per_warp);
+
+// Bytes per second the main loop can request from memory when the tensor cores are the only
+// limit: the GPU does its dense peak of each kind (the SM count cancels), and the loop's flops of
+// each kind come with load_bytes_per_warp bytes. Infinite when the loop does no tensor-core work.
+// An upper bound: the peaks are wgmma's, which mma.sync does not reach on Hopper.
+double TensorBoundBytesPerSecond(const GpuFigures& gpu, int64_t load_bytes_per_warp,
+                                 const TensorWork& work);
 
 }  // namespace kvsim::kernel_report

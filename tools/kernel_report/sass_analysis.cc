@@ -129,6 +129,65 @@ bool IsTensorCoreInstruction(const std::string& opcode) {
   return false;
 }
 
+TensorWork TensorWorkPerWarp(const std::string& opcode) {
+  TensorWork work;
+  if (!IsTensorCoreInstruction(opcode)) return work;
+  std::vector<std::string> fields;
+  size_t start = 0;
+  while (start <= opcode.size()) {
+    const size_t dot = opcode.find('.', start);
+    fields.push_back(
+        opcode.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  if (fields.size() < 2) return work;
+  const std::string& mnemonic = fields[0];
+  const std::string& shape = fields[1];
+  double m = 0, n = 0, k = 0;
+  if (mnemonic == "HGMMA" || mnemonic == "QGMMA" || mnemonic == "IGMMA") {
+    // 64xNxK
+    const size_t x1 = shape.find('x');
+    const size_t x2 = x1 == std::string::npos ? x1 : shape.find('x', x1 + 1);
+    if (x2 == std::string::npos) return work;
+    m = std::atof(shape.substr(0, x1).c_str());
+    n = std::atof(shape.substr(x1 + 1, x2 - x1 - 1).c_str());
+    k = std::atof(shape.substr(x2 + 1).c_str());
+  } else if (mnemonic == "HMMA" || mnemonic == "IMMA" || mnemonic == "QMMA") {
+    // The mma.sync shapes SASS spells as digits: m16n8k16 "16816", m16n8k8 "1688", m16n8k32
+    // "16832", m8n8k4 "884", m8n8k16 "8816", m16n8k64 "16864", m16n8k4 "1684".
+    static const struct {
+      const char* name;
+      double m, n, k;
+    } kShapes[] = {{"16816", 16, 8, 16}, {"1688", 16, 8, 8}, {"16832", 16, 8, 32},
+                   {"884", 8, 8, 4},     {"8816", 8, 8, 16}, {"16864", 16, 8, 64},
+                   {"1684", 16, 8, 4}};
+    for (const auto& known : kShapes) {
+      if (shape == known.name) {
+        m = known.m;
+        n = known.n;
+        k = known.k;
+      }
+    }
+  }
+  if (m == 0) return work;
+  double flops = 2 * m * n * k;
+  if (mnemonic == "HGMMA" || mnemonic == "QGMMA" || mnemonic == "IGMMA") flops /= 4;
+  bool eight_bit =
+      mnemonic == "QGMMA" || mnemonic == "IGMMA" || mnemonic == "IMMA" || mnemonic == "QMMA";
+  bool tf32 = false;
+  for (const std::string& field : fields) {
+    if (field == "E4M3" || field == "E5M2" || field == "S8" || field == "U8") eight_bit = true;
+    if (field == "TF32") tf32 = true;
+  }
+  if (eight_bit) {
+    work.flops8 = flops;
+  } else {
+    work.flops16 = tf32 ? 2 * flops : flops;
+  }
+  return work;
+}
+
 MainLoop FindMainLoop(const SassFunction& function, MainLoopRule rule) {
   const std::vector<SassInstruction>& code = function.instructions;
   std::vector<LoopSpan> loops;
@@ -157,6 +216,9 @@ MainLoop FindMainLoop(const SassFunction& function, MainLoopRule rule) {
       loop.bulk_loads += IsBulkGlobalLoad(opcode) ? 1 : 0;
       loop.shared_bytes_per_warp += SharedBytesPerWarp(opcode);
       loop.descriptor_mmas += ReadsSharedByDescriptor(opcode, code[i].operands) ? 1 : 0;
+      const TensorWork work = TensorWorkPerWarp(opcode);
+      loop.tensor_work.flops16 += work.flops16;
+      loop.tensor_work.flops8 += work.flops8;
       if (IsTensorCoreInstruction(opcode) &&
           std::find(loop.tensor_core_opcodes.begin(), loop.tensor_core_opcodes.end(), opcode) ==
               loop.tensor_core_opcodes.end()) {

@@ -45,6 +45,18 @@ bool ReadsSharedByDescriptor(const std::string& opcode, const std::string& opera
 // HMMA, HGMMA, QGMMA, IMMA, IGMMA, QMMA, BMMA, BGMMA and their modifiers.
 bool IsTensorCoreInstruction(const std::string& opcode);
 
+// The floating-point (or integer) operations of one warp's share of a tensor-core instruction:
+// 2 M N K of the shape in its name (HMMA.16816: m16n8k16; HGMMA.64x128x16: m64n128k16), divided
+// by the 4 warps of a warpgroup for the wgmma forms (HGMMA, QGMMA, IGMMA), which the warpgroup
+// issues together. flops16 counts against the 16-bit-input peak (F16, BF16; TF32 inputs run at
+// half that rate and count twice), flops8 against the 8-bit one (E4M3, E5M2, S8, U8). Both 0 for
+// any other instruction or a shape it does not read.
+struct TensorWork {
+  double flops16 = 0;
+  double flops8 = 0;
+};
+TensorWork TensorWorkPerWarp(const std::string& opcode);
+
 // The main loop of a function: the loop (a backward branch and the instructions from its target
 // up to it) with the most global-load bytes per iteration; among loops with equal bytes, the one
 // with the fewest instructions (the innermost). Without any loop that loads, the whole function is
@@ -62,6 +74,7 @@ struct MainLoop {
   int64_t async_bytes_per_warp = 0;   // of load_bytes_per_warp, what LDGSTS copies
   int64_t shared_bytes_per_warp = 0;  // SharedBytesPerWarp, summed
   int64_t descriptor_mmas = 0;  // tensor-core instructions reading shared memory by descriptor
+  TensorWork tensor_work;       // TensorWorkPerWarp, summed
   MainLoopRule rule = MainLoopRule::kAllLoads;
   int64_t nested_loops = 0;  // loops inside it (or in the whole function), counted once
   std::vector<std::string> tensor_core_opcodes;  // distinct, in order of appearance
