@@ -115,6 +115,11 @@ inline bool FastMlaFp8Supported(KvFormat format) {
   return (format.dtype == KvDtype::kFp8E4M3 || format.dtype == KvDtype::kFp8E5M2) &&
          (format.scaling == KvScaling::kPerTensor || format.scaling == KvScaling::kPerTokenHead);
 }
+// Those formats, for tests that sweep them (decode_fast_mla_test checks the list against the rule).
+inline constexpr KvFormat kFastMlaFp8Formats[] = {{KvDtype::kFp8E4M3, KvScaling::kPerTensor},
+                                                  {KvDtype::kFp8E4M3, KvScaling::kPerTokenHead},
+                                                  {KvDtype::kFp8E5M2, KvScaling::kPerTensor},
+                                                  {KvDtype::kFp8E5M2, KvScaling::kPerTokenHead}};
 // The arithmetic a fast MLA call with `format` and requested `math` runs: kAuto is kFp8 for the
 // supported formats when kFastMlaFp8ByDefault, else kBf16; kBf16 and kFp8 are kept.
 inline FastMlaMath ResolveFastMlaMath(KvFormat format, FastMlaMath math) {

@@ -225,10 +225,7 @@ TEST_F(DecodeFastMlaGpuTest, Bf16CacheBadRequestsAndCallerStream) {
 // and of its CPU twin, failed requests as on the CPU, and the same bits through a caller's
 // workspace on its own stream. Where it is not compiled, the call says so.
 TEST_F(DecodeFastMlaGpuTest, Fp8VariantEqualsTheReferenceTheBf16VariantAndTheTwin) {
-  for (const KvFormat format : {KvFormat{KvDtype::kFp8E4M3, KvScaling::kPerTensor},
-                                KvFormat{KvDtype::kFp8E4M3, KvScaling::kPerTokenHead},
-                                KvFormat{KvDtype::kFp8E5M2, KvScaling::kPerTensor},
-                                KvFormat{KvDtype::kFp8E5M2, KvScaling::kPerTokenHead}}) {
+  for (const KvFormat format : kFastMlaFp8Formats) {
     for (int heads : {1, 3, 64, 100, 128}) {
       AttentionCaseParams params;
       params.shape = MlaCacheShape(0, heads == 3 ? 7 : 64, format);

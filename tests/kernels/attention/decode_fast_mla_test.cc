@@ -114,10 +114,7 @@ TEST(DecodeFastMlaTest, PlanCountsHeadTiles) {
 // even head counts.
 TEST(DecodeFastMlaTest, Fp8VariantMatchesReference) {
   double worst = 0;
-  for (const KvFormat format : {KvFormat{KvDtype::kFp8E4M3, KvScaling::kPerTensor},
-                                KvFormat{KvDtype::kFp8E4M3, KvScaling::kPerTokenHead},
-                                KvFormat{KvDtype::kFp8E5M2, KvScaling::kPerTensor},
-                                KvFormat{KvDtype::kFp8E5M2, KvScaling::kPerTokenHead}}) {
+  for (const KvFormat format : kFastMlaFp8Formats) {
     for (int heads : {1, 3, 64, 100, 128}) {
       AttentionCaseParams params;
       params.shape = MlaCacheShape(0, 7, format);  // every length ends inside a page
@@ -231,6 +228,24 @@ TEST(DecodeFastMlaTest, Fp8VariantFailsTheBf16Bound) {
   EXPECT_FALSE(
       testing::CheckDecodeAgainstReference(c, cache, outputs, AttentionOutputDtype::kFp32, kFast)
           .failure.empty());
+}
+
+// kFastMlaFp8Formats lists exactly the formats FastMlaFp8Supported takes.
+TEST(DecodeFastMlaTest, Fp8FormatListIsTheRule) {
+  int listed = 0;
+  for (KvDtype dtype : {KvDtype::kBf16, KvDtype::kFp8E4M3, KvDtype::kFp8E5M2}) {
+    for (KvScaling scaling : {KvScaling::kNone, KvScaling::kPerTensor, KvScaling::kPerTokenHead,
+                              KvScaling::kMlaBlock128}) {
+      const KvFormat format{dtype, scaling};
+      bool in_list = false;
+      for (const KvFormat listed_format : kFastMlaFp8Formats) {
+        in_list = in_list || listed_format == format;
+      }
+      EXPECT_EQ(in_list, FastMlaFp8Supported(format)) << KvFormatName(format);
+      listed += in_list ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(listed, 4);
 }
 
 // kFp8 on a format the FP8 variant does not take is refused by name; kAuto keeps bf16 products.
