@@ -9,8 +9,8 @@
 // the order of every fp32 operation the kernel fixes. Inside one tensor-core step (16 products
 // added to an accumulator in bf16; 64 from zero in FP8) the hardware's order and precision are
 // unspecified; here the products are summed in k order in fp32, then added to the running dot or
-// sum.
-// docs/numerics.md bounds what the hardware may do instead.
+// sum. docs/numerics.md bounds what the hardware may do instead. The bf16 arithmetic is also the
+// bf16 wgmma kernel's (decode_fast_mla_wgmma_bf16.cu), which chains the same k16 steps.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
