@@ -59,8 +59,9 @@ class AccuracyKvCommand : public Command {
         ->capture_default_str();
     app.add_option(
            "--mla-products", mla_products_text_,
-           "The fast MLA kernels' products (with --kernel-path fast): auto (decode_fast_mla.h's "
-           "rule: bf16 for now), bf16, or fp8 (queries and weights in e4m3 times the cache's "
+           "The fast MLA kernels' products (with --kernel-path fast): auto (bf16 until the FP8 "
+           "kernel has passed its GPU test), bf16, or fp8 (queries and weights in e4m3 times the "
+           "cache's "
            "codes, for e4m3 and e5m2 caches with per-tensor or per-token scales; bf16 products "
            "for the BF16 baseline and FlashMLA rows)")
         ->capture_default_str();
