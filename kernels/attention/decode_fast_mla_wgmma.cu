@@ -374,13 +374,15 @@ __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
     ScoreWeights(s, state, w);
 #pragma unroll
     for (int n = 0; n < kGroupTokens / 8; ++n) {
-      const int token = 8 * n + 2 * block.tq;
+      int row_low, row_high, column;
+      MlaWgmmaWeightCell(tid, 4 * n, &row_low, &column);
+      MlaWgmmaWeightCell(tid, 4 * n + 2, &row_high, &column);
+      const int token = column - group * kGroupTokens;  // in the group: the lanes' units
       const float unit0 = __shfl_sync(0xFFFFFFFFu, lane_unit, token);
       const float unit1 = __shfl_sync(0xFFFFFFFFu, lane_unit, token + 1);
-      const int column = group * kGroupTokens + token;
-      *reinterpret_cast<uint16_t*>(p_tile + WgmmaKMajorOffset(block.row_low, column, kTile)) =
+      *reinterpret_cast<uint16_t*>(p_tile + WgmmaKMajorOffset(row_low, column, kTile)) =
           PackE4m3(__fmul_rn(w[4 * n], unit0), __fmul_rn(w[4 * n + 1], unit1));
-      *reinterpret_cast<uint16_t*>(p_tile + WgmmaKMajorOffset(block.row_high, column, kTile)) =
+      *reinterpret_cast<uint16_t*>(p_tile + WgmmaKMajorOffset(row_high, column, kTile)) =
           PackE4m3(__fmul_rn(w[4 * n + 2], unit0), __fmul_rn(w[4 * n + 3], unit1));
     }
     float half0_low, half0_high, half1_low, half1_high;

@@ -195,6 +195,15 @@ KVSIM_HD_INLINE void WgmmaAccumulatorCell(int thread, int r, int* row, int* colu
   *column = 8 * (r / 4) + 2 * (lane % 4) + r % 2;
 }
 
+// Where the FP8 kernel's thread `thread` (0..255) stores the weights of its score registers r and
+// r + 1 (r even): head row `row`, tokens `token` and token + 1 of the 64-token tile (warpgroup g's
+// accumulator holds tokens 32 g .. + 32).
+KVSIM_HD_INLINE void MlaWgmmaWeightCell(int thread, int r, int* row, int* token) {
+  int column = 0;
+  WgmmaAccumulatorCell(thread % 128, r, row, &column);
+  *token = (thread / 128) * kMlaWgmmaGroupTokens + column;
+}
+
 // Where the kernel's shared memory goes, in bytes from its start (all 128-byte aligned).
 struct MlaWgmmaSmemLayout {
   int q_offset = 0;         // Q codes

@@ -315,6 +315,25 @@ TEST(MlaWgmmaLayout, AccumulatorCellsCoverTheTileOnce) {
   }
 }
 
+// The FP8 kernel's weight stores (each thread two weights of a row per register pair, both
+// warpgroups) fill the 64 x 64 P tile once.
+TEST(MlaWgmmaLayout, WeightStoresFillPOnce) {
+  std::vector<int> seen(static_cast<size_t>(kMlaWgmmaHeads * kMlaWgmmaTile), 0);
+  for (int thread = 0; thread < kMlaWgmmaThreads; ++thread) {
+    for (int r = 0; r < kMlaWgmmaGroupTokens / 2; r += 2) {
+      int row = 0;
+      int token = 0;
+      MlaWgmmaWeightCell(thread, r, &row, &token);
+      ASSERT_LT(row, kMlaWgmmaHeads);
+      ASSERT_LT(token + 1, kMlaWgmmaTile);
+      ASSERT_EQ(token % 2, 0);
+      ++seen[static_cast<size_t>(row * kMlaWgmmaTile + token)];
+      ++seen[static_cast<size_t>(row * kMlaWgmmaTile + token + 1)];
+    }
+  }
+  for (int count : seen) EXPECT_EQ(count, 1);
+}
+
 TEST(MlaWgmmaLayout, SharedMemoryFitsAndOperandsAreAligned) {
   const MlaWgmmaSmemLayout layout = MakeMlaWgmmaSmemLayout();
   EXPECT_LE(layout.total_bytes, 227 * 1024);
