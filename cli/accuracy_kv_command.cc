@@ -61,9 +61,8 @@ class AccuracyKvCommand : public Command {
            "--mla-products", mla_products_text_,
            "The fast MLA kernels' products (with --kernel-path fast): auto (bf16 until the FP8 "
            "kernel has passed its GPU test), bf16, or fp8 (queries and weights in e4m3 times the "
-           "cache's "
-           "codes, for e4m3 and e5m2 caches with per-tensor or per-token scales; bf16 products "
-           "for the BF16 baseline and FlashMLA rows)")
+           "cache's codes, for e4m3 and e5m2 caches with per-tensor or per-token scales and for "
+           "FlashMLA rows, whose rope stays bf16; bf16 products for the BF16 baseline)")
         ->capture_default_str();
     app.add_flag("--allow-hours", allow_hours_,
                  "Run a size estimated to take over an hour on the CPU backend (refused without "

@@ -145,8 +145,8 @@ Status DecodeAttention(Backend& backend, const DecodeAttentionArgs& args) {
       launch.fast_mla_math == FastMlaMath::kFp8 && !FastMlaFp8Supported(shape.format)) {
     return InvalidArgumentError(
         "FP8 fast MLA arithmetic is not supported for format '" + KvFormatName(shape.format) +
-        "'; it takes e4m3 and e5m2 caches with per-tensor or per-token-head scales "
-        "(use FastMlaMath::kAuto or kBf16)");
+        "'; it takes e4m3 and e5m2 caches with per-tensor or per-token-head scales, and "
+        "FlashMLA's e4m3 rows with block scales (use FastMlaMath::kAuto or kBf16)");
   }
   KVSIM_RETURN_IF_ERROR(CheckAligned16(launch.q, "q"));
   KVSIM_RETURN_IF_ERROR(CheckAligned16(launch.pool.k_pages, "k_pages"));

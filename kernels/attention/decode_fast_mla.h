@@ -79,9 +79,19 @@ KVSIM_HD_INLINE FastMlaSmemLayout MakeFastMlaSmemLayout(int row_bytes) {
 // (one online-softmax update per 64 tokens); its shared-memory layouts are in
 // decode_fast_mla_wgmma_layout.h.
 //
-// Q: per (request, head) one fp32 scale s_q = a / 448 with a = max(amax of the 576 values, 2^-64),
-// the codes e4m3_rn_satfinite(q * (448 / a)), both quotients fp32 round-to-nearest (the floor
-// 2^-64 keeps 448 / a finite; a query below it quantises to zeros).
+// Q: per (request, head) one fp32 scale s_q = a / 448 with a = max(amax of the quantised values,
+// 2^-64), the codes e4m3_rn_satfinite(q * (448 / a)), both quotients fp32 round-to-nearest (the
+// floor 2^-64 keeps 448 / a finite; a query below it quantises to zeros). The quantised values
+// are all 576, or for FlashMLA rows the 512 latent ones (FastMlaFp8QueryDims).
+//
+// FlashMLA rows (KvScaling::kMlaBlock128: 512 e4m3 codes, 4 power-of-two block scales, 64 bf16
+// rope values) take the same tiles with the block scales applied outside the tensor cores:
+// - QK^T: block b's 128 products (four chained k32) from zero, then latent = fma(D_b, s_b, latent)
+//   in block order (D_0 s_0 first, exact: s_b is a power of two); the rope's 64 bf16 products as
+//   four chained k16 steps from zero (R); the score fma(latent, s_q, R) * factor.
+// - PV: per block b the weights times s_b(j) / sigma_b (sigma_b the tile's largest s_b, both
+//   powers of two, so the quotient is exact) rounded to e4m3: four weight matrices per tile, one
+//   per 128 V columns, each column block with its own unit sigma_b carried as above.
 inline constexpr float kFastMlaQueryCodeMax = 448.0f;
 inline constexpr float kFastMlaQueryAmaxFloor = 0x1p-64f;
 // The k of one FP8 tensor-core instruction (wgmma k32).
@@ -93,6 +103,12 @@ inline constexpr int kFastMlaFp8StepK = 2 * kFastMlaFp8K;
 // The FP8 variant's token tile: one PV step, so that the fused update runs once per 64 tokens.
 inline constexpr int kFastMlaFp8TileTokens = kFastMlaFp8StepK;
 static_assert(kMlaHeadDim % kFastMlaFp8StepK == 0, "the FP8 QK^T steps are whole k64 blocks");
+// FlashMLA rows: one QK^T step per scale block (128 products, four chained k32), and the rope's
+// bf16 steps of 16 products.
+inline constexpr int kFastMlaFp8BlockStepK = kMlaScaleBlock;
+inline constexpr int kFastMlaRopeStepK = 16;
+static_assert(kFastMlaFp8BlockStepK % kFastMlaFp8K == 0, "a block is whole k32 products");
+static_assert(kMlaRopeDim % kFastMlaRopeStepK == 0, "the rope is whole k16 products");
 static_assert(kFastMlaFp8TileTokens % kDecodeTileTokens == 0,
               "an FP8 tile is whole tiles of the bound's (fewer rescalings than it counts)");
 
@@ -108,10 +124,11 @@ KVSIM_HD_INLINE void FastMlaQueryScale(float amax, float* scale, float* inverse)
 inline constexpr bool kFastMlaFp8ByDefault = false;
 
 // Whether the FP8 variant supports cache format `format`: e4m3 or e5m2 (the K and V codes as
-// stored, against e4m3 queries and weights) with per-tensor or per-token-head scales. FlashMLA's
-// 656-byte rows mix block scales along k with bf16 rope values, and bf16 caches have no FP8
-// codes: they stay on bf16 products.
+// stored, against e4m3 queries and weights) with per-tensor or per-token-head scales, and
+// FlashMLA's e4m3 rows with block scales. bf16 caches have no FP8 codes: they stay on bf16
+// products.
 inline bool FastMlaFp8Supported(KvFormat format) {
+  if (format.scaling == KvScaling::kMlaBlock128) return format.dtype == KvDtype::kFp8E4M3;
   return (format.dtype == KvDtype::kFp8E4M3 || format.dtype == KvDtype::kFp8E5M2) &&
          (format.scaling == KvScaling::kPerTensor || format.scaling == KvScaling::kPerTokenHead);
 }
@@ -119,7 +136,12 @@ inline bool FastMlaFp8Supported(KvFormat format) {
 inline constexpr KvFormat kFastMlaFp8Formats[] = {{KvDtype::kFp8E4M3, KvScaling::kPerTensor},
                                                   {KvDtype::kFp8E4M3, KvScaling::kPerTokenHead},
                                                   {KvDtype::kFp8E5M2, KvScaling::kPerTensor},
-                                                  {KvDtype::kFp8E5M2, KvScaling::kPerTokenHead}};
+                                                  {KvDtype::kFp8E5M2, KvScaling::kPerTokenHead},
+                                                  {KvDtype::kFp8E4M3, KvScaling::kMlaBlock128}};
+// The query values the FP8 variant quantises for `format`: FlashMLA rows keep the rope in bf16.
+inline int FastMlaFp8QueryDims(KvFormat format) {
+  return format.scaling == KvScaling::kMlaBlock128 ? kMlaLoraRank : kMlaHeadDim;
+}
 // The arithmetic a fast MLA call with `format` and requested `math` runs: kAuto is kFp8 for the
 // supported formats when kFastMlaFp8ByDefault, else kBf16; kBf16 and kFp8 are kept.
 inline FastMlaMath ResolveFastMlaMath(KvFormat format, FastMlaMath math) {

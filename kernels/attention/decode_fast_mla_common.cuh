@@ -228,12 +228,14 @@ struct FastMlaRows {
 };
 
 // Writes the block's partials to the workspace: each existing head row's 256 accumulator columns
-// of this warp (times `unit`, when kScaled), its maximum and sum, and from head tile 0 the
-// split's page status.
+// of this warp (when kScaled, its first 128 times `unit` and the rest times `second_unit`: the
+// FP8 kernel's units per P V product), its maximum and sum, and from head tile 0 the split's
+// page status.
 template <bool kScaled>
 __device__ __forceinline__ void WriteFastMlaPartials(
     const DecodeAttentionLaunch& launch, const FastMlaBlock& block, const FastMlaRows& rows,
-    const float (&o)[kFastMlaVColumnsPerWarp / 8][4], float unit, bool bad_page) {
+    const float (&o)[kFastMlaVColumnsPerWarp / 8][4], float unit, bool bad_page,
+    float second_unit = 1.0f) {
   const int request = block.request;
   const int heads = block.heads;
   const int split = block.split;
@@ -252,8 +254,10 @@ __device__ __forceinline__ void WriteFastMlaPartials(
 #pragma unroll
     for (int n = 0; n < kFastMlaVColumnsPerWarp / 8; ++n) {
       float2 value = make_float2(o[n][2 * r], o[n][2 * r + 1]);
-      if constexpr (kScaled)
-        value = make_float2(__fmul_rn(value.x, unit), __fmul_rn(value.y, unit));
+      if constexpr (kScaled) {
+        const float u = n < kFastMlaVColumnsPerWarp / 16 ? unit : second_unit;
+        value = make_float2(__fmul_rn(value.x, u), __fmul_rn(value.y, u));
+      }
       *reinterpret_cast<float2*>(out + n * 8) = value;
     }
     if (rows.half == 0 && rows.tq == 0) {

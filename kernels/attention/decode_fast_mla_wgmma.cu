@@ -1,6 +1,7 @@
 // The fast MLA decode path's FP8 variant on Hopper's FP8 tensor cores (wgmma, QGMMA in SASS), for
 // e4m3 and e5m2 caches with per-tensor or per-token-head scales (e4m3 queries and weights times
-// the cache's codes as stored). Its arithmetic is the FP8 variant's
+// the cache's codes as stored), and as FastMlaDecodeWgmmaBlocksKernel for FlashMLA's rows (block
+// scales, bf16 rope; the differences are listed below). Its arithmetic is the FP8 variant's
 // (decode_fast_mla.h, docs/numerics.md "The fast paths: FP8 tensor-core arithmetic"), step for
 // step, so its CPU twin is decode_fast_mla_cpu.cc's FP8 arithmetic:
 //
@@ -21,6 +22,14 @@
 // columns are transposed once into V^T. Every operand's layout and descriptor is in
 // decode_fast_mla_wgmma_layout.h, checked on the CPU by decode_fast_mla_wgmma_layout_test; the
 // partials go to the simple path's workspace and combine kernel. Not yet run on a GPU.
+//
+// FlashMLA rows (kBlocks): Q's 512 latent values are quantised and its rope copied as bf16; a
+// stage holds the codes, the rope and the block scales apart (MakeMlaWgmmaSmemLayout(true)). S
+// per warpgroup: for each scale block four chained m64n32k32 products from zero, fused into the
+// latent sum with the token's block scale; the rope as four chained bf16 m64n32k16 products from
+// zero; then fma(latent, s_q, rope) * factor. The weights go to four P matrices, block b's in
+// units of sigma_b (the tile's largest block-b scale); warpgroup g's P V product q is block
+// 2 g + q, with its own carry and final unit.
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
@@ -138,10 +147,46 @@ __device__ __forceinline__ void WgmmaValueProduct(float (&d)[kValueRegisters],
     asm volatile(KVSIM_WGMMA_VALUE_PTX("e4m3") KVSIM_WGMMA_VALUE_OPERANDS);
   }
 }
+
+// FlashMLA rows' rope: d = A (64 x 16 bf16, Q's rope) * B (16 x 32 bf16, the tile's rope), both
+// K-major, from zero or (kAccumulate) added to d inside the tensor cores.
+template <bool kAccumulate>
+__device__ __forceinline__ void WgmmaRopeProduct(float (&d)[kScoreRegisters],
+                                                 WgmmaDescriptorHalves a, WgmmaDescriptorHalves b) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      ".reg .b64 da, db;\n"
+      "mov.b64 da, {%16, %17};\n"
+      "mov.b64 db, {%18, %19};\n"
+      "setp.ne.b32 p, %20, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+      "da, db, p, 1, 1, 0, 0;\n"
+      "}\n" KVSIM_WGMMA_SCORE_OPERANDS);
+}
 #undef KVSIM_WGMMA_SCORE_PTX
 #undef KVSIM_WGMMA_SCORE_OPERANDS
 #undef KVSIM_WGMMA_VALUE_PTX
 #undef KVSIM_WGMMA_VALUE_OPERANDS
+
+// One step of S: kProducts k32 products chained from zero, starting at product `first` of Q
+// (`q`) and of the tile's tokens (`k`), completed into d.
+template <bool kE5m2, int kProducts>
+__device__ __forceinline__ void ScoreStep(float (&d)[kScoreRegisters], WgmmaDescriptorHalves q,
+                                          WgmmaDescriptorHalves k, int first) {
+  WgmmaFence();
+  WgmmaScoreProduct<kE5m2, false>(d, Advance(q, MlaWgmmaKOffset(first)),
+                                  Advance(k, MlaWgmmaKOffset(first)));
+#pragma unroll
+  for (int i = 1; i < kProducts; ++i) {
+    WgmmaScoreProduct<kE5m2, true>(d, Advance(q, MlaWgmmaKOffset(first + i)),
+                                   Advance(k, MlaWgmmaKOffset(first + i)));
+  }
+  WgmmaCommit();
+  WgmmaWaitAll();
+  FenceRegisters(d);
+}
 
 // Two floats as an e4m3 pair (round to nearest even, saturating), low byte first.
 __device__ __forceinline__ uint16_t PackE4m3(float low, float high) {
@@ -149,17 +194,40 @@ __device__ __forceinline__ uint16_t PackE4m3(float low, float high) {
       __nv_cvt_float2_to_fp8x2(make_float2(low, high), __NV_SATFINITE, __NV_E4M3));
 }
 
+// 1 / x for a power of two x in [2^-126, 2^126] (FlashMLA's block scales, 2^-13 and up, and
+// their tile maxima): exact, as the exponent's negation on the bits (rcp.rn would be exact too,
+// but takes a slow path call for its special cases).
+__device__ __forceinline__ float Pow2Reciprocal(float x) {
+  return __int_as_float(0x7F000000 - __float_as_int(x));
+}
+
 // Issues the copies of tile `tile` into its stage, K-major (zeros where the row is -1) and, with
-// per-token scales, each token's scale (zero where -1).
+// per-token scales, each token's scale (zero where -1); FlashMLA rows (kBlocks): codes, rope and
+// block scales apart.
+template <bool kBlocks>
 __device__ __forceinline__ void IssueTile(const DecodeAttentionLaunch& launch,
                                           const MlaWgmmaSmemLayout& layout, uint8_t* smem, int tile,
                                           int tid) {
   const KvPoolView& pool = launch.pool;
   const auto* rows =
       reinterpret_cast<const int64_t*>(smem + layout.rows_offset) + (tile % kRowSlots) * kTile;
-  uint8_t* stage = smem + layout.stage_offset + (tile % kStages) * kMlaWgmmaStageBytes;
+  uint8_t* stage = smem + layout.stage_offset + (tile % kStages) * layout.stage_bytes;
   const int token = MlaWgmmaCopyToken(tid);
   const int64_t row = rows[token];
+  if constexpr (kBlocks) {
+    const uint8_t* source = pool.k_pages + (row >= 0 ? row * kMlaBlockRowBytes : 0);
+#pragma unroll
+    for (int round = 0; round < kMlaWgmmaBlockCopyRounds; ++round) {
+      CopyAsync16(stage + MlaWgmmaBlockCopyDestination(tid, round),
+                  source + MlaWgmmaBlockCopySource(tid, round), row >= 0);
+    }
+    if (tid < kTile) {
+      const int64_t own = rows[tid];
+      CopyAsync16(stage + kMlaWgmmaBlockStageScalesOffset + kMlaWgmmaBlockScaleBytes * tid,
+                  pool.k_pages + (own >= 0 ? own * kMlaBlockRowBytes + kMlaLoraRank : 0), own >= 0);
+    }
+    return;
+  }
   // Without a row the copies read nothing (zero fill); their addresses stay inside row 0.
   const uint8_t* source = pool.k_pages + (row >= 0 ? row * kMlaHeadDim : 0);
   uint8_t* destination =
@@ -179,11 +247,17 @@ __device__ __forceinline__ void IssueTile(const DecodeAttentionLaunch& launch,
 
 // The tile's heads' query codes (K-major) and scales (codes 0 and scale 1 for padding heads):
 // warp w quantises heads w, w + 8, ...; the amax is a warp maximum (exact in any order).
+// FlashMLA rows (kBlocks): the latent's codes (rows of 512 bytes) and the rope as is, bf16.
+template <bool kBlocks>
 __device__ __forceinline__ void QuantizeQueries(const DecodeAttentionLaunch& launch,
                                                 const FastMlaBlock& block, uint8_t* q_codes,
-                                                float* q_scales) {
+                                                uint8_t* q_rope, float* q_scales) {
   constexpr int kWordsPerLane = kQueryWords / 32;  // 9
   static_assert(kQueryWords % 32 == 0, "a query row is whole warp-wide pair loads");
+  // The words of the quantised values: FlashMLA rows' last (words 256-287) are the rope.
+  constexpr int kCodeWords = kBlocks ? kMlaLoraRank / 64 : kWordsPerLane;
+  constexpr int kCodeRowBytes = kBlocks ? kMlaWgmmaBlockCodeBytes : kMlaHeadDim;
+  static_assert(!kBlocks || kCodeWords == kWordsPerLane - 1, "the rope is the last word a lane");
   const int lane = block.lane;
   for (int h = block.warp; h < kHeads; h += kMlaWgmmaThreads / 32) {
     uint32_t words[kWordsPerLane] = {};
@@ -197,7 +271,7 @@ __device__ __forceinline__ void QuantizeQueries(const DecodeAttentionLaunch& lau
     }
     float amax = 0.0f;
 #pragma unroll
-    for (int i = 0; i < kWordsPerLane; ++i) {
+    for (int i = 0; i < kCodeWords; ++i) {
       amax = fmaxf(amax, fabsf(__uint_as_float(words[i] << 16)));
       amax = fmaxf(amax, fabsf(__uint_as_float(words[i] & 0xFFFF0000u)));
     }
@@ -209,34 +283,35 @@ __device__ __forceinline__ void QuantizeQueries(const DecodeAttentionLaunch& lau
     if (h < block.heads) FastMlaQueryScale(amax, &scale, &inverse);
     if (lane == 0) q_scales[h] = scale;
 #pragma unroll
-    for (int i = 0; i < kWordsPerLane; ++i) {
+    for (int i = 0; i < kCodeWords; ++i) {
       const int dim = 2 * (lane + 32 * i);
-      *reinterpret_cast<uint16_t*>(q_codes + WgmmaKMajorOffset(h, dim, kMlaHeadDim)) =
+      *reinterpret_cast<uint16_t*>(q_codes + WgmmaKMajorOffset(h, dim, kCodeRowBytes)) =
           PackE4m3(__fmul_rn(__uint_as_float(words[i] << 16), inverse),
                    __fmul_rn(__uint_as_float(words[i] & 0xFFFF0000u), inverse));
+    }
+    if constexpr (kBlocks) {  // rope values 2 lane and 2 lane + 1: bytes 4 lane .. + 4
+      *reinterpret_cast<uint32_t*>(q_rope + WgmmaKMajorOffset(h, 4 * lane, kMlaWgmmaRopeRowBytes)) =
+          words[kCodeWords];
     }
   }
 }
 
-#endif  // !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
-
-// Grid: (max_splits, ceil(num_q_heads / 64), batch); block: kMlaWgmmaThreads; dynamic shared
-// memory MakeMlaWgmmaSmemLayout().total_bytes. Writes each (request, head, split)'s unnormalised
-// partial (max, sum, weighted V sum) and, from head tile 0, the split's page status.
-// kE5m2: the cache holds e5m2 codes (else e4m3); the queries and weights are e4m3 either way.
-template <bool kE5m2>
-__global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
-    FastMlaDecodeWgmmaKernel(DecodeAttentionLaunch launch) {
-#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  extern __shared__ __align__(128) uint8_t smem[];
+// The FP8 split kernels' body: one block's split of one 64-head tile of one request. kE5m2: the
+// cache holds e5m2 codes (else e4m3); the queries and weights are e4m3 either way. kBlocks:
+// FlashMLA rows (e4m3 codes with block scales and a bf16 rope).
+template <bool kE5m2, bool kBlocks>
+__device__ __forceinline__ void RunWgmmaFp8Split(const DecodeAttentionLaunch& launch,
+                                                 uint8_t* smem) {
   const KvPoolView& pool = launch.pool;
   FastMlaBlock block;
   if (!LocateFastMlaBlock<kTile>(launch, &block)) return;
   const int tid = block.tid;
   const int group = block.warp / 4;  // its tokens 32 g .. + 32 (S), V columns 256 g .. + 256
   const int other = 1 - group;
+  // Rows of the codes in Q and in a stage: FlashMLA rows keep the rope apart.
+  constexpr int kCodeRowBytes = kBlocks ? kMlaWgmmaBlockCodeBytes : kMlaHeadDim;
 
-  const MlaWgmmaSmemLayout layout = MakeMlaWgmmaSmemLayout();
+  const MlaWgmmaSmemLayout layout = MakeMlaWgmmaSmemLayout(kBlocks);
   uint8_t* q_codes = smem + layout.q_offset;
   auto* q_scales = reinterpret_cast<float*>(smem + layout.q_scale_offset);
   uint8_t* v_t = smem + layout.v_offset;
@@ -250,12 +325,13 @@ __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
 
   fast_mla::StartFastMlaPipeline<kStages, kTile>(launch, block, rows, scales, bad_page);
   __syncthreads();
+#pragma unroll
   for (int t = 0; t < kStages - 1; ++t) {
-    if (t < block.tiles) IssueTile(launch, layout, smem, t, tid);
+    if (t < block.tiles) IssueTile<kBlocks>(launch, layout, smem, t, tid);
     CommitCopies();
   }
   // The queries are quantised while the first tiles' copies are in flight.
-  QuantizeQueries(launch, block, q_codes, q_scales);
+  QuantizeQueries<kBlocks>(launch, block, q_codes, smem + layout.q_rope_offset, q_scales);
   int64_t next_row = tid < kTile ? TileRow<kTile>(launch, block.request, block.begin, block.end,
                                                   kStages, tid, bad_page)
                                  : -1;
@@ -263,98 +339,184 @@ __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
   const float factor = ScoreFactorLog2(launch.softmax_scale, pool);
   // Warp w of a warpgroup owns accumulator rows 16 w + g and + 8 (WgmmaAccumulatorCell).
   fast_mla::FastMlaRows state{group, block.row_low, block.row_high, block.tq};
-  float sigma_prev = 1.0f;  // the unit of o: O = o * sigma of the last tile
+  // The unit of o: O = o * sigma of the last tile. FlashMLA rows: per P V product, the last sigma
+  // of its block, kept in shared memory by tile parity (registers are short in P V).
+  float sigma_prev = 1.0f;
+  auto* block_sigma = reinterpret_cast<float*>(smem + layout.sigma_offset);
   float o[kColumnBlocks][4];
 #pragma unroll
   for (int n = 0; n < kColumnBlocks; ++n) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) o[n][e] = 0.0f;
   }
-  float q_scale_low = 1.0f, q_scale_high = 1.0f;
-  const int transpose_read = MlaWgmmaTransposeReadOffset(tid);
+  const int transpose_read = MlaWgmmaTransposeReadOffset(tid, kCodeRowBytes);
   const int transpose_write = MlaWgmmaTransposeWriteOffset(tid);
-  const WgmmaDescriptorHalves q_descriptor =
-      Halves(MlaWgmmaScoreDescriptor(smem_address + static_cast<uint32_t>(layout.q_offset), 0));
-  const WgmmaDescriptorHalves p_descriptor =
-      Halves(MlaWgmmaWeightDescriptor(smem_address + static_cast<uint32_t>(layout.p_offset), 0));
+  const WgmmaDescriptorHalves q_descriptor = Halves(MlaWgmmaScoreDescriptor(
+      smem_address + static_cast<uint32_t>(layout.q_offset), 0, kCodeRowBytes));
+  // FlashMLA rows: warpgroup g's products read P of blocks 2 g and 2 g + 1.
+  const WgmmaDescriptorHalves p_descriptor = Halves(MlaWgmmaWeightDescriptor(
+      smem_address +
+          static_cast<uint32_t>(layout.p_offset + (kBlocks ? 2 * group * kMlaWgmmaPBytes : 0)),
+      0));
   const WgmmaDescriptorHalves v_descriptor = Halves(
       MlaWgmmaValueDescriptor(smem_address + static_cast<uint32_t>(layout.v_offset), group, 0, 0));
 
   for (int t = 0; t < block.tiles; ++t) {
-    if (t + kStages - 1 < block.tiles) IssueTile(launch, layout, smem, t + kStages - 1, tid);
+    if (t + kStages - 1 < block.tiles)
+      IssueTile<kBlocks>(launch, layout, smem, t + kStages - 1, tid);
     CommitCopies();
     WaitCopies<kStages - 1>();
     FenceSharedForWgmma();  // this thread's copies (and, first, its query codes)
     __syncthreads();        // the tile has landed; the last tile's P V has read V^T and P
-    if (t == 0) {
-      q_scale_low = q_scales[block.row_low];
-      q_scale_high = q_scales[block.row_high];
-    }
-    const int stage_offset = layout.stage_offset + (t % kStages) * kMlaWgmmaStageBytes;
+    // Read per tile rather than held: the P V products need every register.
+    const float q_scale_low = q_scales[block.row_low];
+    const float q_scale_high = q_scales[block.row_high];
+    const int stage_offset = layout.stage_offset + (t % kStages) * layout.stage_bytes;
     const uint8_t* stage = smem + stage_offset;
 #pragma unroll
     for (int round = 0; round < kMlaWgmmaTransposeRounds; ++round) {
       MlaWgmmaTransposeBlock(stage + transpose_read, v_t + transpose_write, round);
     }
 
-    // The tile's largest token scale (tokens past the split hold 0, or 1 without scales): a
-    // warp maximum, exact in any order.
-    const float* tile_scales = scales + (t % kStages) * kTile;
-    const float lane_scale = tile_scales[group * kGroupTokens + block.lane];
-    float sigma = fmaxf(tile_scales[block.lane], tile_scales[kGroupTokens + block.lane]);
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2)
-      sigma = fmaxf(sigma, __shfl_xor_sync(0xFFFFFFFFu, sigma, offset));
-    if (!(sigma > 0.0f)) sigma = 1.0f;
+    // The tile's largest scales (tokens past the split hold 0, or 1 without scales): warp maxima,
+    // exact in any order. Per-token scales: one, sigma; FlashMLA rows: one per block, sigma_b.
     // Each lane's token's scale in units of sigma, and the accumulator's change of unit: the
-    // quotients are taken here, while few registers are live (a division may call a slow path).
-    const float lane_unit = __fdiv_rn(lane_scale, sigma);
-    const float unit_change = __fdiv_rn(sigma_prev, sigma);
+    // quotients are taken here, while few registers are live (a division may call a slow path);
+    // FlashMLA's are powers of two, exact as products by the reciprocal.
+    float lane_scale[kBlocks ? kMlaScaleBlocks : 1];  // scale of this lane's token 32 g + lane
+    float lane_unit[kBlocks ? kMlaScaleBlocks : 1];
+    float unit_change = 1.0f;  // per-token scales: sigma_{t-1} / sigma_t
+    if constexpr (kBlocks) {
+      const auto* tile_scales =
+          reinterpret_cast<const float4*>(stage + kMlaWgmmaBlockStageScalesOffset);
+      const float4 mine = tile_scales[group * kGroupTokens + block.lane];
+      const float4 theirs = tile_scales[other * kGroupTokens + block.lane];
+      float sigma[kMlaScaleBlocks] = {fmaxf(mine.x, theirs.x), fmaxf(mine.y, theirs.y),
+                                      fmaxf(mine.z, theirs.z), fmaxf(mine.w, theirs.w)};
+      lane_scale[0] = mine.x;
+      lane_scale[1] = mine.y;
+      lane_scale[2] = mine.z;
+      lane_scale[3] = mine.w;
+#pragma unroll
+      for (int b = 0; b < kMlaScaleBlocks; ++b) {
+#pragma unroll
+        for (int offset = 16; offset > 0; offset /= 2)
+          sigma[b] = fmaxf(sigma[b], __shfl_xor_sync(0xFFFFFFFFu, sigma[b], offset));
+        if (!(sigma[b] > 0.0f)) sigma[b] = 1.0f;
+        lane_unit[b] = __fmul_rn(lane_scale[b], Pow2Reciprocal(sigma[b]));
+        // Read after the next barrier; slot t % 2 was last read before this tile's first one.
+        if (tid == 0) block_sigma[(t % 2) * kMlaScaleBlocks + b] = sigma[b];
+      }
+    } else {
+      const float* tile_scales = scales + (t % kStages) * kTile;
+      lane_scale[0] = tile_scales[group * kGroupTokens + block.lane];
+      float sigma = fmaxf(tile_scales[block.lane], tile_scales[kGroupTokens + block.lane]);
+#pragma unroll
+      for (int offset = 16; offset > 0; offset /= 2)
+        sigma = fmaxf(sigma, __shfl_xor_sync(0xFFFFFFFFu, sigma, offset));
+      if (!(sigma > 0.0f)) sigma = 1.0f;
+      lane_unit[0] = __fdiv_rn(lane_scale[0], sigma);
+      unit_change = __fdiv_rn(sigma_prev, sigma);
+      sigma_prev = sigma;
+    }
 
-    // S = Q K^T for this warpgroup's 32 tokens: each step two chained k32 products from zero,
-    // added in k order.
+    // S = Q K^T for this warpgroup's 32 tokens, then the scores in base 2 (-inf past the split).
+    const int count = min(kTile, block.end - block.begin - t * kTile) - group * kGroupTokens;
     float s[kScoreRegisters] = {};
     {
       WgmmaDescriptorHalves q_step = q_descriptor;
       Opaque(q_step);
       WgmmaDescriptorHalves k_step = Halves(MlaWgmmaScoreDescriptor(
-          smem_address + static_cast<uint32_t>(stage_offset + MlaWgmmaGroupTokensOffset(group)),
-          0));
+          smem_address +
+              static_cast<uint32_t>(stage_offset + MlaWgmmaGroupTokensOffset(group, kCodeRowBytes)),
+          0, kCodeRowBytes));
+      if constexpr (kBlocks) {
+        // Per scale block: four chained k32 products from zero, fused into the latent sum with
+        // the token's block scale (block 0's product exact: a power of two).
 #pragma unroll
-      for (int step = 0; step < kMlaWgmmaSteps; ++step) {
+        for (int b = 0; b < kMlaScaleBlocks; ++b) {
+          float d[kScoreRegisters];
+          ScoreStep<false, kMlaWgmmaBlockProducts>(d, q_step, k_step, kMlaWgmmaBlockProducts * b);
+#pragma unroll
+          for (int n = 0; n < kGroupTokens / 8; ++n) {
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+              // The scale of the column's token, from the lane that holds it (shuffles, not
+              // shared-memory loads: the shared-memory ceiling is the tighter one).
+              const float scale = __shfl_sync(0xFFFFFFFFu, lane_scale[b], 8 * n + 2 * block.tq + c);
+              float& low = s[4 * n + c];
+              float& high = s[4 * n + 2 + c];
+              low = b == 0 ? __fmul_rn(d[4 * n + c], scale) : __fmaf_rn(d[4 * n + c], scale, low);
+              high = b == 0 ? __fmul_rn(d[4 * n + 2 + c], scale)
+                            : __fmaf_rn(d[4 * n + 2 + c], scale, high);
+            }
+          }
+        }
+        // The rope: four chained bf16 k16 products from zero; the score fma(latent, s_q, rope).
+        WgmmaDescriptorHalves qr = Halves(
+            MlaWgmmaRopeDescriptor(smem_address + static_cast<uint32_t>(layout.q_rope_offset), 0));
+        WgmmaDescriptorHalves kr = Halves(MlaWgmmaRopeDescriptor(
+            smem_address +
+                static_cast<uint32_t>(stage_offset + kMlaWgmmaBlockStageCodesBytes +
+                                      MlaWgmmaGroupTokensOffset(group, kMlaWgmmaRopeRowBytes)),
+            0));
+        Opaque(qr);
         float d[kScoreRegisters];
         WgmmaFence();
-        WgmmaScoreProduct<kE5m2, false>(d, Advance(q_step, MlaWgmmaKOffset(2 * step)),
-                                        Advance(k_step, MlaWgmmaKOffset(2 * step)));
-        WgmmaScoreProduct<kE5m2, true>(d, Advance(q_step, MlaWgmmaKOffset(2 * step + 1)),
-                                       Advance(k_step, MlaWgmmaKOffset(2 * step + 1)));
+        WgmmaRopeProduct<false>(d, qr, kr);
+#pragma unroll
+        for (int k = 1; k < kMlaWgmmaRopeProducts; ++k) {
+          WgmmaRopeProduct<true>(d, Advance(qr, 2 * kWgmmaLeadingBytes * k),
+                                 Advance(kr, 2 * kWgmmaLeadingBytes * k));
+        }
         WgmmaCommit();
         WgmmaWaitAll();
         FenceRegisters(d);
 #pragma unroll
-        for (int i = 0; i < kScoreRegisters; ++i) s[i] = __fadd_rn(s[i], d[i]);
+        for (int i = 0; i < kScoreRegisters; ++i) {
+          const int token = 8 * (i / 4) + 2 * block.tq + i % 2;  // in the group
+          s[i] = token < count
+                     ? __fmul_rn(__fmaf_rn(s[i], (i % 4) < 2 ? q_scale_low : q_scale_high, d[i]),
+                                 factor)
+                     : -INFINITY;
+        }
+      } else {
+        // Each step two chained k32 products from zero, added in k order.
+#pragma unroll
+        for (int step = 0; step < kMlaWgmmaSteps; ++step) {
+          float d[kScoreRegisters];
+          ScoreStep<kE5m2, 2>(d, q_step, k_step, 2 * step);
+#pragma unroll
+          for (int i = 0; i < kScoreRegisters; ++i) s[i] = __fadd_rn(s[i], d[i]);
+        }
+#pragma unroll
+        for (int n = 0; n < kGroupTokens / 8; ++n) {
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {
+            const int token = 8 * n + 2 * block.tq + c;  // in the group
+            const float token_scale = __shfl_sync(0xFFFFFFFFu, lane_scale[0], token);
+            float& low = s[4 * n + c];
+            float& high = s[4 * n + 2 + c];
+            low = token < count
+                      ? __fmul_rn(__fmul_rn(__fmul_rn(low, q_scale_low), token_scale), factor)
+                      : -INFINITY;
+            high = token < count
+                       ? __fmul_rn(__fmul_rn(__fmul_rn(high, q_scale_high), token_scale), factor)
+                       : -INFINITY;
+          }
+        }
       }
     }
 
-    // Scores in base 2 and this group's row maxima (over the 4 lanes of each row), shared with
-    // the other group: the tile's maxima, exact in any order.
-    const int count = min(kTile, block.end - block.begin - t * kTile) - group * kGroupTokens;
+    // This group's row maxima (over the 4 lanes of each row), shared with the other group: the
+    // tile's maxima, exact in any order.
     float tile_low = -INFINITY, tile_high = -INFINITY;
 #pragma unroll
-    for (int n = 0; n < kGroupTokens / 8; ++n) {
-#pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        const int token = 8 * n + 2 * block.tq + c;  // in the group
-        const float token_scale = __shfl_sync(0xFFFFFFFFu, lane_scale, token);
-        float& low = s[4 * n + c];
-        float& high = s[4 * n + 2 + c];
-        low = token < count ? __fmul_rn(__fmul_rn(__fmul_rn(low, q_scale_low), token_scale), factor)
-                            : -INFINITY;
-        high = token < count
-                   ? __fmul_rn(__fmul_rn(__fmul_rn(high, q_scale_high), token_scale), factor)
-                   : -INFINITY;
-        tile_low = fmaxf(tile_low, low);
-        tile_high = fmaxf(tile_high, high);
+    for (int i = 0; i < kScoreRegisters; ++i) {
+      if ((i % 4) < 2) {
+        tile_low = fmaxf(tile_low, s[i]);
+      } else {
+        tile_high = fmaxf(tile_high, s[i]);
       }
     }
     RowMaxima(&tile_low, &tile_high);
@@ -369,7 +531,8 @@ __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
     AdvanceMaxima(state, tile_low, tile_high, &rescale_low, &rescale_high);
 
     // Weights, their sums per 16-token half in the twin's order, and the weights in units of
-    // sigma rounded to e4m3 for P V (this group's 32 token columns of P).
+    // sigma rounded to e4m3 for P V (this group's 32 token columns of P; FlashMLA rows: of each
+    // block's P, in its unit).
     float w[kScoreRegisters];
     ScoreWeights(s, state, w);
 #pragma unroll
@@ -378,12 +541,16 @@ __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
       MlaWgmmaWeightCell(tid, 4 * n, &row_low, &column);
       MlaWgmmaWeightCell(tid, 4 * n + 2, &row_high, &column);
       const int token = column - group * kGroupTokens;  // in the group: the lanes' units
-      const float unit0 = __shfl_sync(0xFFFFFFFFu, lane_unit, token);
-      const float unit1 = __shfl_sync(0xFFFFFFFFu, lane_unit, token + 1);
-      *reinterpret_cast<uint16_t*>(p_tile + WgmmaKMajorOffset(row_low, column, kTile)) =
-          PackE4m3(__fmul_rn(w[4 * n], unit0), __fmul_rn(w[4 * n + 1], unit1));
-      *reinterpret_cast<uint16_t*>(p_tile + WgmmaKMajorOffset(row_high, column, kTile)) =
-          PackE4m3(__fmul_rn(w[4 * n + 2], unit0), __fmul_rn(w[4 * n + 3], unit1));
+#pragma unroll
+      for (int b = 0; b < (kBlocks ? kMlaScaleBlocks : 1); ++b) {
+        const float unit0 = __shfl_sync(0xFFFFFFFFu, lane_unit[b], token);
+        const float unit1 = __shfl_sync(0xFFFFFFFFu, lane_unit[b], token + 1);
+        uint8_t* p = p_tile + b * kMlaWgmmaPBytes;
+        *reinterpret_cast<uint16_t*>(p + WgmmaKMajorOffset(row_low, column, kTile)) =
+            PackE4m3(__fmul_rn(w[4 * n], unit0), __fmul_rn(w[4 * n + 1], unit1));
+        *reinterpret_cast<uint16_t*>(p + WgmmaKMajorOffset(row_high, column, kTile)) =
+            PackE4m3(__fmul_rn(w[4 * n + 2], unit0), __fmul_rn(w[4 * n + 3], unit1));
+      }
     }
     float half0_low, half0_high, half1_low, half1_high;
     HalfSums(w, 0, &half0_low, &half0_high);
@@ -392,9 +559,6 @@ __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
       exchange[(2 + group) * kHeads + block.row_low] = __fadd_rn(half0_low, half1_low);
       exchange[(2 + group) * kHeads + block.row_high] = __fadd_rn(half0_high, half1_high);
     }
-    const float carry_low = __fmul_rn(rescale_low, unit_change);
-    const float carry_high = __fmul_rn(rescale_high, unit_change);
-    sigma_prev = sigma;
     // The page look-up of tile t + kStages, loaded an iteration ago, for the next issue (the
     // barrier below publishes it).
     fast_mla::AdvancePageLookups<kStages, kTile>(launch, block, t, rows, &next_row, bad_page);
@@ -417,14 +581,28 @@ __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
     Opaque(v_step);
 #pragma unroll
     for (int product = 0; product < kMlaWgmmaPvProducts; ++product) {
-      // Product q's columns start q x 128 rows of V^T later: 16 row groups of 512 bytes.
+      // Product q's columns start q x 128 rows of V^T later: 16 row groups of 512 bytes; its
+      // weights (FlashMLA rows) are the next block's P.
       const WgmmaDescriptorHalves v_product = {
           v_step.low + static_cast<uint32_t>(MlaWgmmaVtProductOffset(0, product) >> 4),
           v_step.high};
+      const WgmmaDescriptorHalves p_product =
+          kBlocks ? Advance(p_step, product * kMlaWgmmaPBytes) : p_step;
+      // FlashMLA rows: block 2 g + q's change of unit, a quotient of powers of two (exact); the
+      // first tile's previous unit is 1.
+      const float change =
+          kBlocks ? __fmul_rn(t == 0 ? 1.0f
+                                     : block_sigma[((t + 1) % 2) * kMlaScaleBlocks +
+                                                   kMlaWgmmaPvProducts * group + product],
+                              Pow2Reciprocal(block_sigma[(t % 2) * kMlaScaleBlocks +
+                                                         kMlaWgmmaPvProducts * group + product]))
+                  : unit_change;
+      const float carry_low = __fmul_rn(rescale_low, change);
+      const float carry_high = __fmul_rn(rescale_high, change);
       float d[kValueRegisters];
       WgmmaFence();
-      WgmmaValueProduct<kE5m2, false>(d, p_step, v_product);
-      WgmmaValueProduct<kE5m2, true>(d, Advance(p_step, MlaWgmmaKOffset(1)),
+      WgmmaValueProduct<kE5m2, false>(d, p_product, v_product);
+      WgmmaValueProduct<kE5m2, true>(d, Advance(p_product, MlaWgmmaKOffset(1)),
                                      Advance(v_product, MlaWgmmaKOffset(1)));
       WgmmaCommit();
       WgmmaWaitAll();
@@ -443,23 +621,58 @@ __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
   }
   WaitCopies<0>();
 
-  fast_mla::WriteFastMlaPartials<true>(launch, block, state, o, sigma_prev, *bad_page != 0);
+  if constexpr (kBlocks) {
+    // The last tile's units of this warpgroup's blocks (block.tiles >= 1: the split has tokens).
+    const float* last =
+        block_sigma + ((block.tiles - 1) % 2) * kMlaScaleBlocks + kMlaWgmmaPvProducts * group;
+    fast_mla::WriteFastMlaPartials<true>(launch, block, state, o, last[0], *bad_page != 0, last[1]);
+  } else {
+    fast_mla::WriteFastMlaPartials<true>(launch, block, state, o, sigma_prev, *bad_page != 0,
+                                         sigma_prev);
+  }
+}
+
+#endif  // !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+// A kernel's whole body: the split, in sm_90a code only. wgmma exists only there; the launcher
+// runs these kernels on compute capability 9.0 only, whose driver loads the sm_90a machine code,
+// never the compute_90 PTX, which traps.
+template <bool kE5m2, bool kBlocks>
+__device__ __forceinline__ void RunWgmmaFp8Kernel(const DecodeAttentionLaunch& launch) {
+#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ __align__(128) uint8_t smem[];
+  RunWgmmaFp8Split<kE5m2, kBlocks>(launch, smem);
 #else
-  // wgmma exists only in sm_90a code; the launcher runs this kernel on compute capability 9.0
-  // only, whose driver loads the sm_90a machine code, never this PTX.
   __trap();
 #endif
+}
+
+// Grid: (max_splits, ceil(num_q_heads / 64), batch); block: kMlaWgmmaThreads; dynamic shared
+// memory MakeMlaWgmmaSmemLayout().total_bytes. Writes each (request, head, split)'s unnormalised
+// partial (max, sum, weighted V sum) and, from head tile 0, the split's page status.
+template <bool kE5m2>
+__global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
+    FastMlaDecodeWgmmaKernel(DecodeAttentionLaunch launch) {
+  RunWgmmaFp8Kernel<kE5m2, false>(launch);
+}
+
+// The same for FlashMLA rows: dynamic shared memory MakeMlaWgmmaSmemLayout(true).total_bytes.
+__global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
+    FastMlaDecodeWgmmaBlocksKernel(DecodeAttentionLaunch launch) {
+  RunWgmmaFp8Kernel<false, true>(launch);
 }
 
 }  // namespace
 }  // namespace fast_mla
 
 Status LaunchDecodeAttentionFastMlaFp8(const DecodeAttentionLaunch& launch) {
+  const bool blocks = launch.pool.format.scaling == KvScaling::kMlaBlock128;
   if (launch.pool.v_pages != nullptr || launch.pool.head_dim != kMlaHeadDim ||
-      !FastMlaFp8Supported(launch.pool.format) || launch.pool.row_bytes != kMlaHeadDim) {
+      !FastMlaFp8Supported(launch.pool.format) ||
+      launch.pool.row_bytes != (blocks ? kMlaBlockRowBytes : kMlaHeadDim)) {
     return InvalidArgumentError(
         "FP8 fast MLA decode takes MLA caches of 576-byte e4m3 or e5m2 rows with per-tensor or "
-        "per-token-head scales");
+        "per-token-head scales, or FlashMLA's 656-byte e4m3 rows with block scales");
   }
   bool sm_90 = false;
   std::string device;
@@ -467,6 +680,11 @@ Status LaunchDecodeAttentionFastMlaFp8(const DecodeAttentionLaunch& launch) {
   if (!sm_90) {
     return UnavailableError("the FP8 fast MLA kernel uses wgmma, sm_90a only; this GPU is " +
                             device + ": use FastMlaMath::kBf16");
+  }
+  if (blocks) {
+    return fast_mla::LaunchWgmmaMlaSplits(fast_mla::FastMlaDecodeWgmmaBlocksKernel,
+                                          MakeMlaWgmmaSmemLayout(true).total_bytes, launch,
+                                          "FP8 fast MLA decode of FlashMLA rows");
   }
   return fast_mla::LaunchWgmmaMlaSplits(
       launch.pool.format.dtype == KvDtype::kFp8E5M2 ? fast_mla::FastMlaDecodeWgmmaKernel<true>

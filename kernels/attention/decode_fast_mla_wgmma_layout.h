@@ -78,9 +78,9 @@ inline constexpr int kMlaWgmmaPBytes = kMlaWgmmaHeads * kMlaWgmmaTile;   // 4,09
 KVSIM_HD_INLINE int MlaWgmmaKOffset(int product) {
   return product * (kMlaWgmmaK / kWgmmaCoreRowBytes) * kWgmmaLeadingBytes;
 }
-// Where warpgroup g's tokens start in a K tile: rows 32 g .. + 32.
-KVSIM_HD_INLINE int MlaWgmmaGroupTokensOffset(int group) {
-  return WgmmaKMajorOffset(group * kMlaWgmmaGroupTokens, 0, kMlaHeadDim);
+// Where warpgroup g's tokens start in a K tile of rows of `row_bytes`: rows 32 g .. + 32.
+KVSIM_HD_INLINE int MlaWgmmaGroupTokensOffset(int group, int row_bytes = kMlaHeadDim) {
+  return WgmmaKMajorOffset(group * kMlaWgmmaGroupTokens, 0, row_bytes);
 }
 // Where P V product q of warpgroup g starts in V^T: columns 256 g + 128 q .. + 128.
 KVSIM_HD_INLINE int MlaWgmmaVtProductOffset(int group, int product) {
@@ -92,9 +92,11 @@ KVSIM_HD_INLINE int MlaWgmmaVtProductOffset(int group, int product) {
 // start: k32 product s of Q (A) and of warpgroup g's tokens of a K tile (B, `operand` the tile's
 // start plus MlaWgmmaGroupTokensOffset(g)); k32 product s of P (A) and of warpgroup g's P V
 // product q of V^T (B).
-KVSIM_HD_INLINE uint64_t MlaWgmmaScoreDescriptor(uint32_t operand, int product) {
+// (FlashMLA rows: Q's and the tile's codes are rows of 512 bytes, `row_bytes`.)
+KVSIM_HD_INLINE uint64_t MlaWgmmaScoreDescriptor(uint32_t operand, int product,
+                                                 int row_bytes = kMlaHeadDim) {
   return WgmmaDescriptor(operand + static_cast<uint32_t>(MlaWgmmaKOffset(product)),
-                         kWgmmaLeadingBytes, static_cast<uint32_t>(WgmmaStrideBytes(kMlaHeadDim)));
+                         kWgmmaLeadingBytes, static_cast<uint32_t>(WgmmaStrideBytes(row_bytes)));
 }
 KVSIM_HD_INLINE uint64_t MlaWgmmaWeightDescriptor(uint32_t p, int product) {
   return WgmmaDescriptor(p + static_cast<uint32_t>(MlaWgmmaKOffset(product)), kWgmmaLeadingBytes,
@@ -156,9 +158,9 @@ inline constexpr int kMlaWgmmaTransposeWriteStride =
     kMlaWgmmaTile;  // 4,096: 8 row groups of 8 rows of 64 bytes
 static_assert(kMlaWgmmaThreads / kMlaWgmmaTransposeTokenBlocks * 4 == 64,
               "a round covers 64 columns: 4 core matrices of a tile row");
-KVSIM_HD_INLINE int MlaWgmmaTransposeReadOffset(int thread) {
+KVSIM_HD_INLINE int MlaWgmmaTransposeReadOffset(int thread, int row_bytes = kMlaHeadDim) {
   return WgmmaKMajorOffset(4 * (thread % kMlaWgmmaTransposeTokenBlocks),
-                           4 * (thread / kMlaWgmmaTransposeTokenBlocks), kMlaHeadDim);
+                           4 * (thread / kMlaWgmmaTransposeTokenBlocks), row_bytes);
 }
 KVSIM_HD_INLINE int MlaWgmmaTransposeWriteOffset(int thread) {
   return WgmmaKMajorOffset(4 * (thread / kMlaWgmmaTransposeTokenBlocks),
@@ -204,35 +206,100 @@ KVSIM_HD_INLINE void MlaWgmmaWeightCell(int thread, int r, int* row, int* token)
   *token = (thread / 128) * kMlaWgmmaGroupTokens + column;
 }
 
+// FlashMLA rows (656 bytes: 512 e4m3 codes, 4 fp32 block scales, 64 bf16 rope values) in the
+// same kernel: Q's latent codes are rows of 512 bytes and its rope a bf16 operand [64][64]; a
+// stage holds the tile's codes [64][512] (K-major; V^T is transposed from them as above), its
+// rope [64][64] bf16 (K-major: the B of four m64n32k16 products per warpgroup) and its block
+// scales [64 tokens][4] as stored; P is four matrices [64][64], one per block of 128 V columns.
+inline constexpr int kMlaWgmmaBlockCodeBytes = kMlaLoraRank;                       // 512 a row
+inline constexpr int kMlaWgmmaRopeRowBytes = kMlaRopeDim * 2;                      // 128 a row
+inline constexpr int kMlaWgmmaBlockScaleBytes = kMlaScaleBlocks * 4;               // 16 a token
+inline constexpr int kMlaWgmmaRopeProducts = kMlaRopeDim / kFastMlaRopeStepK;      // 4 k16
+inline constexpr int kMlaWgmmaBlockProducts = kFastMlaFp8BlockStepK / kMlaWgmmaK;  // 4 k32
+inline constexpr int kMlaWgmmaBlockStageCodesBytes = kMlaWgmmaTile * kMlaWgmmaBlockCodeBytes;
+inline constexpr int kMlaWgmmaBlockStageRopeBytes = kMlaWgmmaTile * kMlaWgmmaRopeRowBytes;
+inline constexpr int kMlaWgmmaBlockStageBytes = kMlaWgmmaBlockStageCodesBytes +
+                                                kMlaWgmmaBlockStageRopeBytes +
+                                                kMlaWgmmaTile * kMlaWgmmaBlockScaleBytes;  // 41,984
+static_assert(kMlaWgmmaPvN == kMlaScaleBlock, "each P V product is one scale block's columns");
+static_assert(kMlaBlockRowBytes == kMlaLoraRank + kMlaWgmmaBlockScaleBytes + kMlaWgmmaRopeRowBytes,
+              "a FlashMLA row is codes, scales, rope");
+
+// The rope operands (Q's [64 heads][64] and a stage's [64 tokens][64], bf16, K-major): k16
+// product s of the operand at `operand` (for the tile's, plus MlaWgmmaGroupTokensOffset(g, 128)).
+KVSIM_HD_INLINE uint64_t MlaWgmmaRopeDescriptor(uint32_t operand, int product) {
+  return WgmmaDescriptor(operand + static_cast<uint32_t>(product * 2 * kWgmmaLeadingBytes),
+                         kWgmmaLeadingBytes,
+                         static_cast<uint32_t>(WgmmaStrideBytes(kMlaWgmmaRopeRowBytes)));
+}
+
+// The copies of a FlashMLA tile, with the thread mapping above: 40 chunks a token (32 of codes,
+// 8 of rope) in 10 rounds, rounds 0-7 the codes and 8-9 the rope (whose source is 16 bytes
+// further on, past the scales; its destination the stage's rope); threads 0-63 also copy their
+// token's 16 bytes of scales.
+inline constexpr int kMlaWgmmaBlockCopyRounds = kMlaWgmmaTile *
+                                                (kMlaWgmmaBlockCodeBytes + kMlaWgmmaRopeRowBytes) /
+                                                16 / kMlaWgmmaThreads;  // 10
+inline constexpr int kMlaWgmmaBlockCodeRounds =
+    kMlaWgmmaTile * kMlaWgmmaBlockCodeBytes / 16 / kMlaWgmmaThreads;  // 8
+static_assert(kMlaWgmmaBlockCopyRounds == 10 && kMlaWgmmaBlockCodeRounds == 8,
+              "every round is the whole block");
+// Round r's destination and source offsets for thread t (from the stage and from the row).
+KVSIM_HD_INLINE int MlaWgmmaBlockCopyDestination(int thread, int round) {
+  const int token = MlaWgmmaCopyToken(thread);
+  const int chunk = MlaWgmmaCopyChunk(thread, round);
+  if (round < kMlaWgmmaBlockCodeRounds) {
+    return WgmmaKMajorOffset(token, 16 * chunk, kMlaWgmmaBlockCodeBytes);
+  }
+  return kMlaWgmmaBlockStageCodesBytes +
+         WgmmaKMajorOffset(token, 16 * chunk - kMlaWgmmaBlockCodeBytes, kMlaWgmmaRopeRowBytes);
+}
+KVSIM_HD_INLINE int MlaWgmmaBlockCopySource(int thread, int round) {
+  const int chunk = MlaWgmmaCopyChunk(thread, round);
+  return 16 * chunk + (round < kMlaWgmmaBlockCodeRounds ? 0 : kMlaWgmmaBlockScaleBytes);
+}
+// Where a stage's token scales start: [64 tokens][4] fp32.
+inline constexpr int kMlaWgmmaBlockStageScalesOffset =
+    kMlaWgmmaBlockStageCodesBytes + kMlaWgmmaBlockStageRopeBytes;
+
 // Where the kernel's shared memory goes, in bytes from its start (all 128-byte aligned).
 struct MlaWgmmaSmemLayout {
   int q_offset = 0;         // Q codes
+  int q_rope_offset = 0;    // FlashMLA rows: Q's rope, bf16 [64][64] (else empty)
   int q_scale_offset = 0;   // float [64]: their scales
-  int stage_offset = 0;     // kMlaWgmmaStages K tiles of kMlaWgmmaStageBytes
+  int stage_offset = 0;     // kMlaWgmmaStages K tiles of stage_bytes
+  int stage_bytes = 0;      // kMlaWgmmaStageBytes, or kMlaWgmmaBlockStageBytes
   int v_offset = 0;         // V^T
-  int p_offset = 0;         // P
+  int p_offset = 0;         // P (FlashMLA rows: four, kMlaWgmmaPBytes apart)
   int rows_offset = 0;      // int64 [kMlaWgmmaStages + 1][64]: pool row per token (-1: none)
   int scales_offset = 0;    // float [kMlaWgmmaStages][64]: per-token scales (1 when none)
   int exchange_offset = 0;  // float [2 (max, sum)][2 warpgroups][64]: each group's row parts
+  int sigma_offset = 0;     // FlashMLA rows: float [2 (tile parity)][4]: each block's sigma_b
   int flag_offset = 0;      // int: a page of this block was out of range
   int total_bytes = 0;
 };
 
 KVSIM_HD_INLINE int MlaWgmmaAlign(int bytes) { return (bytes + 127) / 128 * 128; }
 
-KVSIM_HD_INLINE MlaWgmmaSmemLayout MakeMlaWgmmaSmemLayout() {
+// `blocks`: the layout for FlashMLA rows.
+KVSIM_HD_INLINE MlaWgmmaSmemLayout MakeMlaWgmmaSmemLayout(bool blocks = false) {
   MlaWgmmaSmemLayout layout;
   layout.q_offset = 0;
-  layout.q_scale_offset = layout.q_offset + kMlaWgmmaQBytes;
+  layout.q_rope_offset =
+      layout.q_offset + (blocks ? kMlaWgmmaHeads * kMlaWgmmaBlockCodeBytes : kMlaWgmmaQBytes);
+  layout.q_scale_offset =
+      layout.q_rope_offset + (blocks ? kMlaWgmmaHeads * kMlaWgmmaRopeRowBytes : 0);
   layout.stage_offset = MlaWgmmaAlign(layout.q_scale_offset + kMlaWgmmaHeads * 4);
-  layout.v_offset = layout.stage_offset + kMlaWgmmaStages * kMlaWgmmaStageBytes;
+  layout.stage_bytes = blocks ? kMlaWgmmaBlockStageBytes : kMlaWgmmaStageBytes;
+  layout.v_offset = layout.stage_offset + kMlaWgmmaStages * layout.stage_bytes;
   layout.p_offset = layout.v_offset + kMlaWgmmaVtBytes;
-  layout.rows_offset = layout.p_offset + kMlaWgmmaPBytes;
+  layout.rows_offset = layout.p_offset + (blocks ? kMlaScaleBlocks : 1) * kMlaWgmmaPBytes;
   layout.scales_offset =
       MlaWgmmaAlign(layout.rows_offset + (kMlaWgmmaStages + 1) * kMlaWgmmaTile * 8);
   layout.exchange_offset =
       MlaWgmmaAlign(layout.scales_offset + kMlaWgmmaStages * kMlaWgmmaTile * 4);
-  layout.flag_offset = MlaWgmmaAlign(layout.exchange_offset + 2 * 2 * kMlaWgmmaHeads * 4);
+  layout.sigma_offset = MlaWgmmaAlign(layout.exchange_offset + 2 * 2 * kMlaWgmmaHeads * 4);
+  layout.flag_offset = MlaWgmmaAlign(layout.sigma_offset + (blocks ? 2 * kMlaScaleBlocks * 4 : 0));
   layout.total_bytes = MlaWgmmaAlign(layout.flag_offset + 4);
   return layout;
 }

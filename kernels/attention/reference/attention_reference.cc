@@ -102,6 +102,12 @@ constexpr double kBf16FlushLimit = 0x1p-126;
 // u)^(2^11 (kFp8StepK + 1)): a step counts as 2^11 * 65 = 133,120 fp32 roundings.
 constexpr int kFp8StepK = 64;
 constexpr int kFp8StepRoundings = (1 << 11) * (kFp8StepK + 1);
+// FlashMLA rows: a score's FP8 step is a scale block's 128 products (four chained k32), the same
+// argument over 129 additions: 2^11 * 129 = 264,192. Their PV steps stay kFp8StepK.
+constexpr int kFp8BlockScoreStepK = 128;
+constexpr int kFp8BlockScoreStepRoundings = (1 << 11) * (kFp8BlockScoreStepK + 1);
+constexpr int kFlashMlaLatent = 512;  // the values with block scales, in blocks of 128
+constexpr int kFlashMlaBlock = 128;
 // The weights rounded to e4m3 for the PV product: 4 significant bits for normal values; below
 // e4m3's smallest normal 2^-6, steps of 2^-9, so a rounding errs by at most 2^-10 and never by
 // more than the weight itself.
@@ -126,7 +132,8 @@ DecodeRoundingModel WorstCaseRoundingModel(int head_dim, int seq_len, DecodeArit
   KVSIM_CHECK_GE(seq_len, 1);
   KVSIM_CHECK_GE(head_dim, 1);
   const bool tensor_core = arithmetic == DecodeArithmetic::kBf16TensorCore;
-  const bool fp8 = arithmetic == DecodeArithmetic::kFp8TensorCore;
+  const bool blocks = arithmetic == DecodeArithmetic::kFp8BlockTensorCore;
+  const bool fp8 = arithmetic == DecodeArithmetic::kFp8TensorCore || blocks;
   DecodeRoundingModel worst;
   // A score: head_dim products and head_dim - 1 additions in any order, the token's K scale, and
   // the factor softmax_scale * k_scale * log2(e) (the float log2(e), two products, one applying
@@ -135,7 +142,11 @@ DecodeRoundingModel WorstCaseRoundingModel(int head_dim, int seq_len, DecodeArit
   // FP8: every step starts from zero and its sum is added in fp32, so a score's path is one
   // step, the additions of the steps and the products by the query scale, the token scale and
   // the factor.
+  // FlashMLA rows: a latent product's path is its block's step, the fused adds of the 4 blocks
+  // (3), the fma with the query scale and the rope sum, and the factor's (3 + 1); the rope's 4
+  // bf16 steps (144) are shorter.
   worst.score_depth = tensor_core ? TensorCoreRoundings(head_dim) + 5
+                      : blocks    ? kFp8BlockScoreStepRoundings + 3 + 1 + 4
                       : fp8       ? kFp8StepRoundings + CeilDiv(head_dim, kFp8StepK) + 6
                                   : head_dim + 5;
   for (int split = kBoundMinSplitTokens; split <= kBoundMaxSplitTokens; split += kBoundTileTokens) {
@@ -200,6 +211,14 @@ DequantizedKv DequantizeRequest(const HostKvCache& cache, const std::vector<int3
     kv.token_scale(position) = shape.format.scaling == KvScaling::kPerTokenHead
                                    ? cache.k_token_scales[static_cast<size_t>(row)]
                                    : 1.0;
+    if (shape.format.scaling == KvScaling::kMlaBlock128) {
+      if (kv.block_scale.size() == 0)
+        kv.block_scale.resize(seq_len, kFlashMlaLatent / kFlashMlaBlock);
+      const uint8_t* bytes = cache.k_pages.data() + row * RowBytes(shape);
+      for (int b = 0; b < kFlashMlaLatent / kFlashMlaBlock; ++b) {
+        kv.block_scale(position, b) = ReadFloat(bytes + kFlashMlaLatent + 4 * b);
+      }
+    }
     if (mla) {
       // V is the latent's first kv_lora_rank values, read with the same scale as K.
       for (int i = 0; i < shape.v_head_dim; ++i) kv.v(position, i) = kv.k(position, i);
@@ -212,13 +231,15 @@ DequantizedKv DequantizeRequest(const HostKvCache& cache, const std::vector<int3
   return kv;
 }
 
-Eigen::VectorXd QuantizeQueryE4m3(const Eigen::VectorXd& q) {
-  const float amax = static_cast<float>(q.cwiseAbs().maxCoeff());  // bf16 values: exact
+Eigen::VectorXd QuantizeQueryE4m3(const Eigen::VectorXd& q, Eigen::Index dims) {
+  if (dims < 0) dims = q.size();
+  KVSIM_CHECK_LE(dims, q.size());
+  const float amax = static_cast<float>(q.head(dims).cwiseAbs().maxCoeff());  // bf16: exact
   const float a = std::max(amax, kQueryAmaxFloor);
   const float scale = a / kQueryCodeMax;
   const float inverse = kQueryCodeMax / a;
-  Eigen::VectorXd quantized(q.size());
-  for (Eigen::Index i = 0; i < q.size(); ++i) {
+  Eigen::VectorXd quantized = q;
+  for (Eigen::Index i = 0; i < dims; ++i) {
     const float scaled = static_cast<float>(q(i)) * inverse;
     const __nv_fp8_storage_t code = __nv_cvt_float_to_fp8(scaled, __NV_SATFINITE, __NV_E4M3);
     quantized(i) = NvFp8ToDouble(code, KvDtype::kFp8E4M3) * static_cast<double>(scale);
@@ -229,13 +250,20 @@ Eigen::VectorXd QuantizeQueryE4m3(const Eigen::VectorXd& q) {
 DecodeReference ReferenceDecode(const DequantizedKv& kv, const Eigen::VectorXd& q_in,
                                 double softmax_scale, const DecodeRoundingModel& model,
                                 AttentionOutputDtype out_dtype, DecodeArithmetic arithmetic) {
-  const bool fp8 = arithmetic == DecodeArithmetic::kFp8TensorCore;
-  // The FP8 bound reads every token's scale (DequantizeRequest fills them).
+  const bool blocks = arithmetic == DecodeArithmetic::kFp8BlockTensorCore;
+  const bool fp8 = arithmetic == DecodeArithmetic::kFp8TensorCore || blocks;
+  // The FP8 bound reads every token's scale (DequantizeRequest fills them), FlashMLA rows' per
+  // block.
   if (fp8) {
     KVSIM_CHECK_EQ(kv.token_scale.size(), kv.k.rows());
   }
+  if (blocks) {
+    KVSIM_CHECK_EQ(kv.block_scale.rows(), kv.k.rows());
+    KVSIM_CHECK_EQ(kv.block_scale.cols() * kFlashMlaBlock, kv.v.cols());
+  }
   // The FP8 arithmetic attends with the quantised query: the same quantisation point, exactly.
-  const Eigen::VectorXd q = fp8 ? QuantizeQueryE4m3(q_in) : q_in;
+  const Eigen::VectorXd q =
+      fp8 ? QuantizeQueryE4m3(q_in, blocks ? kFlashMlaLatent : q_in.size()) : q_in;
   const int64_t n = kv.k.rows();
   KVSIM_CHECK_GE(n, 1);
   const Eigen::VectorXd scores = softmax_scale * (kv.k * q);
@@ -296,9 +324,23 @@ DecodeReference ReferenceDecode(const DequantizedKv& kv, const Eigen::VectorXd& 
     // p~_j <= (1 + ratio) p_j, sigma_t / scale_j <= R_j = max scale / scale_j, and the computed
     // denominator L~ >= rho_min (1 - sums) (its largest weight is 1). The other factors of that
     // weight's path scale it by at most (1 + ratio).
-    const double max_scale = kv.token_scale.maxCoeff();
     const double denominator = rho_min * (1 - sums);
-    for (int64_t j = 0; j < n; ++j) {
+    // FlashMLA rows: per block of 128 columns, with the block's scales (its largest over the
+    // request bounds any tile's sigma_b).
+    for (Eigen::Index b = 0; blocks && b < kv.block_scale.cols(); ++b) {
+      const double max_scale = kv.block_scale.col(b).maxCoeff();
+      for (int64_t j = 0; j < n; ++j) {
+        const double scale = kv.block_scale(j, b);
+        if (!(scale > 0)) continue;
+        const double floor_weight = std::min(
+            (1 + ratio) * p(j), kE4m3SubnormalHalfStep * (max_scale / scale) / denominator);
+        tolerance.segment(b * kFlashMlaBlock, kFlashMlaBlock) +=
+            (1 + ratio) * floor_weight *
+            kv.v.row(j).segment(b * kFlashMlaBlock, kFlashMlaBlock).cwiseAbs().transpose();
+      }
+    }
+    const double max_scale = kv.token_scale.maxCoeff();
+    for (int64_t j = 0; !blocks && j < n; ++j) {
       const double scale = kv.token_scale(j);
       if (!(scale > 0)) continue;  // a zero scale stores zeros: nothing to lose
       const double floor_weight =

@@ -39,6 +39,9 @@ struct DequantizedKv {
   // [seq_len]: each token's per-token-head scale (1 for other formats), which the FP8 tensor-core
   // bound needs (the weights are quantised in units of a tile's largest scale).
   Eigen::VectorXd token_scale;
+  // FlashMLA rows: [seq_len, 4] each token's scale of each 128-value block of the latent (the
+  // FP8 weights are quantised per block, in units of a tile's largest block scale); else empty.
+  Eigen::MatrixXd block_scale;
 };
 
 // Reads positions [0, seq_len) of a request through `pages` (its block-table row; every entry
@@ -71,6 +74,12 @@ enum class DecodeArithmetic : uint8_t {
   // denominator keeps them in fp32). Its tiles of 64 tokens are two of the bound's: fewer
   // rescalings and fused updates than it counts.
   kFp8TensorCore,
+  // The FP8 variant on FlashMLA rows: as kFp8TensorCore, but q's 512 latent values alone are
+  // quantised (the 64 rope values stay bf16, multiplied in bf16 tensor-core steps of 16), a
+  // score's latent is 4 steps of 128 FP8 products (one per scale block, each from zero) fused
+  // with the block scales, and the weights are rounded to e4m3 per block of 128 V columns, in
+  // units of the tile's largest block scale (DequantizedKv::block_scale).
+  kFp8BlockTensorCore,
 };
 
 // One tensor-core step (mma.sync m16n8k16) adds kTensorCoreStepK exact bf16 products to an fp32
@@ -90,7 +99,8 @@ bool PlanWithinBound(const DecodeSplitPlan& plan);
 // The longest chains of roundings in one request of `seq_len` tokens (>= 1) with K rows of
 // `head_dim` values, the largest over every split length the bound covers, whatever the kernel's
 // plan chose. Under kBf16TensorCore each 16-product tensor-core step counts as 36 roundings,
-// under kFp8TensorCore each 64-product step as 133,120 (docs/numerics.md, "The fast paths").
+// under kFp8TensorCore each 64-product step as 133,120, under kFp8BlockTensorCore a score's
+// 128-product step as 264,192 (docs/numerics.md, "The fast paths").
 DecodeRoundingModel WorstCaseRoundingModel(int head_dim, int seq_len,
                                            DecodeArithmetic arithmetic = DecodeArithmetic::kFp32);
 
@@ -121,8 +131,9 @@ struct QuantizationErrorBound {
   double absolute = 0;  // half the smallest subnormal step, times the scale
 };
 
-// q as the FP8 tensor-core arithmetic quantises it: e4m3 codes times one scale, exactly.
-Eigen::VectorXd QuantizeQueryE4m3(const Eigen::VectorXd& q);
+// q as the FP8 tensor-core arithmetic quantises it: its first `dims` values (all by default) as
+// e4m3 codes times one scale from their largest magnitude, exactly; the rest unchanged.
+Eigen::VectorXd QuantizeQueryE4m3(const Eigen::VectorXd& q, Eigen::Index dims = -1);
 
 // The bounds for one row (or, for MLA block formats, one element) stored with `scale`.
 QuantizationErrorBound Fp8ErrorBound(KvDtype dtype, double scale);

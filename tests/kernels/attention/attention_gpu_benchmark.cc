@@ -4,9 +4,9 @@
 // Prints the time per call (CUDA events) and the cache bytes read per second as a fraction of the
 // device-to-device copy bandwidth measured in the same run, then the targets for every FP8
 // cache (fp8_e4m3, and for MLA also FlashMLA's 656-byte rows, fp8_mla_tiles) on each path. Where
-// the fast MLA path's FP8 kernel is compiled (decode_fast_mla.h), its rows (kind "mla-fp8mma",
-// fp8_e4m3 at 64 and 128 heads) follow, with their time against the bf16-product kernel's on the
-// same cache.
+// the fast MLA path's FP8 kernels are compiled (decode_fast_mla.h), their rows (kind "mla-fp8mma",
+// fp8_e4m3 and fp8_mla_tiles at 64 and 128 heads) follow, with their time against the
+// bf16-product kernel's on the same cache.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -130,9 +130,11 @@ int Run() {
   CHECK_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0));
   const bool wgmma = major == 9 && minor == 0;
   if (wgmma) {
-    for (int heads : {64, 128}) {
-      configs.push_back(
-          {kFp8Mma, MlaCacheShape(pages, kPageSize, e4m3), heads, kFast, FastMlaMath::kFp8});
+    for (const KvFormat format : {e4m3, blocks}) {
+      for (int heads : {64, 128}) {
+        configs.push_back(
+            {kFp8Mma, MlaCacheShape(pages, kPageSize, format), heads, kFast, FastMlaMath::kFp8});
+      }
     }
   }
   Prng prng(0x5eed);
@@ -235,15 +237,16 @@ int Run() {
     std::printf("\n%s rows: the FP8 fast MLA kernel (wgmma) runs on compute capability 9.0 only\n",
                 kFp8Mma);
   }
-  for (int heads : {64, 128}) {
-    for (int batch : kFastBatches) {
-      const auto fp8 = rows.find({kFast, kFp8Mma, heads, KvFormatName(e4m3), batch, kFastContext});
-      const auto bf16_mma =
-          rows.find({kFast, "mla", heads, KvFormatName(e4m3), batch, kFastContext});
-      if (fp8 == rows.end() || bf16_mma == rows.end()) continue;
-      std::printf("  FP8-MMA / BF16-MMA time, %d heads, batch %d, %s: %.3fx\n", heads, batch,
-                  KvFormatName(e4m3).c_str(),
-                  fp8->second.us_per_call / bf16_mma->second.us_per_call);
+  for (const KvFormat format : {e4m3, blocks}) {
+    const std::string name = KvFormatName(format);
+    for (int heads : {64, 128}) {
+      for (int batch : kFastBatches) {
+        const auto fp8 = rows.find({kFast, kFp8Mma, heads, name, batch, kFastContext});
+        const auto bf16_mma = rows.find({kFast, "mla", heads, name, batch, kFastContext});
+        if (fp8 == rows.end() || bf16_mma == rows.end()) continue;
+        std::printf("  FP8-MMA / BF16-MMA time, %d heads, batch %d, %s: %.3fx\n", heads, batch,
+                    name.c_str(), fp8->second.us_per_call / bf16_mma->second.us_per_call);
+      }
     }
   }
   std::printf("\ntargets (FlashMLA reaches about 90%% of bandwidth on H800):\n");
@@ -262,8 +265,10 @@ int Run() {
       Target{kFast, "mla", 128, blocks}};
   // The FP8-product kernel judged too, its time against the same BF16 cache's fast row.
   if (wgmma) {
-    targets.push_back(Target{kFast, kFp8Mma, 64, e4m3});
-    targets.push_back(Target{kFast, kFp8Mma, 128, e4m3});
+    for (const KvFormat format : {e4m3, blocks}) {
+      targets.push_back(Target{kFast, kFp8Mma, 64, format});
+      targets.push_back(Target{kFast, kFp8Mma, 128, format});
+    }
   }
   for (const Target& target : targets) {
     const std::string cache_name = KvFormatName(target.format);

@@ -252,14 +252,13 @@ TEST_F(DecodeFastMlaGpuTest, Fp8VariantEqualsTheReferenceTheBf16VariantAndTheTwi
       bf16_case.params.fast_mla_math = FastMlaMath::kBf16;
       const DecodeOutputs bf16 =
           testing::RunDecode(*cuda_, bf16_case, device, kFp32, kFast).value();
-      EXPECT_EQ(CompareWithin(*fp8, bf16, c, cache, reference::DecodeArithmetic::kFp8TensorCore,
+      const reference::DecodeArithmetic arithmetic = testing::ArithmeticFor(c, kFast);
+      EXPECT_EQ(CompareWithin(*fp8, bf16, c, cache, arithmetic,
                               reference::DecodeArithmetic::kBf16TensorCore),
                 "");
       DeviceCase on_cpu = testing::UploadAndAppend(*cpu_, c).value();
       const DecodeOutputs twin = testing::RunDecode(*cpu_, c, on_cpu, kFp32, kFast).value();
-      EXPECT_EQ(CompareWithin(*fp8, twin, c, cache, reference::DecodeArithmetic::kFp8TensorCore,
-                              reference::DecodeArithmetic::kFp8TensorCore),
-                "");
+      EXPECT_EQ(CompareWithin(*fp8, twin, c, cache, arithmetic, arithmetic), "");
     }
   }
 }

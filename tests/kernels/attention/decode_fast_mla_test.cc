@@ -166,14 +166,15 @@ void RunFastFp32(const AttentionCase& c, FastRun* run) {
       testing::RunDecode(*backend, c, *device, AttentionOutputDtype::kFp32, kFast).value();
 }
 
-// The FP8 variant carries its accumulator from one tile's unit (its largest token scale) to the
-// next. Request 0's head 0 attends almost only to token 10 (its query points at that key, score
-// about 8), and the keys of the later tiles are 8 times smaller (so are their token scales): the
-// first tile's share must be carried into the last tile's unit, 8 times smaller. Keeping the old
-// unit leaves it 8 times too small (mutant decode-fast-mla-fp8-keeps-old-unit).
-TEST(DecodeFastMlaTest, Fp8VariantChangesTheAccumulatorsUnitBetweenTiles) {
+// The FP8 variant carries its accumulator from one tile's unit (its largest token scale, or per
+// block of 128 V columns its largest block scale) to the next. Request 0's head 0 attends almost
+// only to token 10 (its query points at that key, score about 8), and in the later tiles the
+// values [first, last) of every key are 8 times smaller (so are their scales): the first tile's
+// share must be carried into the last tile's unit, 8 times smaller. Keeping the old unit leaves
+// it 8 times too small.
+void ExpectUnitCarriedAcrossTiles(KvFormat format, int first, int last) {
   AttentionCaseParams params;
-  params.shape = MlaCacheShape(0, 16, {KvDtype::kFp8E4M3, KvScaling::kPerTokenHead});
+  params.shape = MlaCacheShape(0, 16, format);
   params.num_q_heads = 3;
   params.seq_lens = {150};  // tiles of 64, 64 and 22 tokens
   params.fast_mla_math = FastMlaMath::kFp8;
@@ -194,16 +195,26 @@ TEST(DecodeFastMlaTest, Fp8VariantChangesTheAccumulatorsUnitBetweenTiles) {
     }
     if (c.token_position[token] < kFastMlaFp8TileTokens) continue;
     // Exact: a power of two, far from bf16's subnormals for these values.
-    for (size_t i = 0; i < row; ++i) k[i] = EncodeBf16(DecodeBf16(k[i]) * 0.125f);
+    for (int i = first; i < last; ++i) k[i] = EncodeBf16(DecodeBf16(k[i]) * 0.125f);
   }
   FastRun run;
   ASSERT_NO_FATAL_FAILURE(RunFastFp32(c, &run));
-  const reference::HostKvCache& cache = run.cache;
-  const DecodeOutputs& outputs = run.outputs;
-  const testing::ReferenceCheck check =
-      testing::CheckDecodeAgainstReference(c, cache, outputs, AttentionOutputDtype::kFp32, kFast);
+  const testing::ReferenceCheck check = testing::CheckDecodeAgainstReference(
+      c, run.cache, run.outputs, AttentionOutputDtype::kFp32, kFast);
   EXPECT_TRUE(check.failure.empty()) << check.failure;
   EXPECT_GT(check.checked, 0);
+}
+
+// Per-token scales: the whole row (mutant decode-fast-mla-fp8-keeps-old-unit).
+TEST(DecodeFastMlaTest, Fp8VariantChangesTheAccumulatorsUnitBetweenTiles) {
+  ExpectUnitCarriedAcrossTiles({KvDtype::kFp8E4M3, KvScaling::kPerTokenHead}, 0, kMlaHeadDim);
+}
+
+// FlashMLA rows: only block 2's values shrink, so only its unit changes (mutant
+// decode-fast-mla-blocks-share-one-unit).
+TEST(DecodeFastMlaTest, Fp8VariantChangesEachBlocksUnitBetweenTiles) {
+  ExpectUnitCarriedAcrossTiles({KvDtype::kFp8E4M3, KvScaling::kMlaBlock128}, 2 * kMlaScaleBlock,
+                               3 * kMlaScaleBlock);
 }
 
 // The FP8 variant's quantisation is visible: its outputs are outside the bf16 arithmetic's bound
@@ -245,7 +256,7 @@ TEST(DecodeFastMlaTest, Fp8FormatListIsTheRule) {
       listed += in_list ? 1 : 0;
     }
   }
-  EXPECT_EQ(listed, 4);
+  EXPECT_EQ(listed, 5);
 }
 
 // kFp8 on a format the FP8 variant does not take is refused by name; kAuto keeps bf16 products.
@@ -255,10 +266,9 @@ TEST(DecodeFastMlaTest, Fp8VariantRefusesOtherFormats) {
   EXPECT_EQ(ResolveFastMlaMath({KvDtype::kFp8E5M2, KvScaling::kPerTensor}, FastMlaMath::kAuto),
             kFastMlaFp8ByDefault ? FastMlaMath::kFp8 : FastMlaMath::kBf16);
   EXPECT_EQ(ResolveFastMlaMath({KvDtype::kFp8E4M3, KvScaling::kMlaBlock128}, FastMlaMath::kAuto),
-            FastMlaMath::kBf16);
+            kFastMlaFp8ByDefault ? FastMlaMath::kFp8 : FastMlaMath::kBf16);
   std::unique_ptr<Backend> backend = CreateCpuBackend();
-  for (const KvFormat format : {KvFormat{KvDtype::kBf16, KvScaling::kNone},
-                                KvFormat{KvDtype::kFp8E4M3, KvScaling::kMlaBlock128}}) {
+  for (const KvFormat format : {KvFormat{KvDtype::kBf16, KvScaling::kNone}}) {
     AttentionCaseParams params;
     params.shape = MlaCacheShape(0, 16, format);
     params.num_q_heads = 2;

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <iterator>
 #include <vector>
 
 #include "base/prng.h"
@@ -464,6 +465,225 @@ TEST(MlaWgmmaBf16Layout, SharedMemoryFitsAndOperandsAreAligned) {
     EXPECT_EQ(offset % 128, 0);
   }
   EXPECT_EQ(layout.p_offset - layout.stage_offset, kMlaWgmmaBf16Stages * kMlaWgmmaBf16StageBytes);
+}
+
+// FlashMLA rows in the FP8 kernel: every thread's copies of 64 rows of 656 bytes (ten 16-byte
+// rounds, then threads 0-63's scales) write each byte of the stage once: the codes K-major in rows
+// of 512, the rope K-major in rows of 128, the scales [token][4] as stored; each 8 lanes of a
+// round fill one core matrix.
+TEST(MlaWgmmaBlockLayout, CopiesPlaceEveryByteOfTheRowsOnce) {
+  const std::vector<uint8_t> rows = RandomBytes(kMlaWgmmaTile * kMlaBlockRowBytes, 11);
+  std::vector<uint8_t> stage(kMlaWgmmaBlockStageBytes, 0);
+  std::vector<int> written(kMlaWgmmaBlockStageBytes, 0);
+  auto copy16 = [&](int destination, int token, int source) {
+    for (int b = 0; b < 16; ++b) {
+      ASSERT_LT(destination + b, kMlaWgmmaBlockStageBytes);
+      stage[static_cast<size_t>(destination + b)] =
+          rows[static_cast<size_t>(token * kMlaBlockRowBytes + source + b)];
+      ++written[static_cast<size_t>(destination + b)];
+    }
+  };
+  for (int round = 0; round < kMlaWgmmaBlockCopyRounds; ++round) {
+    for (int warp = 0; warp < kMlaWgmmaThreads / 32; ++warp) {
+      std::vector<int> offsets;
+      for (int lane = 0; lane < 32; ++lane) {
+        const int thread = warp * 32 + lane;
+        const int destination = MlaWgmmaBlockCopyDestination(thread, round);
+        offsets.push_back(destination);
+        ASSERT_NO_FATAL_FAILURE(
+            copy16(destination, MlaWgmmaCopyToken(thread), MlaWgmmaBlockCopySource(thread, round)));
+        // Round r of a thread is its round-0 (or, for the rope, round-8) addresses plus strides.
+        const int first = round < kMlaWgmmaBlockCodeRounds ? 0 : kMlaWgmmaBlockCodeRounds;
+        EXPECT_EQ(destination, MlaWgmmaBlockCopyDestination(thread, first) +
+                                   (round - first) * kMlaWgmmaCopyDestinationStride);
+        EXPECT_EQ(
+            MlaWgmmaBlockCopySource(thread, round),
+            MlaWgmmaBlockCopySource(thread, first) + (round - first) * kMlaWgmmaCopySourceStride);
+      }
+      for (size_t first = 0; first + 8 <= offsets.size(); first += 8) {
+        EXPECT_EQ(offsets[first] % 128, 0);
+        for (size_t i = 1; i < 8; ++i) {
+          EXPECT_EQ(offsets[first + i], offsets[first] + 16 * static_cast<int>(i));
+        }
+      }
+    }
+  }
+  for (int token = 0; token < kMlaWgmmaTile; ++token) {
+    ASSERT_NO_FATAL_FAILURE(copy16(
+        kMlaWgmmaBlockStageScalesOffset + kMlaWgmmaBlockScaleBytes * token, token, kMlaLoraRank));
+  }
+  for (int count : written) ASSERT_EQ(count, 1);
+  for (int token = 0; token < kMlaWgmmaTile; ++token) {
+    const uint8_t* row = rows.data() + token * kMlaBlockRowBytes;
+    for (int i = 0; i < kMlaLoraRank; ++i) {
+      ASSERT_EQ(stage[static_cast<size_t>(WgmmaKMajorOffset(token, i, kMlaWgmmaBlockCodeBytes))],
+                row[i]);
+    }
+    for (int i = 0; i < kMlaWgmmaBlockScaleBytes; ++i) {
+      ASSERT_EQ(stage[static_cast<size_t>(kMlaWgmmaBlockStageScalesOffset +
+                                          kMlaWgmmaBlockScaleBytes * token + i)],
+                row[kMlaLoraRank + i]);
+    }
+    for (int i = 0; i < kMlaWgmmaRopeRowBytes; ++i) {
+      ASSERT_EQ(stage[static_cast<size_t>(kMlaWgmmaBlockStageCodesBytes +
+                                          WgmmaKMajorOffset(token, i, kMlaWgmmaRopeRowBytes))],
+                row[kMlaLoraRank + kMlaWgmmaBlockScaleBytes + i]);
+    }
+  }
+}
+
+// S's operands for FlashMLA rows: the 16 k32 products of Q's codes and each warpgroup's tokens
+// (rows of 512), the 4 k16 rope products of Q's rope (as the query quantisation stores it, a
+// 32-bit word per lane) and the tile's; P V's: V^T transposed from rows of 512 and warpgroup g's
+// product q reading block 2 g + q's P.
+TEST(MlaWgmmaBlockLayout, OperandsReadBackAsQKVAndP) {
+  const MlaWgmmaSmemLayout layout = MakeMlaWgmmaSmemLayout(true);
+  std::vector<uint8_t> smem(static_cast<size_t>(layout.total_bytes), 0);
+  const std::vector<uint8_t> q = RandomBytes(kMlaWgmmaHeads * kMlaLoraRank, 12);
+  const std::vector<uint8_t> q_rope = RandomBytes(kMlaWgmmaHeads * kMlaWgmmaRopeRowBytes, 13);
+  const std::vector<uint8_t> k = RandomBytes(kMlaWgmmaTile * kMlaLoraRank, 14);
+  const std::vector<uint8_t> k_rope = RandomBytes(kMlaWgmmaTile * kMlaWgmmaRopeRowBytes, 15);
+  const std::vector<uint8_t> p = RandomBytes(kMlaScaleBlocks * kMlaWgmmaPBytes, 16);
+  const int stage = layout.stage_offset + 1 * layout.stage_bytes;  // any stage
+  for (int h = 0; h < kMlaWgmmaHeads; ++h) {
+    for (int i = 0; i < kMlaLoraRank; ++i) {
+      smem[static_cast<size_t>(layout.q_offset + WgmmaKMajorOffset(h, i, kMlaLoraRank))] =
+          q[static_cast<size_t>(h * kMlaLoraRank + i)];
+    }
+    for (int lane = 0; lane < 32; ++lane) {
+      for (int b = 0; b < 4; ++b) {
+        smem[static_cast<size_t>(layout.q_rope_offset +
+                                 WgmmaKMajorOffset(h, 4 * lane, kMlaWgmmaRopeRowBytes) + b)] =
+            q_rope[static_cast<size_t>(h * kMlaWgmmaRopeRowBytes + 4 * lane + b)];
+      }
+    }
+  }
+  for (int token = 0; token < kMlaWgmmaTile; ++token) {
+    for (int i = 0; i < kMlaLoraRank; ++i) {
+      smem[static_cast<size_t>(stage + WgmmaKMajorOffset(token, i, kMlaLoraRank))] =
+          k[static_cast<size_t>(token * kMlaLoraRank + i)];
+    }
+    for (int i = 0; i < kMlaWgmmaRopeRowBytes; ++i) {
+      smem[static_cast<size_t>(stage + kMlaWgmmaBlockStageCodesBytes +
+                               WgmmaKMajorOffset(token, i, kMlaWgmmaRopeRowBytes))] =
+          k_rope[static_cast<size_t>(token * kMlaWgmmaRopeRowBytes + i)];
+    }
+  }
+  for (int product = 0; product < kMlaLoraRank / kMlaWgmmaK; ++product) {
+    const uint64_t a =
+        MlaWgmmaScoreDescriptor(static_cast<uint32_t>(layout.q_offset), product, kMlaLoraRank);
+    for (int m = 0; m < kMlaWgmmaHeads; ++m) {
+      for (int kk = 0; kk < kMlaWgmmaK; ++kk) {
+        ASSERT_EQ(WgmmaRead(smem, a, m, kk),
+                  q[static_cast<size_t>(m * kMlaLoraRank + product * kMlaWgmmaK + kk)]);
+      }
+    }
+    for (int g = 0; g < 2; ++g) {
+      const uint64_t b = MlaWgmmaScoreDescriptor(
+          static_cast<uint32_t>(stage + MlaWgmmaGroupTokensOffset(g, kMlaLoraRank)), product,
+          kMlaLoraRank);
+      for (int n = 0; n < kMlaWgmmaGroupTokens; ++n) {
+        const int token = g * kMlaWgmmaGroupTokens + n;
+        for (int kk = 0; kk < kMlaWgmmaK; ++kk) {
+          ASSERT_EQ(WgmmaRead(smem, b, n, kk),
+                    k[static_cast<size_t>(token * kMlaLoraRank + product * kMlaWgmmaK + kk)]);
+        }
+      }
+    }
+  }
+  auto element = [](const std::vector<uint8_t>& bytes, int row, int i) {
+    const size_t at = static_cast<size_t>(row * kMlaWgmmaRopeRowBytes + 2 * i);
+    return static_cast<uint16_t>(bytes[at] | (bytes[at + 1] << 8));
+  };
+  for (int product = 0; product < kMlaWgmmaRopeProducts; ++product) {
+    const uint64_t a = MlaWgmmaRopeDescriptor(static_cast<uint32_t>(layout.q_rope_offset), product);
+    for (int kk = 0; kk < kFastMlaRopeStepK; ++kk) {
+      const int dim = product * kFastMlaRopeStepK + kk;
+      for (int m = 0; m < kMlaWgmmaHeads; ++m) {
+        ASSERT_EQ(WgmmaRead16(smem, a, m, kk), element(q_rope, m, dim)) << "Q rope " << dim;
+      }
+      for (int g = 0; g < 2; ++g) {
+        const uint64_t b = MlaWgmmaRopeDescriptor(
+            static_cast<uint32_t>(stage + kMlaWgmmaBlockStageCodesBytes +
+                                  MlaWgmmaGroupTokensOffset(g, kMlaWgmmaRopeRowBytes)),
+            product);
+        for (int n = 0; n < kMlaWgmmaGroupTokens; ++n) {
+          ASSERT_EQ(WgmmaRead16(smem, b, n, kk), element(k_rope, g * kMlaWgmmaGroupTokens + n, dim))
+              << "K rope " << dim;
+        }
+      }
+    }
+  }
+  for (int thread = 0; thread < kMlaWgmmaThreads; ++thread) {
+    for (int round = 0; round < kMlaWgmmaTransposeRounds; ++round) {
+      MlaWgmmaTransposeBlock(
+          smem.data() + stage + MlaWgmmaTransposeReadOffset(thread, kMlaLoraRank),
+          smem.data() + layout.v_offset + MlaWgmmaTransposeWriteOffset(thread), round);
+    }
+  }
+  for (int block = 0; block < kMlaScaleBlocks; ++block) {
+    for (int h = 0; h < kMlaWgmmaHeads; ++h) {
+      for (int token = 0; token < kMlaWgmmaTile; ++token) {
+        smem[static_cast<size_t>(layout.p_offset + block * kMlaWgmmaPBytes +
+                                 WgmmaKMajorOffset(h, token, kMlaWgmmaTile))] =
+            p[static_cast<size_t>((block * kMlaWgmmaHeads + h) * kMlaWgmmaTile + token)];
+      }
+    }
+  }
+  for (int g = 0; g < 2; ++g) {
+    for (int product = 0; product < kMlaWgmmaPvProducts; ++product) {
+      const int block = kMlaWgmmaPvProducts * g + product;
+      for (int s = 0; s < kMlaWgmmaPvKSteps; ++s) {
+        // The kernel's P descriptor: block 2 g's, moved by the product's kMlaWgmmaPBytes.
+        const uint64_t a =
+            MlaWgmmaWeightDescriptor(
+                static_cast<uint32_t>(layout.p_offset + 2 * g * kMlaWgmmaPBytes), s) +
+            static_cast<uint64_t>(product * kMlaWgmmaPBytes >> 4);
+        const uint64_t b =
+            MlaWgmmaValueDescriptor(static_cast<uint32_t>(layout.v_offset), g, product, s);
+        for (int kk = 0; kk < kMlaWgmmaK; ++kk) {
+          const int token = s * kMlaWgmmaK + kk;
+          for (int h = 0; h < kMlaWgmmaHeads; ++h) {
+            ASSERT_EQ(WgmmaRead(smem, a, h, kk),
+                      p[static_cast<size_t>((block * kMlaWgmmaHeads + h) * kMlaWgmmaTile + token)]);
+          }
+          for (int n = 0; n < kMlaWgmmaPvN; ++n) {
+            const int column = block * kMlaScaleBlock + n;
+            ASSERT_EQ(WgmmaRead(smem, b, n, kk),
+                      k[static_cast<size_t>(token * kMlaLoraRank + column)])
+                << "V block " << block << " token " << token << " column " << column;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(MlaWgmmaBlockLayout, SharedMemoryFitsAndRegionsAreApart) {
+  const MlaWgmmaSmemLayout layout = MakeMlaWgmmaSmemLayout(true);
+  EXPECT_LE(layout.total_bytes, 227 * 1024);
+  const int regions[][2] = {
+      {layout.q_offset, layout.q_offset + kMlaWgmmaHeads * kMlaLoraRank},
+      {layout.q_rope_offset, layout.q_rope_offset + kMlaWgmmaHeads * kMlaWgmmaRopeRowBytes},
+      {layout.q_scale_offset, layout.q_scale_offset + kMlaWgmmaHeads * 4},
+      {layout.stage_offset, layout.stage_offset + kMlaWgmmaStages * kMlaWgmmaBlockStageBytes},
+      {layout.v_offset, layout.v_offset + kMlaWgmmaVtBytes},
+      {layout.p_offset, layout.p_offset + kMlaScaleBlocks * kMlaWgmmaPBytes},
+      {layout.rows_offset, layout.rows_offset + (kMlaWgmmaStages + 1) * kMlaWgmmaTile * 8},
+      {layout.exchange_offset, layout.exchange_offset + 4 * kMlaWgmmaHeads * 4},
+      {layout.sigma_offset, layout.sigma_offset + 2 * kMlaScaleBlocks * 4},
+      {layout.flag_offset, layout.flag_offset + 4}};
+  for (size_t i = 0; i + 1 < std::size(regions); ++i) {
+    EXPECT_LE(regions[i][1], regions[i + 1][0]) << "region " << i;
+    EXPECT_EQ(regions[i][0] % 16, 0) << "region " << i;
+  }
+  EXPECT_LE(regions[std::size(regions) - 1][1], layout.total_bytes);
+  for (int offset : {layout.q_offset, layout.q_rope_offset, layout.stage_offset, layout.v_offset,
+                     layout.p_offset}) {
+    EXPECT_EQ(offset % 128, 0);
+  }
+  EXPECT_EQ(layout.stage_bytes % 128, 0);
+  EXPECT_EQ(kMlaWgmmaBlockStageScalesOffset % 16, 0);
 }
 
 }  // namespace

@@ -30,10 +30,13 @@ reference::DecodeArithmetic ArithmeticFor(const AttentionCase& c, KernelPath pat
     case KernelPath::kSimple:
       return reference::DecodeArithmetic::kFp32;
     case KernelPath::kFast:
-      return c.shape.kind == AttentionKind::kMla &&
-                     ResolveFastMlaMath(c.shape.format, c.params.fast_mla_math) == FastMlaMath::kFp8
-                 ? reference::DecodeArithmetic::kFp8TensorCore
-                 : reference::DecodeArithmetic::kBf16TensorCore;
+      if (c.shape.kind != AttentionKind::kMla ||
+          ResolveFastMlaMath(c.shape.format, c.params.fast_mla_math) != FastMlaMath::kFp8) {
+        return reference::DecodeArithmetic::kBf16TensorCore;
+      }
+      return c.shape.format.scaling == KvScaling::kMlaBlock128
+                 ? reference::DecodeArithmetic::kFp8BlockTensorCore
+                 : reference::DecodeArithmetic::kFp8TensorCore;
   }
   return reference::DecodeArithmetic::kFp32;
 }
