@@ -2,7 +2,8 @@
 // x 128, group 8) and MLA (576-value latent, 64 query heads), batch {1, 8, 16, 32, 64} x context
 // {4K, 21K, 64K}. The fast MLA path beside it: 64 and 128 query heads, batch {8, 64} x 21K.
 // Prints the time per call (CUDA events) and the cache bytes read per second as a fraction of the
-// device-to-device copy bandwidth measured in the same run, then the targets for every FP8
+// device-to-device copy bandwidth measured in the same run, then (as "summary:" lines, which
+// tools/gpu_check.sh repeats in its summary) the targets for every FP8
 // cache (fp8_e4m3, and for MLA also FlashMLA's 656-byte rows, fp8_mla_tiles) on each path. Where
 // the fast MLA path's FP8 kernels are compiled (decode_fast_mla.h), their rows (kind "mla-fp8mma",
 // fp8_e4m3 and fp8_mla_tiles at 64 and 128 heads) follow, with their time against the
@@ -286,7 +287,8 @@ int Run() {
         rows[{target.path, bf16_kind, target.heads, KvFormatName(bf16), 64, kFastContext}]
             .us_per_call;
     std::printf(
-        "  %s %s %d heads %s: FP8 bandwidth at batch >= 8: lowest %.1f%% of copy (target >= 80%%: "
+        "summary: attention %s %s %d heads %s: FP8 bandwidth at batch >= 8: lowest %.1f%% of "
+        "copy (target >= 80%%: "
         "%s); FP8/BF16 time at batch 64, 21K: %.2fx (target <= 0.6x: %s)\n",
         KernelPathName(target.path), target.kind, target.heads, cache_name.c_str(), 100.0 * worst,
         worst >= 0.8 ? "met" : "NOT met", ratio, ratio <= 0.6 ? "met" : "NOT met");

@@ -221,9 +221,9 @@ TEST_F(DecodeFastMlaGpuTest, Bf16CacheBadRequestsAndCallerStream) {
 }
 
 // The FP8 variant (FastMlaMath::kFp8), where its kernel is compiled: within the reference's FP8
-// bound, within the sum of bounds (plus the two exact attentions' difference) of the bf16 variant
-// and of its CPU twin, failed requests as on the CPU, and the same bits through a caller's
-// workspace on its own stream. Where it is not compiled, the call says so.
+// bound, within the sum of bounds (plus the two exact attentions' difference) of the bf16 variant,
+// of the simple path and of its CPU twin, failed requests as on the CPU, and the same bits through
+// a caller's workspace on its own stream. Where it is not compiled, the call says so.
 TEST_F(DecodeFastMlaGpuTest, Fp8VariantEqualsTheReferenceTheBf16VariantAndTheTwin) {
   for (const KvFormat format : kFastMlaFp8Formats) {
     for (int heads : {1, 3, 64, 100, 128}) {
@@ -256,6 +256,10 @@ TEST_F(DecodeFastMlaGpuTest, Fp8VariantEqualsTheReferenceTheBf16VariantAndTheTwi
       EXPECT_EQ(CompareWithin(*fp8, bf16, c, cache, arithmetic,
                               reference::DecodeArithmetic::kBf16TensorCore),
                 "");
+      const DecodeOutputs simple = testing::RunDecode(*cuda_, c, device, kFp32, kSimple).value();
+      EXPECT_EQ(
+          CompareWithin(*fp8, simple, c, cache, arithmetic, testing::ArithmeticFor(c, kSimple)),
+          "");
       DeviceCase on_cpu = testing::UploadAndAppend(*cpu_, c).value();
       const DecodeOutputs twin = testing::RunDecode(*cpu_, c, on_cpu, kFp32, kFast).value();
       EXPECT_EQ(CompareWithin(*fp8, twin, c, cache, arithmetic, arithmetic), "");
