@@ -133,14 +133,16 @@ TEST(DecodeFastMlaTest, Fp8VariantMatchesReference) {
   std::cout << "fast MLA FP8, largest |kernel - reference| / bound: " << worst << "\n";
 }
 
-// 4097 tokens (17 splits, the last of one token) with 128 heads (two whole tiles).
+// 4097 tokens (17 splits, the last of one token) with 128 heads (two whole tiles) per token, 3
+// heads per tensor and on FlashMLA rows.
 TEST(DecodeFastMlaTest, Fp8VariantLongRequestMatchesReference) {
   double worst = 0;
   for (const KvFormat format : {KvFormat{KvDtype::kFp8E4M3, KvScaling::kPerTensor},
-                                KvFormat{KvDtype::kFp8E4M3, KvScaling::kPerTokenHead}}) {
+                                KvFormat{KvDtype::kFp8E4M3, KvScaling::kPerTokenHead},
+                                KvFormat{KvDtype::kFp8E4M3, KvScaling::kMlaBlock128}}) {
     AttentionCaseParams params;
     params.shape = MlaCacheShape(0, 64, format);
-    params.num_q_heads = format.scaling == KvScaling::kPerTensor ? 3 : 128;
+    params.num_q_heads = format.scaling == KvScaling::kPerTokenHead ? 128 : 3;
     params.seq_lens = {4097};
     params.newest_token_score = 12;
     params.fast_mla_math = FastMlaMath::kFp8;
