@@ -291,14 +291,19 @@ TEST_F(DecodeFastMlaGpuTest, Fp8VariantEqualsTheReferenceTheBf16VariantAndTheTwi
 TEST_F(DecodeFastMlaGpuTest, Fp8VariantBadRequestsAndCallerStream) {
   if (!HopperGpu())
     GTEST_SKIP() << "the FP8 fast MLA kernel (wgmma) runs on compute capability 9.0";
-  AttentionCaseParams params;
-  params.shape = MlaCacheShape(0, 5, {KvDtype::kFp8E4M3, KvScaling::kPerTokenHead});
-  params.num_q_heads = 128;
-  params.seq_lens = {23, 41, 17, 2000};
-  params.fast_mla_math = FastMlaMath::kFp8;
-  params.seed = 0xf87e58;
-  ExpectBadRequestsFailAlone(*cuda_, *cpu_, params);
-  ExpectCallerStreamGivesTheSameBits(*cuda_, params);
+  // Per-token scales and FlashMLA rows: the two FP8 kernels.
+  for (const KvFormat format : {KvFormat{KvDtype::kFp8E4M3, KvScaling::kPerTokenHead},
+                                KvFormat{KvDtype::kFp8E4M3, KvScaling::kMlaBlock128}}) {
+    AttentionCaseParams params;
+    params.shape = MlaCacheShape(0, 5, format);
+    params.num_q_heads = 128;
+    params.seq_lens = {23, 41, 17, 2000};
+    params.fast_mla_math = FastMlaMath::kFp8;
+    params.seed = 0xf87e58;
+    SCOPED_TRACE(KvFormatName(format));
+    ExpectBadRequestsFailAlone(*cuda_, *cpu_, params);
+    ExpectCallerStreamGivesTheSameBits(*cuda_, params);
+  }
 }
 
 }  // namespace
