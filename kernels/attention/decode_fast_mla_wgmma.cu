@@ -148,23 +148,6 @@ __device__ __forceinline__ void WgmmaValueProduct(float (&d)[kValueRegisters],
   }
 }
 
-// FlashMLA rows' rope: d = A (64 x 16 bf16, Q's rope) * B (16 x 32 bf16, the tile's rope), both
-// K-major, from zero or (kAccumulate) added to d inside the tensor cores.
-template <bool kAccumulate>
-__device__ __forceinline__ void WgmmaRopeProduct(float (&d)[kScoreRegisters],
-                                                 WgmmaDescriptorHalves a, WgmmaDescriptorHalves b) {
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      ".reg .b64 da, db;\n"
-      "mov.b64 da, {%16, %17};\n"
-      "mov.b64 db, {%18, %19};\n"
-      "setp.ne.b32 p, %20, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
-      "da, db, p, 1, 1, 0, 0;\n"
-      "}\n" KVSIM_WGMMA_SCORE_OPERANDS);
-}
 #undef KVSIM_WGMMA_SCORE_PTX
 #undef KVSIM_WGMMA_SCORE_OPERANDS
 #undef KVSIM_WGMMA_VALUE_PTX
@@ -463,11 +446,11 @@ __device__ __forceinline__ void RunWgmmaFp8Split(const DecodeAttentionLaunch& la
         Opaque(qr);
         float d[kScoreRegisters];
         WgmmaFence();
-        WgmmaRopeProduct<false>(d, qr, kr);
+        WgmmaBf16ScoreProduct<false>(d, qr, kr);
 #pragma unroll
         for (int k = 1; k < kMlaWgmmaRopeProducts; ++k) {
-          WgmmaRopeProduct<true>(d, Advance(qr, 2 * kWgmmaLeadingBytes * k),
-                                 Advance(kr, 2 * kWgmmaLeadingBytes * k));
+          WgmmaBf16ScoreProduct<true>(d, Advance(qr, 2 * kWgmmaLeadingBytes * k),
+                                      Advance(kr, 2 * kWgmmaLeadingBytes * k));
         }
         WgmmaCommit();
         WgmmaWaitAll();

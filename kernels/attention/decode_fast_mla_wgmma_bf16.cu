@@ -54,33 +54,6 @@ static_assert(kColumnBlocks == kFastMlaVColumnsPerWarp / 8, "o is the bf16 kerne
 static_assert(kColumnBlocks * 4 == kMlaWgmmaPvProducts * kValueRegisters,
               "o is the P V products' accumulators, one after the other");
 
-#define KVSIM_WGMMA_BF16_SCORE_PTX                                           \
-  "{\n"                                                                      \
-  ".reg .pred p;\n"                                                          \
-  ".reg .b64 da, db;\n"                                                      \
-  "mov.b64 da, {%16, %17};\n"                                                \
-  "mov.b64 db, {%18, %19};\n"                                                \
-  "setp.ne.b32 p, %20, 0;\n"                                                 \
-  "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "                    \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, " \
-  "da, db, p, 1, 1, 0, 0;\n"                                                 \
-  "}\n"
-
-// d (+)= A (64 x 16 bf16, Q, K-major) * B (16 x 32 bf16, the K tile, K-major): from zero
-// (scale-d false) for the first product of S, added to d inside the tensor cores after it.
-template <bool kAccumulate>
-__device__ __forceinline__ void WgmmaScoreProduct(float (&d)[kScoreRegisters],
-                                                  WgmmaDescriptorHalves a,
-                                                  WgmmaDescriptorHalves b) {
-  asm volatile(KVSIM_WGMMA_BF16_SCORE_PTX
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-                 "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
-                 "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-               : "r"(a.low), "r"(a.high), "r"(b.low), "r"(b.high), "n"(kAccumulate ? 1 : 0)
-               : "memory");
-}
-#undef KVSIM_WGMMA_BF16_SCORE_PTX
-
 // d += A (64 x 16 bf16, the weights, K-major) * B (16 tokens x 128 columns of V, MN-major: the
 // last immediate, trans-b, is 1), inside the tensor cores.
 __device__ __forceinline__ void WgmmaValueProduct(float* d, WgmmaDescriptorHalves a,
@@ -237,11 +210,11 @@ __global__ void __launch_bounds__(kMlaWgmmaThreads, 1)
       Opaque(q_step);
       const WgmmaDescriptorHalves k_step = Halves(MlaWgmmaBf16ScoreDescriptor(stage_address, 0));
       WgmmaFence();
-      WgmmaScoreProduct<false>(s, q_step, k_step);
+      WgmmaBf16ScoreProduct<false>(s, q_step, k_step);
 #pragma unroll
       for (int product = 1; product < kMlaWgmmaBf16ScoreProducts; ++product) {
-        WgmmaScoreProduct<true>(s, Advance(q_step, MlaWgmmaBf16KOffset(product)),
-                                Advance(k_step, MlaWgmmaBf16KOffset(product)));
+        WgmmaBf16ScoreProduct<true>(s, Advance(q_step, MlaWgmmaBf16KOffset(product)),
+                                    Advance(k_step, MlaWgmmaBf16KOffset(product)));
       }
       WgmmaCommit();
       WgmmaWaitAll();

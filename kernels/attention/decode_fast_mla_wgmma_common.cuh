@@ -102,6 +102,31 @@ __device__ __forceinline__ void Opaque(WgmmaDescriptorHalves& descriptor) {
   asm volatile("" : "+r"(descriptor.low));
 }
 
+// d (+)= A (64 x 16 bf16, K-major) * B (16 x 32 bf16, K-major), an m64n32 fp32 accumulator (16
+// a thread): from zero (scale-d false) or added to d inside the tensor cores. The bf16 kernel's S
+// (Q times a K tile) and the FP8 kernel's rope products on FlashMLA rows. The operands are read
+// from shared memory ("memory": no store may move across it).
+template <bool kAccumulate>
+__device__ __forceinline__ void WgmmaBf16ScoreProduct(float (&d)[16], WgmmaDescriptorHalves a,
+                                                      WgmmaDescriptorHalves b) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      ".reg .b64 da, db;\n"
+      "mov.b64 da, {%16, %17};\n"
+      "mov.b64 db, {%18, %19};\n"
+      "setp.ne.b32 p, %20, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+      "da, db, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15])
+      : "r"(a.low), "r"(a.high), "r"(b.low), "r"(b.high), "n"(kAccumulate ? 1 : 0)
+      : "memory");
+}
+
 // A lane's two rows' sum of one 16-token half of an m64n32 score accumulator's weights `w` (n8
 // blocks 2 h and 2 h + 1) in the twins' order: its four weights of each row left to right, then
 // the butterfly over lane bits 0 and 1 (decode_fast_mla_cpu.cc, FastMlaHalfTileSum).
