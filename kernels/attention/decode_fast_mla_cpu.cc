@@ -281,12 +281,13 @@ class FastMlaCpuDecoder {
     float scores[kMaxTile];
     float tile_max = -INFINITY;
     for (int j = 0; j < tile_; ++j) {
-      const float scale = token_scale_[static_cast<size_t>(j)];
-      // The bf16 kernel has no query scale: (dot * 1) is dot exactly. FlashMLA rows' dots are
-      // scaled already.
-      const float dot =
-          fp8_math_ && !blocks_ ? dots[j] * q_scale_[static_cast<size_t>(h)] : dots[j];
-      scores[j] = j < count ? (blocks_ ? dot : dot * scale) * score_factor_ : -INFINITY;
+      // The bf16 kernel has no query scale: (dot * 1) is dot exactly. FlashMLA rows' dots carry
+      // their scales already.
+      const float dot = blocks_
+                            ? dots[j]
+                            : (fp8_math_ ? dots[j] * q_scale_[static_cast<size_t>(h)] : dots[j]) *
+                                  token_scale_[static_cast<size_t>(j)];
+      scores[j] = j < count ? dot * score_factor_ : -INFINITY;
       tile_max = fmaxf(tile_max, scores[j]);
     }
     SplitPartial& state = partial_ml_[PartialIndex(h, split)];
@@ -296,6 +297,7 @@ class FastMlaCpuDecoder {
     float p[kMaxTile] = {};
     for (int j = 0; j < tile_; ++j) {
       weights[j] = exp2f(scores[j] - new_max);
+      if (blocks_) continue;  // FlashMLA rows round a weight per block, below
       // The quantisation point of the tensor-core PV product.
       const float scale = token_scale_[static_cast<size_t>(j)];
       p[j] = fp8_math_ ? RoundE4m3(weights[j] * (scale / sigma_))
