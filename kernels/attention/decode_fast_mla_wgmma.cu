@@ -2,7 +2,7 @@
 // e4m3 and e5m2 caches with per-tensor or per-token-head scales (e4m3 queries and weights times
 // the cache's codes as stored), and as FastMlaDecodeWgmmaBlocksKernel for FlashMLA's rows (block
 // scales, bf16 rope; the differences are listed below). Its arithmetic is the FP8 variant's
-// (decode_fast_mla.h, docs/numerics.md "The fast paths: FP8 tensor-core arithmetic"), step for
+// (decode_fast_mla.h, docs/numerics.md "MLA's FP8 variant"), step for
 // step, so its CPU twin is decode_fast_mla_cpu.cc's FP8 arithmetic:
 //
 // - Q quantised once per block to e4m3 with one fp32 scale per head, stored K-major.
