@@ -2,8 +2,8 @@
 // e4m3 and e5m2 caches with per-tensor or per-token-head scales (e4m3 queries and weights times
 // the cache's codes as stored), and as FastMlaDecodeWgmmaBlocksKernel for FlashMLA's rows (block
 // scales, bf16 rope; the differences are listed below). Its arithmetic is the FP8 variant's
-// (decode_fast_mla.h, docs/numerics.md "MLA's FP8 variant"), step for
-// step, so its CPU twin is decode_fast_mla_cpu.cc's FP8 arithmetic:
+// (decode_fast_mla.h, docs/numerics.md "MLA's FP8 variant"), step for step, so its CPU twin is
+// decode_fast_mla_cpu.cc's FP8 arithmetic:
 //
 // - Q quantised once per block to e4m3 with one fp32 scale per head, stored K-major.
 // - 64-token tiles. S = Q K^T with the K codes as landed: 9 steps, each two chained m64n32k32

@@ -325,27 +325,27 @@ DecodeReference ReferenceDecode(const DequantizedKv& kv, const Eigen::VectorXd& 
     // denominator L~ >= rho_min (1 - sums) (its largest weight is 1). The other factors of that
     // weight's path scale it by at most (1 + ratio).
     const double denominator = rho_min * (1 - sums);
-    // FlashMLA rows: per block of 128 columns, with the block's scales (its largest over the
-    // request bounds any tile's sigma_b).
-    for (Eigen::Index b = 0; blocks && b < kv.block_scale.cols(); ++b) {
-      const double max_scale = kv.block_scale.col(b).maxCoeff();
+    // Columns [first, first + count) whose values carry `scales` (one per token): the largest
+    // over the request bounds any tile's sigma.
+    auto add_subnormal_floor = [&](const Eigen::VectorXd& scales, Eigen::Index first,
+                                   Eigen::Index count) {
+      const double max_scale = scales.maxCoeff();
       for (int64_t j = 0; j < n; ++j) {
-        const double scale = kv.block_scale(j, b);
-        if (!(scale > 0)) continue;
+        const double scale = scales(j);
+        if (!(scale > 0)) continue;  // a zero scale stores zeros: nothing to lose
         const double floor_weight = std::min(
             (1 + ratio) * p(j), kE4m3SubnormalHalfStep * (max_scale / scale) / denominator);
-        tolerance.segment(b * kFlashMlaBlock, kFlashMlaBlock) +=
-            (1 + ratio) * floor_weight *
-            kv.v.row(j).segment(b * kFlashMlaBlock, kFlashMlaBlock).cwiseAbs().transpose();
+        tolerance.segment(first, count) +=
+            (1 + ratio) * floor_weight * kv.v.row(j).segment(first, count).cwiseAbs().transpose();
       }
-    }
-    const double max_scale = kv.token_scale.maxCoeff();
-    for (int64_t j = 0; !blocks && j < n; ++j) {
-      const double scale = kv.token_scale(j);
-      if (!(scale > 0)) continue;  // a zero scale stores zeros: nothing to lose
-      const double floor_weight =
-          std::min((1 + ratio) * p(j), kE4m3SubnormalHalfStep * (max_scale / scale) / denominator);
-      tolerance += (1 + ratio) * floor_weight * kv.v.row(j).cwiseAbs().transpose();
+    };
+    if (blocks) {
+      // FlashMLA rows: each block of 128 columns with its own scales.
+      for (Eigen::Index b = 0; b < kv.block_scale.cols(); ++b) {
+        add_subnormal_floor(kv.block_scale.col(b), b * kFlashMlaBlock, kFlashMlaBlock);
+      }
+    } else {
+      add_subnormal_floor(kv.token_scale, 0, kv.v.cols());
     }
   }
   if (out_dtype == AttentionOutputDtype::kBf16) {
