@@ -489,7 +489,7 @@ void RetireEnded(Scheduler& s, std::vector<RequestEnd>& ended, std::vector<int32
 // as the server does) or is cancelled while in flight; then completed.
 void Step(Scheduler& s, FuzzInput* in, sim::SimNs& now, std::vector<int32_t>& live) {
   std::vector<RequestEnd> ended;
-  const sim::StepPlan plan = s.ScheduleStep(now, nullptr, ended);
+  const sim::StepPlan plan = s.ScheduleStep(now, ended);
   RetireEnded(s, ended, live);
   const bool formed = !plan.rows.empty() || plan.preempted > 0;
   const Status idle = sim::CheckNotIdle(formed, static_cast<int64_t>(s.waiting().size()),
@@ -500,20 +500,20 @@ void Step(Scheduler& s, FuzzInput* in, sim::SimNs& now, std::vector<int32_t>& li
     const int32_t slot = plan.rows[i].slot;
     switch (in->In(0, 8)) {
       case 0:
-        s.Abort(slot, now, "planted by the fuzzer", nullptr);
+        s.Abort(slot, now, "planted by the fuzzer");
         s.Retire(slot);
         live.erase(std::find(live.begin(), live.end(), slot));
         ran[i] = false;
         break;
       case 1:
-        KVSIM_CHECK(!s.Cancel(slot, now, nullptr)) << "a request in flight ended at once";
+        KVSIM_CHECK(!s.Cancel(slot, now)) << "a request in flight ended at once";
         break;
       default:
         break;
     }
   }
   now += 1'000'000;
-  s.CompleteStep(plan, ran, now, nullptr, ended);
+  s.CompleteStep(plan, ran, now, ended);
   RetireEnded(s, ended, live);
 }
 
@@ -548,7 +548,7 @@ void RunSchedulerOps(FuzzInput& in) {
       default:
         if (!live.empty()) {
           const int32_t slot = live[static_cast<size_t>(in.Next()) % live.size()];
-          if (s.Cancel(slot, now, nullptr)) {
+          if (s.Cancel(slot, now)) {
             s.Retire(slot);
             live.erase(std::find(live.begin(), live.end(), slot));
           }

@@ -130,14 +130,16 @@ KernelDataPlane::KernelDataPlane(const KernelSpec& spec, int page_size, Backend&
   counts_.enabled = true;
 }
 
-void KernelDataPlane::OnAllocate(int32_t page) { oracle_.OnAllocate(page); }
-void KernelDataPlane::OnGrant(int32_t slot, int32_t logical, const PageGrant& grant) {
-  oracle_.OnGrant(slot, logical, grant);
+void KernelDataPlane::OnAllocate(int32_t page, PageHolder holder) {
+  oracle_.OnAllocate(page, holder);
 }
-void KernelDataPlane::OnReleaseAll(int32_t slot) { oracle_.OnReleaseAll(slot); }
+void KernelDataPlane::OnShare(int32_t page, PageHolder holder) { oracle_.OnShare(page, holder); }
+void KernelDataPlane::OnRelease(int32_t page, PageHolder holder) {
+  oracle_.OnRelease(page, holder);
+}
 
-void KernelDataPlane::Forget(int32_t slot) {
-  oracle_.Forget(slot);
+void KernelDataPlane::Forget(int32_t slot, int64_t request) {
+  oracle_.Forget(slot, request);
   SlotRecord& record = RecordOf(slot);
   for (const std::vector<double>& rows : record.k)
     cached_values_ -= static_cast<int64_t>(rows.size());
@@ -262,7 +264,7 @@ Status KernelDataPlane::Writes(const StepAccess& access, IntegrityCounts& counts
 }
 
 Status KernelDataPlane::Append(const StepAccess& access, std::vector<Finding>& findings) {
-  BuildStepTable(*access.scheduler, *access.rows, *access.proceed, KvAccess::kWrite, step_);
+  SelectRows(*access.table, *access.proceed, step_);
   if (step_.rows.empty()) return Status::Ok();
   const bool mla = spec_.attention == AttentionKind::kMla;
   const int heads = mla ? 1 : spec_.kv_heads;
@@ -371,6 +373,7 @@ Status KernelDataPlane::Reads(const StepAccess& access, IntegrityCounts& counts,
   if (going.size() < 2 || !faults_->Fires(FaultSite::kBatchCompositionNoise)) {
     return Decode(access, findings);
   }
+  faults_->Changed(FaultSite::kBatchCompositionNoise, {});
   // The negative control: the step's decode runs as two launches of half the batch each. The
   // kernel's split plan follows the batch, so outputs round differently than in one launch, while
   // every page read is the right one: the checks must stay silent and the outputs within bound.
@@ -437,7 +440,7 @@ void KernelDataPlane::CheckOutputs(const StepAccess& access, size_t b, int layer
 }
 
 Status KernelDataPlane::Decode(const StepAccess& access, std::vector<Finding>& findings) {
-  BuildStepTable(*access.scheduler, *access.rows, *access.proceed, KvAccess::kRead, step_);
+  SelectRows(*access.table, *access.proceed, step_);
   if (step_.rows.empty()) return Status::Ok();
   const size_t rows = step_.rows.size();
   const int dim = spec_.head_dim;

@@ -21,7 +21,7 @@
 #include "kernels/gemm/gemm.h"
 #include "sim/dataplane/kernel_spec.h"
 #include "sim/server/oracle_auditor.h"
-#include "sim/server/step_checks.h"
+#include "sim/server/step_table.h"
 
 namespace kvsim::sim {
 
@@ -39,14 +39,15 @@ class KernelDataPlane final : public AccessAuditor {
                                                          int page_size, Backend& backend,
                                                          uint64_t seed);
 
-  void OnAllocate(int32_t page) override;
-  void OnGrant(int32_t slot, int32_t logical, const PageGrant& grant) override;
-  void OnReleaseAll(int32_t slot) override;
+  void OnAllocate(int32_t page, PageHolder holder) override;
+  void OnShare(int32_t page, PageHolder holder) override;
+  void OnRelease(int32_t page, PageHolder holder) override;
   Status Writes(const StepAccess& access, IntegrityCounts& counts,
                 std::vector<Finding>& findings) override;
   Status Reads(const StepAccess& access, IntegrityCounts& counts,
                std::vector<Finding>& findings) override;
-  void Forget(int32_t slot) override;
+  bool Clean(const StepAccess& access, size_t b) override { return oracle_.Clean(access, b); }
+  void Forget(int32_t slot, int64_t request) override;
   void PredictEscapes(const TagConfig& tags) override { oracle_.PredictEscapes(tags); }
   void AddTotals(RunReport& report) const override;
   void set_faults(FaultInjector* faults) override { faults_ = faults; }

@@ -1,6 +1,8 @@
 // Fault sites, their catalogue and the injector.
 #include "sim/faults/fault_plan.h"
 
+#include "base/check.h"
+
 namespace kvsim::sim {
 
 const char* FaultSiteName(FaultSite site) {
@@ -136,8 +138,25 @@ bool FaultInjector::Fires(FaultSite site) {
   if (ppm <= 0) return false;
   Prng& stream = FaultSiteExpected(site) == FaultClass::kControl ? control_prng_ : prng_;
   if (!stream.chance(static_cast<uint64_t>(ppm), 1'000'000)) return false;
-  ++fired_[static_cast<size_t>(site)];
+  ++drawn_[static_cast<size_t>(site)];
   return true;
+}
+
+void FaultInjector::Changed(FaultSite site, const FaultEffect& effect) {
+  ++fired_[static_cast<size_t>(site)];
+  KVSIM_CHECK_LE(fired_[static_cast<size_t>(site)], drawn_[static_cast<size_t>(site)])
+      << FaultSiteName(site) << " changed more often than it was drawn";
+  if (effect.request >= 0) touched_requests_.insert(effect.request);
+  for (int32_t page : effect.pages) touched_pages_.insert({effect.pool, page});
+}
+
+bool FaultInjector::Touched(int32_t pool, int64_t request,
+                            const std::vector<int32_t>& pages) const {
+  if (touched_requests_.count(request) > 0) return true;
+  for (int32_t page : pages) {
+    if (touched_pages_.count({pool, page}) > 0) return true;
+  }
+  return false;
 }
 
 int64_t FaultInjector::fired_total() const {

@@ -10,7 +10,10 @@
 
 #include <array>
 #include <cstdint>
+#include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/prng.h"
 #include "base/status.h"
@@ -77,15 +80,35 @@ struct FaultPlan {
   bool any() const;
 };
 
-// Decides, site by site, whether a planted bug fires, from its own stream.
+// What a planted bug changed when it fired: pages of one pool whose bookkeeping it touched (freed,
+// mapped without a reference, published, zeroed in a row, released again) and the request whose
+// tables or rows it changed.
+struct FaultEffect {
+  int32_t pool = 0;      // the pool's index in the server (0: the first or only pool)
+  int64_t request = -1;  // -1: none
+  std::vector<int32_t> pages;
+};
+
+// Decides, site by site, whether a planted bug fires, from its own stream, and records what each
+// bug that fired changed. A bug counts as fired only once it changed something (Changed): a site
+// can be drawn and find nothing to change (docs/faults.md lists which).
 class FaultInjector {
  public:
   FaultInjector(const FaultPlan& plan, uint64_t seed);
-  // Whether the bug at `site` fires now; draws from the stream only for a site that is on.
+  // Whether the bug at `site` is drawn to fire now; draws from the stream only for a site that is
+  // on. The site then acts, and calls Changed if its action changed anything.
   bool Fires(FaultSite site);
+  // The bug at `site`, just drawn by Fires, changed `effect`.
+  void Changed(FaultSite site, const FaultEffect& effect);
+  // Whether a bug that fired changed `request`, or one of `pages` of `pool`: a check that refuses
+  // an access there refuses what a bug touched.
+  bool Touched(int32_t pool, int64_t request, const std::vector<int32_t>& pages) const;
   // Whether `site` is on at all (a decision point that needs preparation asks first).
   bool On(FaultSite site) const { return plan_.ppm[static_cast<size_t>(site)] > 0; }
+  // Bugs at `site` that fired and changed something.
   int64_t fired(FaultSite site) const { return fired_[static_cast<size_t>(site)]; }
+  // Times `site` was drawn to fire, with or without an effect.
+  int64_t drawn(FaultSite site) const { return drawn_[static_cast<size_t>(site)]; }
   int64_t fired_total() const;
   // Fired bugs that corrupt bookkeeping: all but the negative control's.
   int64_t fired_corrupting() const;
@@ -97,7 +120,10 @@ class FaultInjector {
   // The negative control's own stream: it is reached in kernel mode only, so drawing it from the
   // shared stream would make the other sites fire differently in kernel and timing mode.
   Prng control_prng_;
+  std::array<int64_t, kFaultSites> drawn_{};
   std::array<int64_t, kFaultSites> fired_{};
+  std::set<std::pair<int32_t, int32_t>> touched_pages_;  // (pool, page)
+  std::set<int64_t> touched_requests_;
 };
 
 }  // namespace kvsim::sim

@@ -55,13 +55,13 @@ int32_t WrittenSeal::Written(int32_t page, uint64_t tag) const {
   return tags_[index] == tag ? written_[index] : 0;
 }
 
-SealBreach WrittenSeal::CheckRead(const std::vector<int32_t>& block_row, int32_t end,
+SealBreach WrittenSeal::CheckRead(const int32_t* entries, int32_t count, int32_t end,
                                   const PagePool& pool) const {
   SealBreach breach;
   const int32_t pages = (end + page_size_ - 1) / page_size_;
   for (int32_t logical = 0; logical < pages; ++logical) {
-    if (static_cast<size_t>(logical) >= block_row.size()) break;
-    const int32_t page = block_row[static_cast<size_t>(logical)];
+    if (logical >= count) break;
+    const int32_t page = entries[logical];
     if (page < 0 || page >= num_pages_ || page >= pool.num_pages()) continue;
     const int32_t read = std::min(page_size_, end - logical * page_size_);
     const int32_t written = Written(page, pool.tag(page));

@@ -42,9 +42,10 @@ class WrittenSeal {
   void OnWrite(int32_t page, int32_t slot, uint64_t tag);
   // How many leading slots of `page` its allocation carrying `tag` has written.
   int32_t Written(int32_t page, uint64_t tag) const;
-  // Checks a read of positions [0, end) through `block_row` against the pages' current tags in
-  // `pool`. Entries outside the pool are the tag check's to refuse and are passed over here.
-  SealBreach CheckRead(const std::vector<int32_t>& block_row, int32_t end,
+  // Checks a read of positions [0, end) through the block-table row `entries` (`count` of them)
+  // against the pages' current tags in `pool`. Entries outside the pool are the tag check's to
+  // refuse and are passed over here.
+  SealBreach CheckRead(const int32_t* entries, int32_t count, int32_t end,
                        const PagePool& pool) const;
 
   int32_t page_size() const { return page_size_; }

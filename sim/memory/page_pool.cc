@@ -37,7 +37,7 @@ PagePool::PagePool(const PagePoolConfig& config)
   }
 }
 
-Result<PageGrant> PagePool::Allocate() {
+Result<PageGrant> PagePool::Allocate(PageHolder holder) {
   if (free_.empty()) {
     return FailedPreconditionError("page pool: no free page; all " + std::to_string(capacity()) +
                                    " pages are owned");
@@ -60,7 +60,9 @@ Result<PageGrant> PagePool::Allocate() {
     tag_changed_[index] = 1;
     tag_changes_.push_back(page);
   }
-  return PageGrant{page, tags_[index], ++allocations_[index]};
+  const PageGrant grant{page, tags_[index], ++allocations_[index]};
+  if (observer_ != nullptr) observer_->OnAllocate(page, holder);
+  return grant;
 }
 
 Status PagePool::CheckOwnedPage(int32_t page, const char* operation) const {
@@ -83,7 +85,7 @@ Status PagePool::CheckOwnedPage(int32_t page, const char* operation) const {
   return Status::Ok();
 }
 
-Status PagePool::Share(int32_t page) {
+Status PagePool::Share(int32_t page, PageHolder holder) {
   KVSIM_RETURN_IF_ERROR(CheckOwnedPage(page, "share"));
   int32_t& count = refcounts_[static_cast<size_t>(page)];
   if (count == INT32_MAX) {
@@ -91,18 +93,20 @@ Status PagePool::Share(int32_t page) {
                                    std::to_string(count) + " holders, the most it can count");
   }
   ++count;
+  if (observer_ != nullptr) observer_->OnShare(page, holder);
   return Status::Ok();
 }
 
-Status PagePool::Release(int32_t page) {
+Status PagePool::Release(int32_t page, PageHolder holder) {
   KVSIM_RETURN_IF_ERROR(CheckOwnedPage(page, "release"));
   int32_t& count = refcounts_[static_cast<size_t>(page)];
   --count;
   if (count == 0) free_.push_back(page);
+  if (observer_ != nullptr) observer_->OnRelease(page, holder);
   return Status::Ok();
 }
 
-Status PagePool::DoubleFree(int32_t page) {
+Status PagePool::DoubleFree(int32_t page, PageHolder holder) {
   if (page < 0 || page >= num_pages()) {
     return OutOfRangeError("page pool: cannot double-free page " + std::to_string(page));
   }
@@ -110,6 +114,7 @@ Status PagePool::DoubleFree(int32_t page) {
     return FailedPreconditionError("page pool: cannot double-free the dummy page");
   }
   double_freed_ = true;
+  if (observer_ != nullptr) observer_->OnRelease(page, holder);
   int32_t& count = refcounts_[static_cast<size_t>(page)];
   if (count > 0) {
     --count;

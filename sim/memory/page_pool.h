@@ -35,6 +35,26 @@ struct PagePoolConfig {
   TagConfig tags;
 };
 
+// Who takes or lets go of a reference to a page: a request (its id, 0 or more), the prefix cache,
+// or a caller that names no holder (tests and tools that drive a pool alone).
+using PageHolder = int64_t;
+inline constexpr PageHolder kUnnamedHolder = -1;
+inline constexpr PageHolder kCacheHolder = -2;
+
+// What sees every allocation, share and release a pool makes, as the pool makes it, with the
+// holder the caller named. The ownership oracle learns who holds which allocation from these
+// events and from nothing the scheduler records (sim/oracle/claim_ledger.h).
+class PagePoolObserver {
+ public:
+  virtual ~PagePoolObserver() = default;
+  // `page` was allocated to `holder`: the pool's allocation count for it has just grown by one.
+  virtual void OnAllocate(int32_t page, PageHolder holder) = 0;
+  // `holder` took one more reference to the owned `page`.
+  virtual void OnShare(int32_t page, PageHolder holder) = 0;
+  // `holder` let go of one reference to `page` (a planted double free included).
+  virtual void OnRelease(int32_t page, PageHolder holder) = 0;
+};
+
 // What a holder records when it is granted a page: the page and its tag at that moment.
 struct PageGrant {
   int32_t page = -1;
@@ -53,17 +73,21 @@ class PagePool {
   // InvalidArgument / OutOfRange naming the field when the config is out of bounds.
   static Result<PagePool> Create(const PagePoolConfig& config);
 
-  // Takes the next free page in the configured order, gives it a new tag and one holder.
-  // FailedPrecondition when every page is owned.
-  Result<PageGrant> Allocate();
+  // Takes the next free page in the configured order, gives it a new tag and one holder,
+  // `holder`. FailedPrecondition when every page is owned.
+  Result<PageGrant> Allocate(PageHolder holder = kUnnamedHolder);
 
-  // One more holder of an owned page. FailedPrecondition for a free page (or the dummy),
-  // OutOfRange for a page outside the pool.
-  Status Share(int32_t page);
+  // One more holder, `holder`, of an owned page. FailedPrecondition for a free page (or the
+  // dummy), OutOfRange for a page outside the pool.
+  Status Share(int32_t page, PageHolder holder = kUnnamedHolder);
 
-  // One holder lets go; at no holders the page returns to the free list (its tag is unchanged
+  // `holder` lets go; at no holders the page returns to the free list (its tag is unchanged
   // until it is allocated again). FailedPrecondition for a free page: a double free.
-  Status Release(int32_t page);
+  Status Release(int32_t page, PageHolder holder = kUnnamedHolder);
+
+  // Tells `observer` (null: nobody) of every allocation, share and release from now on; it must
+  // outlive its use. A copy of the pool tells the same observer.
+  void set_observer(PagePoolObserver* observer) { observer_ = observer; }
 
   // Physical pages, the dummy page included: valid page ids are [0, num_pages).
   int32_t num_pages() const { return static_cast<int32_t>(tags_.size()); }
@@ -102,7 +126,7 @@ class PagePool {
   // first double free on, the pool grants a page it finds listed while owned to one more holder,
   // and its invariants no longer require each page listed once. OutOfRange outside the pool,
   // FailedPrecondition for the dummy page.
-  Status DoubleFree(int32_t page);
+  Status DoubleFree(int32_t page, PageHolder holder = kUnnamedHolder);
   // Whether a double free was planted.
   bool double_freed() const { return double_freed_; }
 
@@ -131,6 +155,7 @@ class PagePool {
   std::vector<uint8_t> tag_changed_;  // [num_pages]: 1 while listed in tag_changes_
   std::vector<int32_t> tag_changes_;  // at most num_pages entries
   bool double_freed_ = false;
+  PagePoolObserver* observer_ = nullptr;
 };
 
 }  // namespace kvsim

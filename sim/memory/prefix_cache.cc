@@ -187,7 +187,7 @@ Result<int32_t> PrefixCache::Insert(uint64_t namespace_key, const std::vector<in
     node.tokens.assign(tokens.begin() + static_cast<std::ptrdiff_t>(matched), tokens.end());
     node.pages.assign(pages.begin() + static_cast<std::ptrdiff_t>(first_new), pages.end());
     for (const PageGrant& grant : node.pages) {
-      KVSIM_RETURN_IF_ERROR(pool.Share(grant.page));
+      KVSIM_RETURN_IF_ERROR(pool.Share(grant.page, kCacheHolder));
       held_[static_cast<size_t>(grant.page)] = 1;
     }
     nodes_[static_cast<size_t>(parent)].children[FirstPageOf(node.tokens, 0)] = leaf;
@@ -272,7 +272,7 @@ Result<int32_t> PrefixCache::Evict(int32_t pages_wanted, PagePool& pool) {
     Node& leaf = nodes_[static_cast<size_t>(id)];
     while (evicted < pages_wanted && !leaf.pages.empty()) {
       const int32_t page = leaf.pages.back().page;
-      KVSIM_RETURN_IF_ERROR(pool.Release(page));
+      KVSIM_RETURN_IF_ERROR(pool.Release(page, kCacheHolder));
       held_[static_cast<size_t>(page)] = 0;
       leaf.pages.pop_back();
       leaf.tokens.resize(leaf.tokens.size() - static_cast<size_t>(config_.page_size));

@@ -15,6 +15,8 @@ const char* FindingKindName(Finding::Kind kind) {
       return "output outside bound";
     case Finding::Kind::kRewriteDiffers:
       return "rewrite differs";
+    case Finding::Kind::kOverRefusal:
+      return "over-refusal";
   }
   return "unknown";
 }

@@ -40,9 +40,17 @@ struct RequestRecord {
 inline constexpr int kAccessVerdicts = 5;
 
 // Something the simulated server did that it must not: an access that ran and was wrong (a silent
-// corruption), or a check that failed with no fault planted (a false alarm).
+// corruption), a check that failed with no fault planted (a false alarm), or a check that refused
+// an access the oracle finds correct and no planted bug touched (an over-refusal).
 struct Finding {
-  enum class Kind { kSilentWrite, kSilentRead, kFalseAlarm, kOutputOutsideBound, kRewriteDiffers };
+  enum class Kind {
+    kSilentWrite,
+    kSilentRead,
+    kFalseAlarm,
+    kOutputOutsideBound,
+    kRewriteDiffers,
+    kOverRefusal,
+  };
   Kind kind = Kind::kSilentRead;
   int64_t step = 0;
   SimNs time_ns = 0;
@@ -51,10 +59,11 @@ struct Finding {
   int32_t page = -1;
   std::string detail;
 };
-// "silent write", "silent read", "false alarm".
+// "silent write", "silent read", "false alarm", "output outside bound", "rewrite differs",
+// "over-refusal".
 const char* FindingKindName(Finding::Kind kind);
 
-inline constexpr int kFindingKinds = 5;
+inline constexpr int kFindingKinds = 6;
 
 // At most this many findings are listed; all are counted.
 inline constexpr size_t kMaxListedFindings = 64;
@@ -75,6 +84,10 @@ struct IntegrityCounts {
   // below 64). Unpredicted: any other, which the theorem says cannot happen.
   int64_t escapes_predicted = 0;
   int64_t escapes_unpredicted = 0;
+  // Rows a check refused (after a corrupting bug fired) that the oracle finds correct: excused
+  // when the row touches a page or request a fired bug changed, unexcused (a finding) otherwise.
+  int64_t over_refusals_excused = 0;
+  int64_t over_refusals = 0;
 };
 
 // What kernel mode's data plane did and how its outputs compared with the FP64 reference.
@@ -122,6 +135,8 @@ struct RunReport {
   int64_t cache_insert_refusals = 0;
   int64_t pool_refusals = 0;                        // pool operations refused after a planted bug
   std::array<int64_t, kFaultSites> faults_fired{};  // planted bugs that fired, by site
+  // Times each site was drawn to fire; those that found nothing to change are not fired.
+  std::array<int64_t, kFaultSites> faults_drawn{};
 
   int64_t output_tokens = 0;   // tokens generated
   int64_t prefill_tokens = 0;  // prompt (and recomputed) tokens computed

@@ -119,6 +119,11 @@ void Scheduler::Refused(const Status& status) {
   ++pool_refusals_;
 }
 
+void Scheduler::Changed(FaultSite site, int32_t slot, std::vector<int32_t> pages) {
+  faults_->Changed(site,
+                   {pool_index_, requests_[static_cast<size_t>(slot)].spec.id, std::move(pages)});
+}
+
 std::string Scheduler::RefusalReason(const RequestSpec& spec) const {
   SimRequest r;
   r.spec = spec;
@@ -129,28 +134,23 @@ void Scheduler::Reject(int32_t slot, SimNs now, const std::string& reason) {
   SimRequest& r = requests_[static_cast<size_t>(slot)];
   KVSIM_CHECK(r.phase == RequestPhase::kWaiting) << "slot " << slot;
   waiting_.erase(std::find(waiting_.begin(), waiting_.end(), slot));
-  End(slot, RequestPhase::kRejected, now, nullptr);
+  End(slot, RequestPhase::kRejected, now);
   r.end_reason = reason;
 }
 
-void Scheduler::GrantNewPage(int32_t slot, GrantObserver* observer) {
+void Scheduler::GrantNewPage(int32_t slot) {
   SimRequest& r = requests_[static_cast<size_t>(slot)];
-  Result<PageGrant> grant = pool_.Allocate();
+  Result<PageGrant> grant = pool_.Allocate(r.spec.id);
   KVSIM_CHECK(grant.ok()) << grant.status().ToString();
-  const int32_t logical = static_cast<int32_t>(r.recorded.size());
   r.recorded.push_back(*grant);
   r.block_row.push_back(grant->page);
   if (r.reserved_pages > 0) {
     --r.reserved_pages;
     --reserved_total_;
   }
-  if (observer != nullptr) {
-    observer->OnAllocate(grant->page);
-    observer->OnGrant(slot, logical, *grant);
-  }
 }
 
-bool Scheduler::MakeRoom(int32_t pages, size_t protect, GrantObserver* observer, StepPlan& plan) {
+bool Scheduler::MakeRoom(int32_t pages, size_t protect, StepPlan& plan) {
   if (cache_.evictable_pages() > 0) {
     // One pass for all the pages wanted: each call orders every evictable leaf again.
     Result<int32_t> evicted = cache_.Evict(pages, pool_);
@@ -171,13 +171,12 @@ bool Scheduler::MakeRoom(int32_t pages, size_t protect, GrantObserver* observer,
     }
   }
   if (victim < 0) return false;
-  Preempt(victim, observer);
+  Preempt(victim);
   ++plan.preempted;
   return true;
 }
 
-bool Scheduler::EnsurePages(int32_t slot, int32_t end_tokens, size_t protect,
-                            GrantObserver* observer, StepPlan& plan) {
+bool Scheduler::EnsurePages(int32_t slot, int32_t end_tokens, size_t protect, StepPlan& plan) {
   const size_t needed = static_cast<size_t>(PagesFor(end_tokens));
   while (requests_[static_cast<size_t>(slot)].recorded.size() < needed) {
     const SimRequest& r = requests_[static_cast<size_t>(slot)];
@@ -185,13 +184,13 @@ bool Scheduler::EnsurePages(int32_t slot, int32_t end_tokens, size_t protect,
     const bool free_for_it =
         pool_.pages_free() > 0 && (r.reserved_pages > 0 || pool_.pages_free() > reserved_total_);
     if (free_for_it) {
-      GrantNewPage(slot, observer);
+      GrantNewPage(slot);
       continue;
     }
     const int32_t missing =
         static_cast<int32_t>(needed - requests_[static_cast<size_t>(slot)].recorded.size());
-    if (!MakeRoom(missing, protect, observer, plan)) {
-      Preempt(slot, observer);
+    if (!MakeRoom(missing, protect, plan)) {
+      Preempt(slot);
       ++plan.preempted;
       return false;
     }
@@ -202,7 +201,7 @@ bool Scheduler::EnsurePages(int32_t slot, int32_t end_tokens, size_t protect,
 void Scheduler::LetGo(int32_t slot) {
   SimRequest& r = requests_[static_cast<size_t>(slot)];
   for (const PageGrant& grant : r.recorded) {
-    const Status released = pool_.Release(grant.page);
+    const Status released = pool_.Release(grant.page, r.spec.id);
     if (!released.ok()) Refused(released);
   }
   if (r.locked != kNoNode) {
@@ -214,12 +213,11 @@ void Scheduler::LetGo(int32_t slot) {
   r.reserved_pages = 0;
 }
 
-void Scheduler::ReleaseAll(int32_t slot, GrantObserver* observer) {
+void Scheduler::ReleaseAll(int32_t slot) {
   SimRequest& r = requests_[static_cast<size_t>(slot)];
   LetGo(slot);
   r.recorded.clear();
   r.block_row.clear();
-  if (observer != nullptr) observer->OnReleaseAll(slot);
 }
 
 void Scheduler::RemoveFromRunning(int32_t slot) {
@@ -228,10 +226,10 @@ void Scheduler::RemoveFromRunning(int32_t slot) {
   running_.erase(at);
 }
 
-void Scheduler::Preempt(int32_t slot, GrantObserver* observer) {
+void Scheduler::Preempt(int32_t slot) {
   SimRequest& r = requests_[static_cast<size_t>(slot)];
   KVSIM_CHECK(r.phase == RequestPhase::kRunning);
-  ReleaseAll(slot, observer);
+  ReleaseAll(slot);
   RemoveFromRunning(slot);
   // Recompute: the prompt and the output so far are prefilled again on readmission.
   r.computed = 0;
@@ -242,18 +240,26 @@ void Scheduler::Preempt(int32_t slot, GrantObserver* observer) {
   waiting_.push_front(slot);
 }
 
-void Scheduler::End(int32_t slot, RequestPhase phase, SimNs now, GrantObserver* observer) {
+void Scheduler::End(int32_t slot, RequestPhase phase, SimNs now) {
   SimRequest& r = requests_[static_cast<size_t>(slot)];
   if (HoldsPages(r.phase) && faults_ != nullptr) {
     if (phase == RequestPhase::kCancelled && config_.prefix_cache && !r.recorded.empty() &&
         faults_->Fires(FaultSite::kAbortFreesTreePages)) {
       // The planted bug: the cancelled request releases the tree's references to the pages it
       // shares with the cache, besides its own.
+      std::vector<int32_t> released_pages;
       for (const PageGrant& grant : r.recorded) {
         if (grant.page < 0 || grant.page >= pool_.num_pages() || !cache_.holds(grant.page))
           continue;
-        const Status released = pool_.Release(grant.page);
-        if (!released.ok()) Refused(released);
+        const Status released = pool_.Release(grant.page, r.spec.id);
+        if (released.ok()) {
+          released_pages.push_back(grant.page);
+        } else {
+          Refused(released);
+        }
+      }
+      if (!released_pages.empty()) {
+        Changed(FaultSite::kAbortFreesTreePages, slot, std::move(released_pages));
       }
     }
   }
@@ -263,10 +269,14 @@ void Scheduler::End(int32_t slot, RequestPhase phase, SimNs now, GrantObserver* 
                                      faults_->Fires(FaultSite::kDoubleFree)
                                  ? r.recorded.back().page
                                  : -1;
-  if (HoldsPages(r.phase)) ReleaseAll(slot, observer);
+  if (HoldsPages(r.phase)) ReleaseAll(slot);
   if (free_twice >= 0) {
-    const Status twice = pool_.DoubleFree(free_twice);
-    if (!twice.ok()) Refused(twice);
+    const Status twice = pool_.DoubleFree(free_twice, r.spec.id);
+    if (twice.ok()) {
+      Changed(FaultSite::kDoubleFree, slot, {free_twice});
+    } else {
+      Refused(twice);
+    }
   }
   if (r.phase == RequestPhase::kRunning) RemoveFromRunning(slot);
   const auto drop = [slot](auto& list) {
@@ -302,7 +312,7 @@ int32_t Scheduler::EnqueueTransfer(const SimRequest& prefilled) {
   return slot;
 }
 
-void Scheduler::AdmitTransfers(GrantObserver* observer, StepPlan& plan) {
+void Scheduler::AdmitTransfers(StepPlan& plan) {
   while (!incoming_.empty() &&
          static_cast<int32_t>(running_.size() + receiving_.size()) < config_.max_running) {
     const int32_t slot = incoming_.front();
@@ -319,8 +329,7 @@ void Scheduler::AdmitTransfers(GrantObserver* observer, StepPlan& plan) {
       r.reserved_pages = pages_total;
       reserved_total_ += pages_total;
     }
-    KVSIM_CHECK(EnsurePages(slot, r.spec.prompt_tokens, running_.size(), observer, plan) ||
-                FaultsFired())
+    KVSIM_CHECK(EnsurePages(slot, r.spec.prompt_tokens, running_.size(), plan) || FaultsFired())
         << "a transfer ran out of pages admission had counted";
     plan.transfers.push_back(slot);
   }
@@ -335,19 +344,19 @@ void Scheduler::CompleteTransfer(int32_t slot) {
   running_.push_back(slot);
 }
 
-void Scheduler::ReleaseTransferred(int32_t slot, SimNs now, GrantObserver* observer) {
+void Scheduler::ReleaseTransferred(int32_t slot, SimNs now) {
   KVSIM_CHECK(requests_[static_cast<size_t>(slot)].phase == RequestPhase::kTransferring);
-  End(slot, RequestPhase::kTransferred, now, observer);
+  End(slot, RequestPhase::kTransferred, now);
 }
 
-int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, GrantObserver* observer, StepPlan& plan,
+int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, StepPlan& plan,
                              std::vector<RequestEnd>& ended) {
   const int32_t slot = waiting_.front();
   SimRequest& r = requests_[static_cast<size_t>(slot)];
   const std::string never = NeverFits(r);
   if (!never.empty()) {
     waiting_.pop_front();
-    End(slot, RequestPhase::kRejected, now, observer);
+    End(slot, RequestPhase::kRejected, now);
     r.end_reason = never;
     ++plan.rejected;
     ended.push_back({slot, RequestPhase::kRejected});
@@ -358,16 +367,22 @@ int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, GrantObserver* observer,
     // At least the last token is computed, so the match covers at most the tokens before it.
     tokens_.clear();
     AppendTokens(SequenceSegments(r.spec), r.num_tokens() - 1, tokens_);
-    uint64_t key = r.spec.namespace_key;
+    match = cache_.Match(r.spec.namespace_key, tokens_);
     if (faults_ != nullptr && !last_cached_tokens_.empty() &&
         faults_->Fires(FaultSite::kPrefixHashCollision)) {
       // The planted bug: the request's prefix hashes to another prefix's pages.
       const size_t length = std::min(tokens_.size(), last_cached_tokens_.size());
       tokens_.assign(last_cached_tokens_.begin(),
                      last_cached_tokens_.begin() + static_cast<std::ptrdiff_t>(length));
-      key = last_cached_namespace_;
+      const PrefixMatch collided = cache_.Match(last_cached_namespace_, tokens_);
+      // It changes something only where it maps other pages than the request's own prefix would.
+      if (collided.pages != match.pages) {
+        match = collided;
+        std::vector<int32_t> pages;
+        for (const PageGrant& grant : match.pages) pages.push_back(grant.page);
+        Changed(FaultSite::kPrefixHashCollision, slot, std::move(pages));
+      }
     }
-    match = cache_.Match(key, tokens_);
     KVSIM_CHECK(cache_.Lock(match.node).ok());
   }
   const int32_t matched = static_cast<int32_t>(match.pages.size());
@@ -393,14 +408,16 @@ int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, GrantObserver* observer,
   // recorded and mapped, but no reference is taken to them.
   const bool unprotected =
       matched > 0 && faults_ != nullptr && faults_->Fires(FaultSite::kRematchKeepsLength);
+  std::vector<int32_t> unreferenced;
   for (int32_t i = 0; i < matched; ++i) {
     const PageGrant& grant = match.pages[static_cast<size_t>(i)];
-    const Status shared = unprotected ? Status::Ok() : pool_.Share(grant.page);
+    const Status shared = unprotected ? Status::Ok() : pool_.Share(grant.page, r.spec.id);
     if (!shared.ok()) Refused(shared);
     r.recorded.push_back(grant);
     r.block_row.push_back(grant.page);
-    if (observer != nullptr) observer->OnGrant(slot, i, grant);
+    if (unprotected) unreferenced.push_back(grant.page);
   }
+  if (unprotected) Changed(FaultSite::kRematchKeepsLength, slot, std::move(unreferenced));
   r.computed = start;
   if (r.preemptions == 0) r.cached_tokens = start;
   if (config_.reservation == Reservation::kFull) {
@@ -408,12 +425,22 @@ int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, GrantObserver* observer,
     reserved_total_ += pages_total;
   }
   // The availability check covers these pages; admission never preempts.
-  KVSIM_CHECK(EnsurePages(slot, start + tokens, running_.size(), observer, plan) || FaultsFired())
+  KVSIM_CHECK(EnsurePages(slot, start + tokens, running_.size(), plan) || FaultsFired())
       << "admission ran out of pages it had counted";
   if (r.phase != RequestPhase::kRunning) return 0;  // the books were off: it preempted itself
   if (matched == 0 && faults_ != nullptr && faults_->Fires(FaultSite::kNoHitTableZeroed)) {
-    // The planted bug: the kernels' row says page 0 where the server granted real pages.
-    std::fill(r.block_row.begin(), r.block_row.end(), 0);
+    // The planted bug: the kernels' row says page 0 where the server granted real pages. A row
+    // whose pages are all page 0 already is not changed.
+    std::vector<int32_t> zeroed;
+    for (int32_t& entry : r.block_row) {
+      if (entry == 0) continue;
+      zeroed.push_back(entry);
+      entry = 0;
+    }
+    if (!zeroed.empty()) {
+      zeroed.push_back(0);
+      Changed(FaultSite::kNoHitTableZeroed, slot, std::move(zeroed));
+    }
   }
   const int32_t whole = r.spec.prompt_tokens / config_.page_size;
   const int32_t more = whole - static_cast<int32_t>(r.recorded.size());
@@ -422,8 +449,12 @@ int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, GrantObserver* observer,
       faults_->Fires(FaultSite::kPublishBeforeWritten)) {
     // The planted bug: the whole prompt's pages are granted and published now, before the chunks
     // that write them run; a request matching them reads slots nobody has written yet.
-    if (!EnsurePages(slot, whole * config_.page_size, running_.size(), observer, plan)) return 0;
-    CachePrefill(slot, whole, observer);
+    if (!EnsurePages(slot, whole * config_.page_size, running_.size(), plan)) return 0;
+    if (CachePrefill(slot, whole)) {
+      std::vector<int32_t> published;
+      for (int32_t i = 0; i < whole; ++i) published.push_back(r.block_row[static_cast<size_t>(i)]);
+      Changed(FaultSite::kPublishBeforeWritten, slot, std::move(published));
+    }
   }
   r.in_step = true;
   if (r.first_scheduled_ns < 0) r.first_scheduled_ns = now;
@@ -438,8 +469,7 @@ int32_t Scheduler::ChunkOf(int32_t budget) const {
              : budget;
 }
 
-StepPlan Scheduler::ScheduleStep(SimNs now, GrantObserver* observer,
-                                 std::vector<RequestEnd>& ended) {
+StepPlan Scheduler::ScheduleStep(SimNs now, std::vector<RequestEnd>& ended) {
   StepPlan plan;
   int32_t budget = config_.token_budget;
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
@@ -449,7 +479,7 @@ StepPlan Scheduler::ScheduleStep(SimNs now, GrantObserver* observer,
     KVSIM_CHECK_GE(want, 1) << "a running request with nothing to compute";
     if (!config_.chunked_prefill && want > budget) continue;
     const int32_t tokens = std::min(want, ChunkOf(budget));
-    if (!EnsurePages(slot, r.computed + tokens, i, observer, plan)) break;
+    if (!EnsurePages(slot, r.computed + tokens, i, plan)) break;
     r.in_step = true;
     if (r.first_scheduled_ns < 0) r.first_scheduled_ns = now;
     plan.rows.push_back({slot, r.computed, tokens});
@@ -458,23 +488,23 @@ StepPlan Scheduler::ScheduleStep(SimNs now, GrantObserver* observer,
   // As vLLM v1: a step that had to preempt admits nobody.
   while (plan.preempted == 0 && budget > 0 && !waiting_.empty() &&
          static_cast<int32_t>(running_.size() + receiving_.size()) < config_.max_running) {
-    const int32_t tokens = AdmitHead(budget, now, observer, plan, ended);
+    const int32_t tokens = AdmitHead(budget, now, plan, ended);
     if (tokens < 0) break;
     budget -= tokens;
   }
-  if (config_.role == PoolRole::kDecode && plan.preempted == 0) AdmitTransfers(observer, plan);
+  if (config_.role == PoolRole::kDecode && plan.preempted == 0) AdmitTransfers(plan);
   return plan;
 }
 
-void Scheduler::CachePrefill(int32_t slot, int32_t pages, GrantObserver* observer) {
+bool Scheduler::CachePrefill(int32_t slot, int32_t pages) {
   SimRequest& r = requests_[static_cast<size_t>(slot)];
-  if (pages == 0) return;
+  if (pages == 0) return false;
   tokens_.clear();
   AppendTokens(SequenceSegments(r.spec), pages * config_.page_size, tokens_);
   const std::vector<PageGrant> grants(r.recorded.begin(), r.recorded.begin() + pages);
   if (!cache_.Insert(r.spec.namespace_key, tokens_, grants, pool_).ok()) {
     ++cache_insert_refusals_;
-    return;
+    return false;
   }
   if (faults_ != nullptr && faults_->On(FaultSite::kPrefixHashCollision)) {
     last_cached_tokens_ = tokens_;
@@ -487,16 +517,17 @@ void Scheduler::CachePrefill(int32_t slot, int32_t pages, GrantObserver* observe
     const PageGrant& cached = match.pages[static_cast<size_t>(i)];
     PageGrant& own = r.recorded[static_cast<size_t>(i)];
     if (cached.page == own.page) continue;
-    const Status released = pool_.Release(own.page);
+    const Status released = pool_.Release(own.page, r.spec.id);
     if (!released.ok()) Refused(released);
     if (faults_ != nullptr && faults_->Fires(FaultSite::kDuplicateNotRewritten)) {
-      continue;  // the planted bug: the duplicate is freed, but the table still maps it
+      // The planted bug: the duplicate is freed, but the table still maps it.
+      Changed(FaultSite::kDuplicateNotRewritten, slot, {own.page});
+      continue;
     }
-    const Status shared = pool_.Share(cached.page);
+    const Status shared = pool_.Share(cached.page, r.spec.id);
     if (!shared.ok()) Refused(shared);
     own = cached;
     r.block_row[static_cast<size_t>(i)] = cached.page;
-    if (observer != nullptr) observer->OnGrant(slot, i, cached);
   }
   KVSIM_CHECK(cache_.Lock(match.node).ok());
   if (r.locked != kNoNode) {
@@ -504,10 +535,11 @@ void Scheduler::CachePrefill(int32_t slot, int32_t pages, GrantObserver* observe
     if (!unlocked.ok()) Refused(unlocked);
   }
   r.locked = match.node;
+  return true;
 }
 
 void Scheduler::CompleteStep(const StepPlan& plan, const std::vector<bool>& ran, SimNs now,
-                             GrantObserver* observer, std::vector<RequestEnd>& ended) {
+                             std::vector<RequestEnd>& ended) {
   KVSIM_CHECK_EQ(ran.size(), plan.rows.size());
   for (size_t i = 0; i < plan.rows.size(); ++i) {
     if (!ran[i]) continue;
@@ -519,7 +551,7 @@ void Scheduler::CompleteStep(const StepPlan& plan, const std::vector<bool>& ran,
     r.computed += row.tokens;
     if (r.computed == r.num_tokens()) {
       if (row.first_token < r.prefill_end && config_.prefix_cache) {
-        CachePrefill(row.slot, r.computed / config_.page_size, observer);
+        CachePrefill(row.slot, r.computed / config_.page_size);
       }
       ++r.generated;
       if (r.first_token_ns < 0) r.first_token_ns = now;
@@ -530,11 +562,12 @@ void Scheduler::CompleteStep(const StepPlan& plan, const std::vector<bool>& ran,
         if (faults_ != nullptr && r.computed % config_.page_size != 0 &&
             faults_->Fires(FaultSite::kAsyncFreeBeforeWrite)) {
           const int32_t position = r.computed;
+          Changed(FaultSite::kAsyncFreeBeforeWrite, row.slot, r.block_row);
           Zombify(row.slot, RequestPhase::kFinished, now);
           ended.push_back({row.slot, RequestPhase::kFinished, position});
           continue;
         }
-        End(row.slot, RequestPhase::kFinished, now, observer);
+        End(row.slot, RequestPhase::kFinished, now);
         ended.push_back({row.slot, RequestPhase::kFinished});
         continue;
       }
@@ -549,13 +582,13 @@ void Scheduler::CompleteStep(const StepPlan& plan, const std::vector<bool>& ran,
     }
     const bool at_boundary = r.spec.page_boundary_cancel && r.computed % config_.page_size == 0;
     if (r.cancel_pending || at_boundary) {
-      End(row.slot, RequestPhase::kCancelled, now, observer);
+      End(row.slot, RequestPhase::kCancelled, now);
       ended.push_back({row.slot, RequestPhase::kCancelled});
     }
   }
 }
 
-bool Scheduler::Cancel(int32_t slot, SimNs now, GrantObserver* observer) {
+bool Scheduler::Cancel(int32_t slot, SimNs now) {
   SimRequest& r = requests_[static_cast<size_t>(slot)];
   if (r.phase == RequestPhase::kWaiting) {
     const auto queued = std::find(waiting_.begin(), waiting_.end(), slot);
@@ -564,7 +597,7 @@ bool Scheduler::Cancel(int32_t slot, SimNs now, GrantObserver* observer) {
     } else {
       incoming_.erase(std::find(incoming_.begin(), incoming_.end(), slot));
     }
-    End(slot, RequestPhase::kCancelled, now, observer);
+    End(slot, RequestPhase::kCancelled, now);
     return true;
   }
   if (r.phase == RequestPhase::kTransferring || r.phase == RequestPhase::kReceiving) {
@@ -576,7 +609,7 @@ bool Scheduler::Cancel(int32_t slot, SimNs now, GrantObserver* observer) {
     r.cancel_pending = true;
     return false;
   }
-  End(slot, RequestPhase::kCancelled, now, observer);
+  End(slot, RequestPhase::kCancelled, now);
   return true;
 }
 
@@ -588,19 +621,19 @@ void Scheduler::Zombify(int32_t slot, RequestPhase phase, SimNs now) {
   const std::vector<PageGrant> recorded = std::move(r.recorded);
   const std::vector<int32_t> block_row = std::move(r.block_row);
   r.recorded.clear();
-  End(slot, phase, now, nullptr);
+  End(slot, phase, now);
   r.recorded = recorded;
   r.block_row = block_row;
   r.zombie = true;
 }
 
-void Scheduler::CancelNow(int32_t slot, SimNs now, GrantObserver* observer) {
+void Scheduler::CancelNow(int32_t slot, SimNs now) {
   const SimRequest& r = requests_[static_cast<size_t>(slot)];
   KVSIM_CHECK(HoldsPages(r.phase) && !r.in_step) << "slot " << slot;
-  End(slot, RequestPhase::kCancelled, now, observer);
+  End(slot, RequestPhase::kCancelled, now);
 }
 
-void Scheduler::Abort(int32_t slot, SimNs now, const std::string& reason, GrantObserver* observer) {
+void Scheduler::Abort(int32_t slot, SimNs now, const std::string& reason) {
   SimRequest& r = requests_[static_cast<size_t>(slot)];
   KVSIM_CHECK(HoldsPages(r.phase)) << "slot " << slot;
   // Only pages whose grant still verifies are this request's to release.
@@ -612,7 +645,7 @@ void Scheduler::Abort(int32_t slot, SimNs now, const std::string& reason, GrantO
     }
   }
   r.recorded = std::move(verified);
-  End(slot, RequestPhase::kAborted, now, observer);
+  End(slot, RequestPhase::kAborted, now);
   r.end_reason = reason;
 }
 
@@ -626,23 +659,11 @@ void Scheduler::Retire(int32_t slot) {
 
 Status Scheduler::CheckSweep() const {
   pool_.CheckInvariants();
-  if (FaultsFired()) return Status::Ok();
-  cache_.CheckInvariants(pool_);
-  std::vector<int32_t> holders(static_cast<size_t>(pool_.num_pages()), 0);
-  for (const PageGrant& grant : cache_.HeldGrants()) ++holders[static_cast<size_t>(grant.page)];
   int64_t reserved = 0;
   int32_t running = 0;
-  for (size_t slot = 0; slot < requests_.size(); ++slot) {
-    const SimRequest& r = requests_[slot];
-    const bool live = HoldsPages(r.phase);
-    running += r.phase == RequestPhase::kRunning ? 1 : 0;
-    if (!live && (!r.recorded.empty() || r.locked != kNoNode || r.reserved_pages != 0)) {
-      return InternalError("request in slot " + std::to_string(slot) + " is " +
-                           RequestPhaseName(r.phase) + " but still holds pages, a lock or a " +
-                           "reservation");
-    }
+  for (const SimRequest& r : requests_) {
     reserved += r.reserved_pages;
-    for (const PageGrant& grant : r.recorded) ++holders[static_cast<size_t>(grant.page)];
+    running += r.phase == RequestPhase::kRunning ? 1 : 0;
   }
   if (running != static_cast<int32_t>(running_.size())) {
     return InternalError("running set holds " + std::to_string(running_.size()) + " requests; " +
@@ -651,6 +672,22 @@ Status Scheduler::CheckSweep() const {
   if (reserved != reserved_total_) {
     return InternalError("reservations sum to " + std::to_string(reserved) + "; the total says " +
                          std::to_string(reserved_total_));
+  }
+  // No planted bug touches the running set or the reservations; past this point they may have
+  // made the books disagree with the pool and the cache.
+  if (FaultsFired()) return Status::Ok();
+  cache_.CheckInvariants(pool_);
+  std::vector<int32_t> holders(static_cast<size_t>(pool_.num_pages()), 0);
+  for (const PageGrant& grant : cache_.HeldGrants()) ++holders[static_cast<size_t>(grant.page)];
+  for (size_t slot = 0; slot < requests_.size(); ++slot) {
+    const SimRequest& r = requests_[slot];
+    if (!HoldsPages(r.phase) &&
+        (!r.recorded.empty() || r.locked != kNoNode || r.reserved_pages != 0)) {
+      return InternalError("request in slot " + std::to_string(slot) + " is " +
+                           RequestPhaseName(r.phase) + " but still holds pages, a lock or a " +
+                           "reservation");
+    }
+    for (const PageGrant& grant : r.recorded) ++holders[static_cast<size_t>(grant.page)];
   }
   for (int32_t page = 0; page < pool_.num_pages(); ++page) {
     if (pool_.refcount(page) != holders[static_cast<size_t>(page)]) {

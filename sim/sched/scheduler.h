@@ -105,21 +105,6 @@ struct StepPlan {
   void clear() { *this = StepPlan(); }
 };
 
-// What the server is told about every grant, so that an observer (the ownership oracle) can keep
-// its own record of what each request legitimately holds. May be null.
-class GrantObserver {
- public:
-  virtual ~GrantObserver() = default;
-  // The pool allocated `page`: a new allocation of it begins.
-  virtual void OnAllocate(int32_t page) = 0;
-  // Request `slot` now holds `grant` at `logical` (allocated, matched or rewritten). A matched
-  // grant names the allocation the prefix cache holds, which a planted bug may have let the pool
-  // reallocate since.
-  virtual void OnGrant(int32_t slot, int32_t logical, const PageGrant& grant) = 0;
-  // Request `slot` let go of its whole table (finished, cancelled, preempted, aborted).
-  virtual void OnReleaseAll(int32_t slot) = 0;
-};
-
 // What happened to requests at a step end or a cancellation, for the server's metrics.
 struct RequestEnd {
   int32_t slot = -1;
@@ -141,30 +126,29 @@ class Scheduler {
   // Decode pool: the transfer into `slot` (receiving) completed; it decodes from the next step.
   void CompleteTransfer(int32_t slot);
   // Prefill pool: the transfer out of `slot` (transferring) completed: its pages are released.
-  void ReleaseTransferred(int32_t slot, SimNs now, GrantObserver* observer);
+  void ReleaseTransferred(int32_t slot, SimNs now);
   // Forms the next step (empty when nothing can run). Requests that can never fit are rejected
   // here and listed in `ended`.
-  StepPlan ScheduleStep(SimNs now, GrantObserver* observer, std::vector<RequestEnd>& ended);
+  StepPlan ScheduleStep(SimNs now, std::vector<RequestEnd>& ended);
   // The step ended at `now`; `ran[i]` says whether plan.rows[i] ran (an aborted row did not:
   // Abort it before calling). Advances the rows that ran, produces tokens, caches completed
   // prefills, finishes requests, and carries out cancellations that waited for the step.
   void CompleteStep(const StepPlan& plan, const std::vector<bool>& ran, SimNs now,
-                    GrantObserver* observer, std::vector<RequestEnd>& ended);
+                    std::vector<RequestEnd>& ended);
   // Cancels request `slot` at `now`: a waiting one leaves the queue, a running one releases its
   // pages now, or after the step in flight if it is part of it; one in a transfer is marked and
   // ends when the transfer does. Returns whether it ended now.
-  bool Cancel(int32_t slot, SimNs now, GrantObserver* observer);
+  bool Cancel(int32_t slot, SimNs now);
   // Ends request `slot` (running between steps, or in a transfer) as cancelled at `now`, releasing
   // everything it holds: a cancellation that waited for a transfer to end.
-  void CancelNow(int32_t slot, SimNs now, GrantObserver* observer);
+  void CancelNow(int32_t slot, SimNs now);
   // The planted bug of a free before the last write: ends `slot` (running between steps, or in a
   // transfer) with `phase` at `now`, releasing its pages but keeping its tables (a zombie) for the
-  // write still to land through them. The observer is not told: what the request held is what
-  // that write believes it holds.
+  // write still to land through them.
   void Zombify(int32_t slot, RequestPhase phase, SimNs now);
   // Request `slot` (running, or in a transfer) failed an integrity check at `now`: it leaves and
   // releases only the pages whose grant still verifies (the others are no longer its own).
-  void Abort(int32_t slot, SimNs now, const std::string& reason, GrantObserver* observer);
+  void Abort(int32_t slot, SimNs now, const std::string& reason);
   // Frees a slot once the server has recorded the request's end.
   void Retire(int32_t slot);
   // Why `spec` could never run in this pool ("" when it could): what admission rejects it for.
@@ -172,7 +156,11 @@ class Scheduler {
   // Rejects the waiting request `slot` at `now` for `reason` (another pool could never hold it).
   void Reject(int32_t slot, SimNs now, const std::string& reason);
   // Plants bugs at the scheduler's decision points (null: none); must outlive the scheduler.
-  void set_faults(FaultInjector* faults) { faults_ = faults; }
+  // `pool_index` names this scheduler's pool in what the bugs record they changed.
+  void set_faults(FaultInjector* faults, int32_t pool_index) {
+    faults_ = faults;
+    pool_index_ = pool_index;
+  }
 
   const SimRequest& request(int32_t slot) const { return requests_[static_cast<size_t>(slot)]; }
   SimRequest& mutable_request(int32_t slot) { return requests_[static_cast<size_t>(slot)]; }
@@ -196,8 +184,8 @@ class Scheduler {
   // The O(pages + requests) sweep: pool and cache invariants, every page's reference count equal
   // to its holders (requests that record it, plus the cache), reservations summed, locks held
   // only by running requests. An Internal error names what disagrees. Once a planted bug has
-  // fired, the server's books may rightly disagree with the pool: only the pool's own invariants
-  // and the reservations are checked then.
+  // fired, the server's books may rightly disagree with the pool: only the pool's own invariants,
+  // the reservations and the running set are checked then.
   Status CheckSweep() const;
 
  private:
@@ -208,40 +196,39 @@ class Scheduler {
   // Grants pages to `slot` until its table covers `end_tokens`, evicting and then preempting
   // requests after running_[protect] when the pool is out. False when it had to preempt `slot`
   // itself.
-  bool EnsurePages(int32_t slot, int32_t end_tokens, size_t protect, GrantObserver* observer,
-                   StepPlan& plan);
+  bool EnsurePages(int32_t slot, int32_t end_tokens, size_t protect, StepPlan& plan);
   // One page for `slot`: allocated, and recorded in its table and block row.
-  void GrantNewPage(int32_t slot, GrantObserver* observer);
+  void GrantNewPage(int32_t slot);
   // Makes room for up to `pages` pages: evicts that many cached pages in one pass of the cache,
   // or preempts a running request after position `protect` of running_. False when neither is
   // possible.
-  bool MakeRoom(int32_t pages, size_t protect, GrantObserver* observer, StepPlan& plan);
-  void Preempt(int32_t slot, GrantObserver* observer);
+  bool MakeRoom(int32_t pages, size_t protect, StepPlan& plan);
+  void Preempt(int32_t slot);
   // Releases every page `slot` records and its lock; clears its table.
-  void ReleaseAll(int32_t slot, GrantObserver* observer);
+  void ReleaseAll(int32_t slot);
   void RemoveFromRunning(int32_t slot);
   // Tries to admit the head of the waiting queue within `budget`; returns the tokens scheduled
   // (0 when it stopped admitting).
-  int32_t AdmitHead(int32_t budget, SimNs now, GrantObserver* observer, StepPlan& plan,
-                    std::vector<RequestEnd>& ended);
+  int32_t AdmitHead(int32_t budget, SimNs now, StepPlan& plan, std::vector<RequestEnd>& ended);
   // The most tokens one request computes in a step with `budget` tokens left.
   int32_t ChunkOf(int32_t budget) const;
   // Caches the first `pages` whole pages of `slot`'s sequence and swaps its duplicates for the
-  // cache's pages.
-  void CachePrefill(int32_t slot, int32_t pages, GrantObserver* observer);
-  // Releases every page `slot` records (telling `observer`, when not null) and its lock, without
-  // touching its tables.
+  // cache's pages. False when the cache refused the insert.
+  bool CachePrefill(int32_t slot, int32_t pages);
+  // Releases every page `slot` records and its lock, without touching its tables.
   void LetGo(int32_t slot);
-  void End(int32_t slot, RequestPhase phase, SimNs now, GrantObserver* observer);
+  void End(int32_t slot, RequestPhase phase, SimNs now);
   // Pages admission counts as available: free and evictable, less reservations and the watermark.
   int64_t AvailablePages() const;
   // Decode pool: grants pages to the incoming transfers at the head of their queue while they fit.
-  void AdmitTransfers(GrantObserver* observer, StepPlan& plan);
+  void AdmitTransfers(StepPlan& plan);
   // Whether the request holds pages (running, or in a transfer).
   static bool HoldsPages(RequestPhase phase);
   // A pool or cache operation failed: only a planted bug can cause that (checked); counted.
   void Refused(const Status& status);
   bool FaultsFired() const { return faults_ != nullptr && faults_->fired_total() > 0; }
+  // The bug at `site` changed `pages` of this pool for the request in `slot`.
+  void Changed(FaultSite site, int32_t slot, std::vector<int32_t> pages);
 
   SchedulerConfig config_;
   PagePool pool_;
@@ -257,6 +244,7 @@ class Scheduler {
   int64_t cache_insert_refusals_ = 0;
   int64_t pool_refusals_ = 0;
   FaultInjector* faults_ = nullptr;
+  int32_t pool_index_ = 0;
   std::vector<int32_t> tokens_;  // scratch: token ids for the prefix cache
   // The last prefix cached and its namespace: what a planted hash collision matches instead.
   std::vector<int32_t> last_cached_tokens_;

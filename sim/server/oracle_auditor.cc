@@ -11,6 +11,12 @@ namespace {
 
 constexpr size_t kVerdictOk = static_cast<size_t>(AccessVerdict::kOk);
 
+// The allocation an accessor that never held a page is judged as: a page number no pool has, one
+// per request, so that it matches no allocation and no other accessor's marker.
+Allocation NeverHeld(int64_t request) {
+  return Allocation{-2 - static_cast<int32_t>(request & 0x3fffffff), 0, false};
+}
+
 Finding MakeFinding(Finding::Kind kind, const StepAccess& access, const SimRequest& request,
                     int32_t logical, int32_t page, AccessVerdict verdict, int32_t position) {
   Finding f;
@@ -30,10 +36,12 @@ Finding MakeFinding(Finding::Kind kind, const StepAccess& access, const SimReque
 
 Result<OracleAuditor> OracleAuditor::Create(int32_t num_pages, int32_t page_size) {
   KVSIM_ASSIGN_OR_RETURN(OwnershipOracle oracle, OwnershipOracle::Create(num_pages, page_size));
-  return OracleAuditor(std::move(oracle));
+  KVSIM_ASSIGN_OR_RETURN(ClaimLedger ledger, ClaimLedger::Create(num_pages));
+  return OracleAuditor(std::move(oracle), std::move(ledger));
 }
 
-OracleAuditor::OracleAuditor(OwnershipOracle oracle) : oracle_(std::move(oracle)) {}
+OracleAuditor::OracleAuditor(OwnershipOracle oracle, ClaimLedger ledger)
+    : oracle_(std::move(oracle)), ledger_(std::move(ledger)) {}
 
 OracleAuditor::Truth& OracleAuditor::TruthOf(int32_t slot) {
   KVSIM_CHECK_GE(slot, 0);
@@ -41,31 +49,21 @@ OracleAuditor::Truth& OracleAuditor::TruthOf(int32_t slot) {
   return truths_[static_cast<size_t>(slot)];
 }
 
-void OracleAuditor::OnAllocate(int32_t page) { oracle_.OnAllocate(page); }
-
-void OracleAuditor::OnGrant(int32_t slot, int32_t logical, const PageGrant& grant) {
-  Truth& truth = TruthOf(slot);
-  if (truth.pages.size() <= static_cast<size_t>(logical)) {
-    truth.pages.resize(static_cast<size_t>(logical) + 1, Allocation{-2 - slot, 0, false});
-  }
-  // The allocation the grant names, which is the page's current one unless a planted bug let the
-  // pool reallocate a page the prefix cache still lists. The oracle counts every allocation the
-  // pool makes, so the two counts agree.
-  KVSIM_CHECK_LE(grant.allocation, oracle_.epoch(grant.page)) << "page " << grant.page;
-  truth.pages[static_cast<size_t>(logical)] = Allocation{grant.page, grant.allocation, false};
-  // What the request holds changed: what it verified there no longer stands.
-  if (static_cast<size_t>(logical) < truth.verified.size()) {
-    truth.verified[static_cast<size_t>(logical)] = {-1, 0};
-  }
+void OracleAuditor::OnAllocate(int32_t page, PageHolder holder) {
+  oracle_.OnAllocate(page);
+  ledger_.OnAllocate(page, holder, oracle_.epoch(page));
 }
 
-void OracleAuditor::OnReleaseAll(int32_t slot) {
-  Truth& truth = TruthOf(slot);
-  truth.pages.clear();
-  truth.verified.clear();
+void OracleAuditor::OnShare(int32_t page, PageHolder holder) {
+  ledger_.OnShare(page, holder, oracle_.epoch(page));
 }
 
-void OracleAuditor::Forget(int32_t slot) { TruthOf(slot) = Truth(); }
+void OracleAuditor::OnRelease(int32_t page, PageHolder holder) { ledger_.OnRelease(page, holder); }
+
+void OracleAuditor::Forget(int32_t slot, int64_t request) {
+  TruthOf(slot) = Truth();
+  ledger_.Forget(request);
+}
 
 void OracleAuditor::Extend(const SimRequest& request, int32_t slot, int32_t end) {
   Truth& truth = TruthOf(slot);
@@ -87,22 +85,70 @@ const std::vector<uint64_t>& OracleAuditor::Contents(const SimRequest& request, 
   return TruthOf(slot).contents;
 }
 
-Allocation OracleAuditor::Holding(int32_t slot, int32_t logical) const {
-  const Truth& truth = truths_[static_cast<size_t>(slot)];
-  if (static_cast<size_t>(logical) < truth.pages.size()) {
-    return truth.pages[static_cast<size_t>(logical)];
-  }
-  return Allocation{-2 - slot, 0, false};
+Allocation OracleAuditor::WriterClaim(int64_t request, int32_t page) const {
+  int64_t epoch = ledger_.LiveClaim(request, page);
+  if (epoch == kNoClaim) epoch = ledger_.PastClaim(request, page, /*reading=*/false);
+  if (epoch == kNoClaim) return NeverHeld(request);
+  return Allocation{page, epoch, false};
 }
 
-void OracleAuditor::CountEscape(int32_t page, const Allocation& holding,
+AccessVerdict OracleAuditor::WriteVerdict(int64_t request, int32_t page, Allocation& claim) const {
+  // A write through an entry that is no page at all would land outside the cache.
+  if (page < 0 || page >= oracle_.num_pages()) {
+    claim = NeverHeld(request);
+    return AccessVerdict::kWrongPage;
+  }
+  claim = WriterClaim(request, page);
+  return claim == oracle_.Current(page) ? AccessVerdict::kOk : AccessVerdict::kWrongPage;
+}
+
+AccessVerdict OracleAuditor::ReadVerdict(int64_t request, int32_t page, int32_t slots,
+                                         const uint64_t* expected, uint64_t digest,
+                                         Allocation& claim) const {
+  if (page < 0 || page >= oracle_.num_pages()) {
+    claim = NeverHeld(request);
+    return AccessVerdict::kWrongPage;
+  }
+  const int64_t live = ledger_.LiveClaim(request, page);
+  if (live != kNoClaim) {
+    claim = Allocation{page, live, false};
+    return oracle_.ReadPage(page, slots, claim, expected, digest);
+  }
+  // A reader holding no reference reads rightly what the page's current allocation wrote for it
+  // (a prefix mapped without a reference, before anything reused it).
+  const Allocation current = oracle_.Current(page);
+  if (oracle_.ReadPage(page, slots, current, expected, digest) == AccessVerdict::kOk) {
+    claim = current;
+    return AccessVerdict::kOk;
+  }
+  const int64_t past = ledger_.PastClaim(request, page, /*reading=*/true);
+  claim = past == kNoClaim ? NeverHeld(request) : Allocation{page, past, false};
+  return oracle_.ReadPage(page, slots, claim, expected, digest);
+}
+
+uint64_t OracleAuditor::DigestOf(const Truth& truth, int32_t logical, int32_t slots) const {
+  const int32_t page_size = oracle_.page_size();
+  const int32_t first = logical * page_size;
+  // A whole page's digest is kept; a partial one (the last page, or a recomputation that has
+  // not yet reached the end it had before) is summed here.
+  if (slots == page_size && first + page_size <= static_cast<int32_t>(truth.contents.size())) {
+    return truth.digests[static_cast<size_t>(logical)];
+  }
+  uint64_t digest = 0;
+  for (int32_t s = 0; s < slots; ++s) {
+    digest += OwnershipOracle::SlotDigest(s, truth.contents[static_cast<size_t>(first + s)]);
+  }
+  return digest;
+}
+
+void OracleAuditor::CountEscape(int32_t page, const Allocation& claim,
                                 IntegrityCounts& counts) const {
   if (!escape_rule_) return;
-  // Reallocations of the page since the accessor's grant; none known when the accessor holds
-  // another page (the check compares pages too, so no tag lets that through).
+  // Reallocations of the page since the accessor's claim began; none known when it never held
+  // the page (the check compares pages too, so no tag lets that through).
   const int64_t reallocations =
-      page >= 0 && page < oracle_.num_pages() && holding.page == page && !holding.forged
-          ? oracle_.epoch(page) - holding.epoch
+      page >= 0 && page < oracle_.num_pages() && claim.page == page && !claim.forged
+          ? oracle_.epoch(page) - claim.epoch
           : 0;
   const int32_t w = escape_rule_->width_bits;
   bool predicted = false;
@@ -117,29 +163,27 @@ void OracleAuditor::CountEscape(int32_t page, const Allocation& holding,
 Status OracleAuditor::Writes(const StepAccess& access, IntegrityCounts& counts,
                              std::vector<Finding>& findings) {
   const int32_t page_size = oracle_.page_size();
-  for (size_t i = 0; i < access.rows->size(); ++i) {
-    if (!(*access.proceed)[i] || (*access.rows)[i].write_skipped) continue;
-    const ScheduledRow& row = (*access.rows)[i];
-    const SimRequest& request = access.scheduler->request(row.slot);
+  const StepTable& table = *access.table;
+  for (size_t b = 0; b < table.rows.size(); ++b) {
+    if (!access.runs(b)) continue;
+    const ScheduledRow& row = access.row(b);
+    const SimRequest& request = access.request(b);
     const int32_t end = row.first_token + row.tokens;
     Extend(request, row.slot, end);
     const Truth& truth = truths_[static_cast<size_t>(row.slot)];
     bool reported = false;
     for (int32_t position = row.first_token; position < end; ++position) {
       const int32_t logical = position / page_size;
-      const int32_t page = static_cast<size_t>(logical) < request.block_row.size()
-                               ? request.block_row[static_cast<size_t>(logical)]
-                               : -1;
-      // A write through an entry that is no page at all would land outside the cache.
-      const AccessVerdict verdict =
-          page < 0 || page >= oracle_.num_pages()
-              ? AccessVerdict::kWrongPage
-              : oracle_.Write(page, position % page_size, Holding(row.slot, logical),
-                              truth.contents[static_cast<size_t>(position)]);
-      ++counts.writes[static_cast<size_t>(verdict)];
-      if (verdict == AccessVerdict::kWrongPage) {
-        CountEscape(page, Holding(row.slot, logical), counts);
+      const int32_t page = logical < table.stride ? table.Entry(b, logical) : -1;
+      Allocation claim;
+      AccessVerdict verdict = WriteVerdict(request.spec.id, page, claim);
+      if (page >= 0 && page < oracle_.num_pages()) {
+        const AccessVerdict recorded = oracle_.Write(page, position % page_size, claim,
+                                                     truth.contents[static_cast<size_t>(position)]);
+        KVSIM_CHECK(recorded == verdict) << "page " << page;
       }
+      ++counts.writes[static_cast<size_t>(verdict)];
+      if (verdict == AccessVerdict::kWrongPage) CountEscape(page, claim, counts);
       if (verdict != AccessVerdict::kOk && !reported) {
         findings.push_back(MakeFinding(Finding::Kind::kSilentWrite, access, request, logical, page,
                                        verdict, position));
@@ -153,48 +197,36 @@ Status OracleAuditor::Writes(const StepAccess& access, IntegrityCounts& counts,
 Status OracleAuditor::Reads(const StepAccess& access, IntegrityCounts& counts,
                             std::vector<Finding>& findings) {
   const int32_t page_size = oracle_.page_size();
-  for (size_t i = 0; i < access.rows->size(); ++i) {
-    if (!(*access.proceed)[i]) continue;
-    const ScheduledRow& row = (*access.rows)[i];
-    const SimRequest& request = access.scheduler->request(row.slot);
+  const StepTable& table = *access.table;
+  for (size_t b = 0; b < table.rows.size(); ++b) {
+    if (!access.runs(b)) continue;
+    const ScheduledRow& row = access.row(b);
+    const SimRequest& request = access.request(b);
     const int32_t end = row.first_token + row.tokens;
     Extend(request, row.slot, end);
-    const Truth& truth = truths_[static_cast<size_t>(row.slot)];
+    Truth& truth = truths_[static_cast<size_t>(row.slot)];
     const int32_t pages = (end + page_size - 1) / page_size;
-    Truth& verify = truths_[static_cast<size_t>(row.slot)];
-    if (verify.verified.size() < static_cast<size_t>(pages)) {
-      verify.verified.resize(static_cast<size_t>(pages), {-1, 0});
+    if (truth.verified.size() < static_cast<size_t>(pages)) {
+      truth.verified.resize(static_cast<size_t>(pages), {-1, 0});
     }
     bool reported = false;
     for (int32_t logical = 0; logical < pages; ++logical) {
       const int32_t first = logical * page_size;
       const int32_t slots = std::min(page_size, end - first);
-      const int32_t page = static_cast<size_t>(logical) < request.block_row.size()
-                               ? request.block_row[static_cast<size_t>(logical)]
-                               : -1;
-      // A whole page found ok and unchanged since (same page, same version, same holding) is ok.
-      std::pair<int32_t, uint64_t>& seen = verify.verified[static_cast<size_t>(logical)];
+      const int32_t page = logical < table.stride ? table.Entry(b, logical) : -1;
+      // A whole page found ok and unchanged since (same page, same version) is ok.
+      std::pair<int32_t, uint64_t>& seen = truth.verified[static_cast<size_t>(logical)];
       if (slots == page_size && page >= 0 && page < oracle_.num_pages() && seen.first == page &&
           seen.second == oracle_.version(page)) {
-        ++counts.reads[static_cast<size_t>(AccessVerdict::kOk)];
+        ++counts.reads[kVerdictOk];
         continue;
       }
-      const uint64_t* expected = &truth.contents[static_cast<size_t>(first)];
-      // A whole page's digest is kept; a partial one (the last page, or a recomputation that
-      // has not yet reached the end it had before) is summed here.
-      uint64_t digest = truth.digests[static_cast<size_t>(logical)];
-      if (first + page_size > static_cast<int32_t>(truth.contents.size()) || slots < page_size) {
-        digest = 0;
-        for (int32_t s = 0; s < slots; ++s) digest += OwnershipOracle::SlotDigest(s, expected[s]);
-      }
+      Allocation claim;
       const AccessVerdict verdict =
-          page < 0 || page >= oracle_.num_pages()
-              ? AccessVerdict::kWrongPage
-              : oracle_.ReadPage(page, slots, Holding(row.slot, logical), expected, digest);
+          ReadVerdict(request.spec.id, page, slots, &truth.contents[static_cast<size_t>(first)],
+                      DigestOf(truth, logical, slots), claim);
       ++counts.reads[static_cast<size_t>(verdict)];
-      if (verdict == AccessVerdict::kWrongPage) {
-        CountEscape(page, Holding(row.slot, logical), counts);
-      }
+      if (verdict == AccessVerdict::kWrongPage) CountEscape(page, claim, counts);
       if (verdict == AccessVerdict::kOk && slots == page_size) {
         seen = {page, oracle_.version(page)};
       }
@@ -209,10 +241,7 @@ Status OracleAuditor::Reads(const StepAccess& access, IntegrityCounts& counts,
     const int32_t read_end = std::min(row.ReadEnd(), pages * page_size);
     if (read_end > end && !reported) {
       const int32_t logical = pages - 1;
-      const int32_t page = static_cast<size_t>(logical) < request.block_row.size()
-                               ? request.block_row[static_cast<size_t>(logical)]
-                               : -1;
-      // The sequence never wrote there: old data or nothing.
+      const int32_t page = logical < table.stride ? table.Entry(b, logical) : -1;
       const AccessVerdict verdict = page >= 0 && page < oracle_.num_pages()
                                         ? AccessVerdict::kUnwritten
                                         : AccessVerdict::kWrongPage;
@@ -223,6 +252,37 @@ Status OracleAuditor::Reads(const StepAccess& access, IntegrityCounts& counts,
   }
   static_assert(kVerdictOk == 0, "verdict counts are indexed by AccessVerdict");
   return Status::Ok();
+}
+
+bool OracleAuditor::Clean(const StepAccess& access, size_t b) {
+  const int32_t page_size = oracle_.page_size();
+  const StepTable& table = *access.table;
+  const ScheduledRow& row = access.row(b);
+  const SimRequest& request = access.request(b);
+  const int32_t end = row.first_token + row.tokens;
+  Extend(request, row.slot, end);
+  const Truth& truth = truths_[static_cast<size_t>(row.slot)];
+  Allocation claim;
+  if (table.access == KvAccess::kWrite) {
+    for (int32_t position = row.first_token; position < end; ++position) {
+      const int32_t logical = position / page_size;
+      const int32_t page = logical < table.stride ? table.Entry(b, logical) : -1;
+      if (WriteVerdict(request.spec.id, page, claim) != AccessVerdict::kOk) return false;
+    }
+    return true;
+  }
+  const int32_t pages = (end + page_size - 1) / page_size;
+  if (std::min(row.ReadEnd(), pages * page_size) > end) return false;
+  for (int32_t logical = 0; logical < pages; ++logical) {
+    const int32_t first = logical * page_size;
+    const int32_t slots = std::min(page_size, end - first);
+    const int32_t page = logical < table.stride ? table.Entry(b, logical) : -1;
+    const AccessVerdict verdict =
+        ReadVerdict(request.spec.id, page, slots, &truth.contents[static_cast<size_t>(first)],
+                    DigestOf(truth, logical, slots), claim);
+    if (verdict != AccessVerdict::kOk) return false;
+  }
+  return true;
 }
 
 }  // namespace kvsim::sim

@@ -52,8 +52,10 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerConfig& config,
     KVSIM_ASSIGN_OR_RETURN(Scheduler created, Scheduler::Create(scheduler));
     auto pool = std::make_unique<Pool>(pools[i].name, std::move(created), pools[i].step_time,
                                        pools[i].auditor);
+    // The auditor learns every allocation, share and release from the pool itself.
+    if (pool->auditor != nullptr) pool->scheduler.mutable_pool().set_observer(pool->auditor);
     if (server->faults_) {
-      pool->scheduler.set_faults(&*server->faults_);
+      pool->scheduler.set_faults(&*server->faults_, static_cast<int32_t>(i));
       if (pool->auditor != nullptr) pool->auditor->set_faults(&*server->faults_);
     }
     if (config.tag_tracker) {
@@ -157,9 +159,9 @@ void Server::DropFirstHalf(int64_t id) {
   Pool& first = *pools_[0];
   const SimRequest& r = first.scheduler.request(at.first);
   if (r.phase == RequestPhase::kTransferring) {
-    first.scheduler.ReleaseTransferred(at.first, queue_->now(), first.auditor);
+    first.scheduler.ReleaseTransferred(at.first, queue_->now());
   }
-  if (first.auditor != nullptr) first.auditor->Forget(at.first);
+  if (first.auditor != nullptr) first.auditor->Forget(at.first, r.spec.id);
   first.scheduler.Retire(at.first);
   at.first = -1;
 }
@@ -174,6 +176,7 @@ Status Server::OnCancel(int64_t id, EventQueue& queue) {
       faults_->Fires(FaultSite::kTransferAbortFrees)) {
     // The planted bug: the decode pool's pages are freed at once, while the transfer in flight
     // still lands in them.
+    faults_->Changed(FaultSite::kTransferAbortFrees, {1, id, decode->request(at.decode).block_row});
     ++report_.cancelled_in_transfer;
     decode->Zombify(at.decode, RequestPhase::kCancelled, queue.now());
     zombie_transfer_[static_cast<size_t>(id)] = at.decode;
@@ -181,12 +184,12 @@ Status Server::OnCancel(int64_t id, EventQueue& queue) {
     RecordEnd(1, at.decode, queue);
   } else if (at.decode >= 0) {
     // Handed over: the decode pool's half decides; a transfer in flight ends it later.
-    if (decode->Cancel(at.decode, queue.now(), pools_[1]->auditor)) {
+    if (decode->Cancel(at.decode, queue.now())) {
       DropFirstHalf(id);
       RecordEnd(1, at.decode, queue);
     }
   } else if (at.first >= 0) {
-    if (pools_[0]->scheduler.Cancel(at.first, queue.now(), pools_[0]->auditor)) {
+    if (pools_[0]->scheduler.Cancel(at.first, queue.now())) {
       RecordEnd(0, at.first, queue);
     }
   }
@@ -197,14 +200,14 @@ Status Server::OnCancel(int64_t id, EventQueue& queue) {
 void Server::AbortRequest(size_t pool, int32_t slot, const std::string& reason, EventQueue& queue) {
   Pool& p = *pools_[pool];
   const int64_t id = p.scheduler.request(slot).spec.id;
-  p.scheduler.Abort(slot, queue.now(), reason, p.auditor);
+  p.scheduler.Abort(slot, queue.now(), reason);
   Location& at = where_[static_cast<size_t>(id)];
   if (disaggregated() && pool == 0 && at.decode >= 0) {
     // The prefill half failed while its transfer was starting: end the decode half with it.
     Pool& decode = *pools_[1];
-    decode.scheduler.Abort(at.decode, queue.now(), reason, decode.auditor);
+    decode.scheduler.Abort(at.decode, queue.now(), reason);
     at.first = -1;
-    if (p.auditor != nullptr) p.auditor->Forget(slot);
+    if (p.auditor != nullptr) p.auditor->Forget(slot, id);
     p.scheduler.Retire(slot);
     RecordEnd(1, at.decode, queue);
     return;
@@ -213,87 +216,202 @@ void Server::AbortRequest(size_t pool, int32_t slot, const std::string& reason, 
   RecordEnd(pool, slot, queue);
 }
 
-Status Server::CheckAccess(size_t pool, KvAccess access, const std::vector<ScheduledRow>& rows,
-                           std::vector<bool>& proceed) {
+Status Server::RunAccess(size_t pool, KvAccess access, const std::vector<ScheduledRow>& rows,
+                         std::vector<bool>& proceed) {
+  Pool& p = *pools_[pool];
+  BuildStepTable(p.scheduler, rows, proceed, access, p.table);
+  if (p.table.rows.empty()) return Status::Ok();
+  const StepAccess step{report_.steps, queue_->now(), &p.scheduler, &rows, &proceed, &p.table};
+  if (config_.weakness == Weakness::kBooksFollowTags) BooksFollowTags(pool, step);
+  KVSIM_RETURN_IF_ERROR(CheckTags(pool, step, proceed));
+  if (access == KvAccess::kRead) SealReads(pool, step, proceed);
+  if (config_.weakness == Weakness::kTableAfterCheck) ChangeLaunchedTable(pool, step);
+  KVSIM_RETURN_IF_ERROR(Audit(pool, step));
+  if (access == KvAccess::kWrite) SealWrites(pool, step);
+  return Status::Ok();
+}
+
+Status Server::CheckTags(size_t pool, const StepAccess& step, std::vector<bool>& proceed) {
   Pool& p = *pools_[pool];
   if (!p.checks) return Status::Ok();
-  int64_t checked = 0;
-  for (bool go : proceed) checked += go ? 1 : 0;
-  if (checked == 0) return Status::Ok();
-  KVSIM_ASSIGN_OR_RETURN(const std::vector<StepAbort> aborts,
-                         p.checks->Check(access, p.scheduler, rows, proceed));
+  const StepTable& table = *step.table;
+  KVSIM_ASSIGN_OR_RETURN(std::vector<StepAbort> aborts,
+                         p.checks->Check(table, p.scheduler, *step.rows));
+  WeakenTagCheck(step, aborts);
   IntegrityCounts& counts = report_.integrity;
-  ++(access == KvAccess::kWrite ? counts.write_checks : counts.read_checks);
-  counts.rows_checked += checked;
+  ++(table.access == KvAccess::kWrite ? counts.write_checks : counts.read_checks);
+  counts.rows_checked += static_cast<int64_t>(table.rows.size());
+  std::vector<Refusal> refusals;
   for (const StepAbort& a : aborts) {
-    proceed[a.row] = false;
     ++counts.aborts[static_cast<size_t>(a.abort.reason)];
     ++counts.caught;
     MixHash(static_cast<uint64_t>(a.abort.reason) * 1000003u +
             static_cast<uint64_t>(a.abort.logical_page + 1));
-    Refuse(pool, rows[a.row].slot, a.abort.logical_page, a.abort.block_table_page, a.message);
+    refusals.push_back({a.packed, a.abort.logical_page, a.abort.block_table_page, a.message});
   }
+  RefuseRows(pool, step, refusals, proceed);
   return Status::Ok();
 }
 
-void Server::Refuse(size_t pool, int32_t slot, int32_t logical_page, int32_t page,
-                    const std::string& message) {
+void Server::RefuseRows(size_t pool, const StepAccess& step, const std::vector<Refusal>& refusals,
+                        std::vector<bool>& proceed) {
+  // Every refusal is judged before any refused row is aborted: an abort releases pages, and the
+  // oracle's claims would change under the judgements still to come.
+  std::vector<RefusalKind> kinds;
+  std::vector<int32_t> slots;
+  for (const Refusal& refusal : refusals) {
+    kinds.push_back(JudgeRefusal(pool, step, refusal.packed));
+    slots.push_back(step.row(refusal.packed).slot);
+  }
+  for (size_t i = 0; i < refusals.size(); ++i) {
+    proceed[step.table->rows[refusals[i].packed]] = false;
+    Refuse(pool, slots[i], refusals[i], kinds[i]);
+  }
+}
+
+Server::RefusalKind Server::JudgeRefusal(size_t pool, const StepAccess& step, size_t packed) const {
+  const Pool& p = *pools_[pool];
+  if (!faults_ || faults_->fired_corrupting() == 0) return RefusalKind::kFalseAlarm;
+  if (p.auditor == nullptr || !p.auditor->Clean(step, packed)) return RefusalKind::kCatch;
+  const std::vector<int32_t> pages =
+      step.table->TouchedPages(packed, p.scheduler.config().page_size);
+  return faults_->Touched(static_cast<int32_t>(pool), step.request(packed).spec.id, pages)
+             ? RefusalKind::kOverRefusalExcused
+             : RefusalKind::kOverRefusal;
+}
+
+void Server::Refuse(size_t pool, int32_t slot, const Refusal& refusal, RefusalKind kind) {
   Pool& p = *pools_[pool];
   const SimRequest& r = p.scheduler.request(slot);
-  if (!faults_ || faults_->fired_corrupting() == 0) {
-    // With no bug planted that corrupts, a refusal is a false alarm.
+  IntegrityCounts& counts = report_.integrity;
+  if (kind == RefusalKind::kOverRefusalExcused) ++counts.over_refusals_excused;
+  if (kind == RefusalKind::kOverRefusal) ++counts.over_refusals;
+  if (kind == RefusalKind::kFalseAlarm || kind == RefusalKind::kOverRefusal) {
+    // With no bug planted that corrupts, a refusal is a false alarm; after one, a refusal of an
+    // access the oracle finds right and no fired bug touched is an over-refusal.
     Finding finding;
-    finding.kind = Finding::Kind::kFalseAlarm;
+    finding.kind =
+        kind == RefusalKind::kFalseAlarm ? Finding::Kind::kFalseAlarm : Finding::Kind::kOverRefusal;
     finding.step = report_.steps;
     finding.time_ns = queue_->now();
     finding.request = r.spec.id;
-    finding.logical_page = logical_page;
-    finding.page = page;
-    finding.detail = p.name + " pool: " + message;
+    finding.logical_page = refusal.logical_page;
+    finding.page = refusal.page;
+    finding.detail = p.name + " pool: " + refusal.message;
     AddFinding(std::move(finding));
   }
   if (trace_ != nullptr) {
     trace_->Instant(static_cast<int>(pool), queue_->now(), "abort",
-                    "request " + std::to_string(r.spec.id) + ": " + message);
+                    "request " + std::to_string(r.spec.id) + ": " + refusal.message);
   }
   // A zombie has ended already: its write is dropped, and that is all.
-  if (!r.zombie) AbortRequest(pool, slot, message, *queue_);
+  if (!r.zombie) AbortRequest(pool, slot, refusal.message, *queue_);
 }
 
-void Server::SealWrites(size_t pool, const std::vector<ScheduledRow>& rows,
-                        const std::vector<bool>& proceed) {
+void Server::SealWrites(size_t pool, const StepAccess& step) {
   Pool& p = *pools_[pool];
   if (!p.seal) return;
   const int32_t page_size = p.scheduler.config().page_size;
   const PagePool& pages = p.scheduler.pool();
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (!proceed[i] || rows[i].write_skipped) continue;
-    const ScheduledRow& row = rows[i];
-    const std::vector<int32_t>& block_row = p.scheduler.request(row.slot).block_row;
+  const StepTable& table = *step.table;
+  for (size_t b = 0; b < table.rows.size(); ++b) {
+    if (!step.runs(b)) continue;
+    const ScheduledRow& row = step.row(b);
     for (int32_t position = row.first_token; position < row.first_token + row.tokens; ++position) {
-      const size_t logical = static_cast<size_t>(position / page_size);
-      if (logical >= block_row.size()) break;
-      const int32_t page = block_row[logical];
+      const int32_t logical = position / page_size;
+      if (logical >= table.stride) break;
+      const int32_t page = table.Entry(b, logical);
       if (page < 0 || page >= pages.num_pages()) continue;
       p.seal->OnWrite(page, position % page_size, pages.tag(page));
     }
   }
 }
 
-void Server::SealReads(size_t pool, const std::vector<ScheduledRow>& rows,
-                       std::vector<bool>& proceed) {
+void Server::SealReads(size_t pool, const StepAccess& step, std::vector<bool>& proceed) {
   Pool& p = *pools_[pool];
   if (!p.seal) return;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (!proceed[i]) continue;
-    const SimRequest& r = p.scheduler.request(rows[i].slot);
-    const SealBreach breach = p.seal->CheckRead(r.block_row, rows[i].ReadEnd(), p.scheduler.pool());
+  const StepTable& table = *step.table;
+  std::vector<Refusal> refusals;
+  for (size_t b = 0; b < table.rows.size(); ++b) {
+    if (!step.runs(b)) continue;
+    const SealBreach breach =
+        p.seal->CheckRead(&table.table[b * static_cast<size_t>(table.stride)], table.stride,
+                          table.seq_lens[b], p.scheduler.pool());
     if (!breach.breached()) continue;
-    proceed[i] = false;
+    if (config_.weakness == Weakness::kSealOneSlotShort && breach.read - breach.written == 1) {
+      continue;
+    }
     ++report_.integrity.sealed;
     MixHash(0x5ea1u + static_cast<uint64_t>(breach.logical_page));
-    Refuse(pool, rows[i].slot, breach.logical_page, breach.page,
-           "the seal refused a read: " + breach.Describe());
+    refusals.push_back(
+        {b, breach.logical_page, breach.page, "the seal refused a read: " + breach.Describe()});
+  }
+  RefuseRows(pool, step, refusals, proceed);
+}
+
+Status Server::Audit(size_t pool, const StepAccess& step) {
+  Pool& p = *pools_[pool];
+  if (p.auditor == nullptr) return Status::Ok();
+  std::vector<Finding> findings;
+  KVSIM_RETURN_IF_ERROR(step.table->access == KvAccess::kWrite
+                            ? p.auditor->Writes(step, report_.integrity, findings)
+                            : p.auditor->Reads(step, report_.integrity, findings));
+  for (Finding& finding : findings) AddFinding(std::move(finding));
+  return Status::Ok();
+}
+
+void Server::WeakenTagCheck(const StepAccess& step, std::vector<StepAbort>& aborts) const {
+  if (config_.weakness == Weakness::kSkipWriteCheck && step.table->access == KvAccess::kWrite) {
+    aborts.erase(
+        std::remove_if(aborts.begin(), aborts.end(),
+                       [&](const StepAbort& a) { return step.request(a.packed).spec.id % 2 == 0; }),
+        aborts.end());
+  }
+  if (config_.weakness == Weakness::kRefuseAfterFault && faults_ &&
+      faults_->fired_corrupting() > 0) {
+    std::vector<StepAbort> every;
+    size_t next = 0;
+    for (size_t b = 0; b < step.table->rows.size(); ++b) {
+      if (!step.runs(b)) continue;
+      if (next < aborts.size() && aborts[next].packed == b) {
+        every.push_back(aborts[next++]);
+        continue;
+      }
+      StepAbort refused;
+      refused.packed = b;
+      refused.abort.row = static_cast<int32_t>(b);
+      refused.abort.reason = TagCheckCode::kStaleTag;
+      refused.message = "refused: the check was weakened to refuse every row once a bug fired";
+      every.push_back(std::move(refused));
+    }
+    aborts = std::move(every);
+  }
+}
+
+void Server::BooksFollowTags(size_t pool, const StepAccess& step) {
+  Pool& p = *pools_[pool];
+  const PagePool& pages = p.scheduler.pool();
+  for (size_t b = 0; b < step.table->rows.size(); ++b) {
+    if (!step.runs(b)) continue;
+    for (PageGrant& grant : p.scheduler.mutable_request(step.row(b).slot).recorded) {
+      if (grant.page >= 0 && grant.page < pages.num_pages()) grant = pages.CurrentGrant(grant.page);
+    }
+  }
+}
+
+void Server::ChangeLaunchedTable(size_t pool, const StepAccess& step) {
+  Pool& p = *pools_[pool];
+  const int32_t num_pages = p.scheduler.pool().num_pages();
+  const int32_t page_size = p.scheduler.config().page_size;
+  StepTable& table = p.table;
+  if (num_pages < 2) return;
+  for (size_t b = 0; b < table.rows.size(); ++b) {
+    if (!step.runs(b)) continue;
+    const int32_t last = (table.seq_lens[b] - 1) / page_size;
+    if (last < 0 || last >= table.stride) return;
+    int32_t& entry = table.table[b * static_cast<size_t>(table.stride) + static_cast<size_t>(last)];
+    entry = entry < 0 ? 0 : (entry + 1) % num_pages;
+    return;
   }
 }
 
@@ -307,10 +425,18 @@ void Server::PlantRowBugs(size_t pool) {
   for (ScheduledRow& row : p.plan.rows) {
     if (row.tokens != 1) continue;  // decode rows
     const int32_t end = row.first_token + 1;
+    const int64_t id = p.scheduler.request(row.slot).spec.id;
+    const std::vector<int32_t>& block_row = p.scheduler.request(row.slot).block_row;
+    const size_t logical = static_cast<size_t>(row.first_token / page_size);
+    const std::vector<int32_t> page = {logical < block_row.size() ? block_row[logical] : -1};
     if (past && end % page_size != 0 && faults_->Fires(FaultSite::kReadPastLength)) {
       row.read_end = (end / page_size + 1) * page_size;
+      faults_->Changed(FaultSite::kReadPastLength, {static_cast<int32_t>(pool), id, page});
     }
-    if (skip && faults_->Fires(FaultSite::kCommittedAheadOfWrites)) row.write_skipped = true;
+    if (skip && faults_->Fires(FaultSite::kCommittedAheadOfWrites)) {
+      row.write_skipped = true;
+      faults_->Changed(FaultSite::kCommittedAheadOfWrites, {static_cast<int32_t>(pool), id, page});
+    }
   }
 }
 
@@ -320,37 +446,22 @@ Status Server::LandGhostWrites(size_t pool) {
   const std::vector<ScheduledRow> rows = std::move(p.ghost_writes);
   p.ghost_writes.clear();
   std::vector<bool> proceed(rows.size(), true);
-  KVSIM_RETURN_IF_ERROR(CheckAccess(pool, KvAccess::kWrite, rows, proceed));
-  KVSIM_RETURN_IF_ERROR(Audit(pool, KvAccess::kWrite, rows, proceed));
-  SealWrites(pool, rows, proceed);
+  KVSIM_RETURN_IF_ERROR(RunAccess(pool, KvAccess::kWrite, rows, proceed));
   for (const ScheduledRow& row : rows) BuryZombie(pool, row.slot);
   return Status::Ok();
 }
 
 void Server::BuryZombie(size_t pool, int32_t slot) {
   Pool& p = *pools_[pool];
-  if (p.auditor != nullptr) p.auditor->Forget(slot);
+  if (p.auditor != nullptr) p.auditor->Forget(slot, p.scheduler.request(slot).spec.id);
   p.scheduler.Retire(slot);
-}
-
-Status Server::Audit(size_t pool, KvAccess access, const std::vector<ScheduledRow>& rows,
-                     const std::vector<bool>& proceed) {
-  Pool& p = *pools_[pool];
-  if (p.auditor == nullptr) return Status::Ok();
-  const StepAccess step{report_.steps, queue_->now(), &p.scheduler, &rows, &proceed};
-  std::vector<Finding> findings;
-  KVSIM_RETURN_IF_ERROR(access == KvAccess::kWrite
-                            ? p.auditor->Writes(step, report_.integrity, findings)
-                            : p.auditor->Reads(step, report_.integrity, findings));
-  for (Finding& finding : findings) AddFinding(std::move(finding));
-  return Status::Ok();
 }
 
 Status Server::StartStep(size_t pool, EventQueue& queue) {
   Pool& p = *pools_[pool];
   const SimNs now = queue.now();
   std::vector<RequestEnd> ended;
-  p.plan = p.scheduler.ScheduleStep(now, p.auditor, ended);
+  p.plan = p.scheduler.ScheduleStep(now, ended);
   for (const RequestEnd& end : ended) RecordEnd(pool, end.slot, queue);
   // Writes dispatched before the step just formed land while it runs: after its grants.
   KVSIM_RETURN_IF_ERROR(LandGhostWrites(pool));
@@ -395,12 +506,8 @@ Status Server::StartStep(size_t pool, EventQueue& queue) {
     p.generated_before.push_back(r.generated);
     if (row.first_token < r.prefill_end) report_.prefill_tokens += row.tokens;
   }
-  KVSIM_RETURN_IF_ERROR(CheckAccess(pool, KvAccess::kWrite, p.plan.rows, p.proceed));
-  KVSIM_RETURN_IF_ERROR(Audit(pool, KvAccess::kWrite, p.plan.rows, p.proceed));
-  SealWrites(pool, p.plan.rows, p.proceed);
-  KVSIM_RETURN_IF_ERROR(CheckAccess(pool, KvAccess::kRead, p.plan.rows, p.proceed));
-  SealReads(pool, p.plan.rows, p.proceed);
-  KVSIM_RETURN_IF_ERROR(Audit(pool, KvAccess::kRead, p.plan.rows, p.proceed));
+  KVSIM_RETURN_IF_ERROR(RunAccess(pool, KvAccess::kWrite, p.plan.rows, p.proceed));
+  KVSIM_RETURN_IF_ERROR(RunAccess(pool, KvAccess::kRead, p.plan.rows, p.proceed));
   batch_.clear();
   p.prefill_tokens = 0;
   for (size_t i = 0; i < p.plan.rows.size(); ++i) {
@@ -458,7 +565,7 @@ Status Server::OnStepEnd(size_t pool, EventQueue& queue) {
         p.proceed[i] ? p.scheduler.request(p.plan.rows[i].slot).last_token_ns : -1);
   }
   std::vector<RequestEnd> ended;
-  p.scheduler.CompleteStep(p.plan, p.proceed, now, p.auditor, ended);
+  p.scheduler.CompleteStep(p.plan, p.proceed, now, ended);
   for (size_t i = 0; i < p.plan.rows.size(); ++i) {
     if (!p.proceed[i]) continue;
     const SimRequest& r = p.scheduler.request(p.plan.rows[i].slot);
@@ -489,10 +596,8 @@ Status Server::StartTransfer(int32_t decode_slot, EventQueue& queue) {
   // The transfer reads the prompt's KV from the prefill pool's pages now.
   std::vector<ScheduledRow> rows = {{at.first, 0, received.spec.prompt_tokens}};
   std::vector<bool> proceed = {true};
-  KVSIM_RETURN_IF_ERROR(CheckAccess(0, KvAccess::kRead, rows, proceed));
-  if (proceed[0]) SealReads(0, rows, proceed);
+  KVSIM_RETURN_IF_ERROR(RunAccess(0, KvAccess::kRead, rows, proceed));
   if (!proceed[0]) return Status::Ok();
-  KVSIM_RETURN_IF_ERROR(Audit(0, KvAccess::kRead, rows, proceed));
   const double seconds = static_cast<double>(received.spec.prompt_tokens) * link_->bytes_per_token /
                          link_->bytes_per_s;
   transfer_start_[static_cast<size_t>(id)] = queue.now();
@@ -512,9 +617,7 @@ Status Server::OnTransferEnd(int64_t id, EventQueue& queue) {
     const int32_t tokens = pools_[1]->scheduler.request(zombie).spec.prompt_tokens;
     std::vector<ScheduledRow> rows = {{zombie, 0, tokens}};
     std::vector<bool> proceed = {true};
-    KVSIM_RETURN_IF_ERROR(CheckAccess(1, KvAccess::kWrite, rows, proceed));
-    KVSIM_RETURN_IF_ERROR(Audit(1, KvAccess::kWrite, rows, proceed));
-    SealWrites(1, rows, proceed);
+    KVSIM_RETURN_IF_ERROR(RunAccess(1, KvAccess::kWrite, rows, proceed));
     BuryZombie(1, zombie);
     RequestSchedule(1, queue);
     return Status::Ok();
@@ -529,17 +632,15 @@ Status Server::OnTransferEnd(int64_t id, EventQueue& queue) {
                          (at.first >= 0 && pools_[0]->scheduler.request(at.first).cancel_pending);
   if (cancelled) {
     ++report_.cancelled_in_transfer;
-    decode.scheduler.CancelNow(at.decode, queue.now(), decode.auditor);
+    decode.scheduler.CancelNow(at.decode, queue.now());
     DropFirstHalf(id);
     RecordEnd(1, at.decode, queue);
   } else {
     // The data lands now: the check runs right before the transfer's writes.
     std::vector<ScheduledRow> rows = {{at.decode, 0, received.spec.prompt_tokens}};
     std::vector<bool> proceed = {true};
-    KVSIM_RETURN_IF_ERROR(CheckAccess(1, KvAccess::kWrite, rows, proceed));
+    KVSIM_RETURN_IF_ERROR(RunAccess(1, KvAccess::kWrite, rows, proceed));
     if (proceed[0]) {
-      KVSIM_RETURN_IF_ERROR(Audit(1, KvAccess::kWrite, rows, proceed));
-      SealWrites(1, rows, proceed);
       DropFirstHalf(id);
       decode.scheduler.CompleteTransfer(at.decode);
     }
@@ -609,7 +710,7 @@ void Server::RecordEnd(size_t pool, int32_t slot, EventQueue& queue) {
   (pool == 0 ? at.first : at.decode) = -1;
   // A zombie's slot waits for the write still to land through its tables.
   const bool zombie = r.zombie;
-  if (p.auditor != nullptr && !zombie) p.auditor->Forget(slot);
+  if (p.auditor != nullptr && !zombie) p.auditor->Forget(slot, r.spec.id);
   std::optional<RequestSpec> retry;
   if (r.phase == RequestPhase::kCancelled) retry = workload_.RetryOf(r.spec, queue.now());
   if (retry) {
@@ -697,6 +798,8 @@ Result<RunReport> Server::Run() {
     for (int site = 0; site < kFaultSites; ++site) {
       report_.faults_fired[static_cast<size_t>(site)] =
           faults_->fired(static_cast<FaultSite>(site));
+      report_.faults_drawn[static_cast<size_t>(site)] =
+          faults_->drawn(static_cast<FaultSite>(site));
       MixHash(static_cast<uint64_t>(report_.faults_fired[static_cast<size_t>(site)]));
     }
   }

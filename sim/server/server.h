@@ -30,6 +30,8 @@
 #include "sim/sched/scheduler.h"
 #include "sim/server/access_auditor.h"
 #include "sim/server/step_checks.h"
+#include "sim/server/step_table.h"
+#include "sim/server/weakness.h"
 #include "sim/workload/workload.h"
 
 namespace kvsim::sim {
@@ -47,6 +49,8 @@ struct ServerConfig {
   uint64_t seed = 0;
   // Bugs planted at the scheduler's decision points; none by default.
   FaultPlan faults;
+  // A flaw planted in the checks themselves, to show a campaign fails (none by default).
+  Weakness weakness = Weakness::kNone;
 };
 
 // One pool of the deployment as the server runs it.
@@ -116,6 +120,7 @@ class Server final : public EventHandler {
     std::unique_ptr<IntegrityTracker> tracker;
     std::optional<StepChecks> checks;
     std::optional<WrittenSeal> seal;
+    StepTable table;  // the launch table of the access in progress
     // Writes a planted bug left in flight for requests that already ended (zombies): each lands
     // at the pool's next step, through the ended request's tables.
     std::vector<ScheduledRow> ghost_writes;
@@ -147,22 +152,42 @@ class Server final : public EventHandler {
   Status OnStepEnd(size_t pool, EventQueue& queue);
   Status StartTransfer(int32_t decode_slot, EventQueue& queue);
   Status OnTransferEnd(int64_t id, EventQueue& queue);
-  // Checks `access` on the proceeding `rows` of `pool`, aborting (and recording the end of) each
-  // row that fails. `rows` and `proceed` are the pool's step plan, or a transfer's one row.
-  Status CheckAccess(size_t pool, KvAccess access, const std::vector<ScheduledRow>& rows,
-                     std::vector<bool>& proceed);
-  // Runs the auditor of `pool` on an access and folds its findings into the report.
-  Status Audit(size_t pool, KvAccess access, const std::vector<ScheduledRow>& rows,
-               const std::vector<bool>& proceed);
-  // The seal: records the writes of the proceeding rows, and checks their reads (aborting the
-  // rows that read past what was written).
-  void SealWrites(size_t pool, const std::vector<ScheduledRow>& rows,
-                  const std::vector<bool>& proceed);
-  void SealReads(size_t pool, const std::vector<ScheduledRow>& rows, std::vector<bool>& proceed);
-  // A check in `pool` refused the row of `slot`: counted, a false alarm when no bug that corrupts
-  // was planted, and the request aborted (unless it already ended: a zombie's write is dropped).
-  void Refuse(size_t pool, int32_t slot, int32_t logical_page, int32_t page,
-              const std::string& message);
+  // One access of the proceeding `rows` of `pool` (the pool's step plan, a transfer's one row or
+  // zombies' writes): builds its launch table once, checks it with the tags (and, for a read, the
+  // seal), lets the auditor judge and run the rows that passed through that same table, and
+  // records the writes in the seal. Refused rows are aborted and `proceed` says so.
+  Status RunAccess(size_t pool, KvAccess access, const std::vector<ScheduledRow>& rows,
+                   std::vector<bool>& proceed);
+  // A row a check refused: its packed row in the access, where, and why.
+  struct Refusal {
+    size_t packed = 0;
+    int32_t logical_page = -1;
+    int32_t page = -1;
+    std::string message;
+  };
+  // What a refusal was, judged before any refused row is aborted.
+  enum class RefusalKind { kCatch, kFalseAlarm, kOverRefusalExcused, kOverRefusal };
+  // The tag check on the access's table.
+  Status CheckTags(size_t pool, const StepAccess& step, std::vector<bool>& proceed);
+  // The seal: checks the reads of the running rows (refusing those that read past what was
+  // written), and records the writes of the running rows.
+  void SealReads(size_t pool, const StepAccess& step, std::vector<bool>& proceed);
+  void SealWrites(size_t pool, const StepAccess& step);
+  // Runs the auditor of `pool` on the access and folds its findings into the report.
+  Status Audit(size_t pool, const StepAccess& step);
+  // Judges every refusal (a false alarm when no bug that corrupts fired; else a catch when the
+  // oracle finds the row wrong, an over-refusal when it finds it right, excused when the row
+  // touches what a fired bug changed), then counts and aborts each refused row.
+  void RefuseRows(size_t pool, const StepAccess& step, const std::vector<Refusal>& refusals,
+                  std::vector<bool>& proceed);
+  RefusalKind JudgeRefusal(size_t pool, const StepAccess& step, size_t packed) const;
+  // A check in `pool` refused the row of `slot`: counted as judged, and the request aborted
+  // (unless it already ended: a zombie's write is dropped).
+  void Refuse(size_t pool, int32_t slot, const Refusal& refusal, RefusalKind kind);
+  // The planted weaknesses (sim/server/weakness.h) that act on an access.
+  void BooksFollowTags(size_t pool, const StepAccess& step);
+  void ChangeLaunchedTable(size_t pool, const StepAccess& step);
+  void WeakenTagCheck(const StepAccess& step, std::vector<StepAbort>& aborts) const;
   // Planted bugs (sim/faults) acting on the rows of the step just formed in `pool`.
   void PlantRowBugs(size_t pool);
   // Lands the writes of zombies in `pool` (after their checks), then frees their slots.

@@ -45,10 +45,34 @@ TEST(FaultPlanTest, TheControlDoesNotCountAsCorrupting) {
   plan.ppm[static_cast<size_t>(FaultSite::kDoubleFree)] = 1'000'000;
   FaultInjector faults(plan, 3);
   EXPECT_TRUE(faults.Fires(FaultSite::kBatchCompositionNoise));
+  faults.Changed(FaultSite::kBatchCompositionNoise, {});
   EXPECT_EQ(faults.fired_total(), 1);
   EXPECT_EQ(faults.fired_corrupting(), 0);
   EXPECT_TRUE(faults.Fires(FaultSite::kDoubleFree));
+  faults.Changed(FaultSite::kDoubleFree, {0, 4, {9}});
   EXPECT_EQ(faults.fired_corrupting(), 1);
+}
+
+TEST(FaultPlanTest, ABugCountsAsFiredOnlyOnceItChangedSomething) {
+  FaultPlan plan;
+  plan.ppm[static_cast<size_t>(FaultSite::kAbortFreesTreePages)] = 1'000'000;
+  FaultInjector faults(plan, 11);
+  // Drawn, but the cancelled request shared no page with the tree: nothing changed.
+  EXPECT_TRUE(faults.Fires(FaultSite::kAbortFreesTreePages));
+  EXPECT_EQ(faults.drawn(FaultSite::kAbortFreesTreePages), 1);
+  EXPECT_EQ(faults.fired(FaultSite::kAbortFreesTreePages), 0);
+  EXPECT_EQ(faults.fired_corrupting(), 0);
+  EXPECT_FALSE(faults.Touched(1, 7, {3, 5}));
+  // Drawn again, and this time it released pages 3 and 5 of pool 1 for request 7.
+  EXPECT_TRUE(faults.Fires(FaultSite::kAbortFreesTreePages));
+  faults.Changed(FaultSite::kAbortFreesTreePages, {1, 7, {3, 5}});
+  EXPECT_EQ(faults.drawn(FaultSite::kAbortFreesTreePages), 2);
+  EXPECT_EQ(faults.fired(FaultSite::kAbortFreesTreePages), 1);
+  // What it touched: the request anywhere, the pages in their own pool only.
+  EXPECT_TRUE(faults.Touched(0, 7, {}));
+  EXPECT_TRUE(faults.Touched(1, 8, {2, 5}));
+  EXPECT_FALSE(faults.Touched(0, 8, {3, 5}));
+  EXPECT_FALSE(faults.Touched(1, 8, {2, 4}));
 }
 
 TEST(FaultPlanTest, SitesFireAtTheirProbabilityAndOffSitesNever) {
@@ -67,9 +91,10 @@ TEST(FaultPlanTest, SitesFireAtTheirProbabilityAndOffSitesNever) {
   }
   // 5,000 expected; the binomial's standard deviation is 61.
   EXPECT_NEAR(fired, 5000, 300);
-  EXPECT_EQ(a.fired(FaultSite::kNoHitTableZeroed), fired);
-  EXPECT_EQ(a.fired(FaultSite::kDuplicateNotRewritten), 0);
-  EXPECT_EQ(a.fired_total(), fired);
+  EXPECT_EQ(a.drawn(FaultSite::kNoHitTableZeroed), fired);
+  EXPECT_EQ(a.drawn(FaultSite::kDuplicateNotRewritten), 0);
+  // Nothing acted on the draws: no bug counts as fired.
+  EXPECT_EQ(a.fired_total(), 0);
 }
 
 }  // namespace

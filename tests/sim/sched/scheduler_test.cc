@@ -42,10 +42,10 @@ struct Driver {
 
   StepPlan Step() {
     std::vector<RequestEnd> ended;
-    StepPlan plan = scheduler.ScheduleStep(now, nullptr, ended);
+    StepPlan plan = scheduler.ScheduleStep(now, ended);
     rejected += static_cast<int>(ended.size());
     now += 10;
-    scheduler.CompleteStep(plan, std::vector<bool>(plan.rows.size(), true), now, nullptr, ended);
+    scheduler.CompleteStep(plan, std::vector<bool>(plan.rows.size(), true), now, ended);
     for (const RequestEnd& end : ended) {
       if (end.phase == RequestPhase::kFinished) ++finished;
       scheduler.Retire(end.slot);
@@ -127,7 +127,7 @@ TEST(SchedulerTest, WithoutChunkingARecomputationThatCouldOutgrowTheBudgetIsRefu
   const int32_t refused = d.scheduler.Enqueue(Request(0, 60, 40));
   const int32_t fits = d.scheduler.Enqueue(Request(1, 20, 40));
   std::vector<RequestEnd> ended;
-  d.scheduler.ScheduleStep(0, nullptr, ended);
+  d.scheduler.ScheduleStep(0, ended);
   ASSERT_EQ(ended.size(), 1u);
   EXPECT_EQ(d.scheduler.request(refused).phase, RequestPhase::kRejected);
   EXPECT_EQ(d.scheduler.request(refused).generated, 0);
@@ -141,7 +141,7 @@ TEST(SchedulerTest, ARequestThatCanNeverFitIsRejectedWithItsReason) {
   Driver d(SmallConfig(4));
   const int32_t slot = d.scheduler.Enqueue(Request(0, 14, 4));  // 18 tokens: 5 pages of 4
   std::vector<RequestEnd> ended;
-  d.scheduler.ScheduleStep(0, nullptr, ended);
+  d.scheduler.ScheduleStep(0, ended);
   ASSERT_EQ(ended.size(), 1u);
   EXPECT_EQ(d.scheduler.request(slot).phase, RequestPhase::kRejected);
   EXPECT_EQ(d.scheduler.request(slot).end_reason,
@@ -225,17 +225,17 @@ TEST(SchedulerTest, CancellationsOfWaitingRunningAndInFlightRequests) {
   const int32_t b = d.scheduler.Enqueue(Request(1, 6, 8));
   const int32_t c = d.scheduler.Enqueue(Request(2, 6, 8));
   std::vector<RequestEnd> ended;
-  const StepPlan plan = d.scheduler.ScheduleStep(0, nullptr, ended);  // a and b fit; c waits
+  const StepPlan plan = d.scheduler.ScheduleStep(0, ended);  // a and b fit; c waits
   ASSERT_EQ(plan.rows.size(), 2u);
-  EXPECT_TRUE(d.scheduler.Cancel(c, 1, nullptr));   // waiting: ends now
-  EXPECT_FALSE(d.scheduler.Cancel(a, 1, nullptr));  // in the step in flight: after it
+  EXPECT_TRUE(d.scheduler.Cancel(c, 1));   // waiting: ends now
+  EXPECT_FALSE(d.scheduler.Cancel(a, 1));  // in the step in flight: after it
   EXPECT_EQ(d.scheduler.request(a).recorded.size(), 2u);
-  d.scheduler.CompleteStep(plan, {true, true}, 2, nullptr, ended);
+  d.scheduler.CompleteStep(plan, {true, true}, 2, ended);
   ASSERT_EQ(ended.size(), 1u);
   EXPECT_EQ(ended[0].slot, a);
   EXPECT_EQ(d.scheduler.request(a).phase, RequestPhase::kCancelled);
   EXPECT_TRUE(d.scheduler.request(a).recorded.empty());
-  EXPECT_TRUE(d.scheduler.Cancel(b, 3, nullptr));  // running, between steps: ends now
+  EXPECT_TRUE(d.scheduler.Cancel(b, 3));  // running, between steps: ends now
   EXPECT_EQ(d.scheduler.pool().pages_free(), 8);
   EXPECT_TRUE(d.scheduler.CheckSweep().ok());
 }
@@ -244,13 +244,13 @@ TEST(SchedulerTest, AnAbortReleasesOnlyThePagesWhoseGrantStillVerifies) {
   Driver d(SmallConfig(8));
   const int32_t a = d.scheduler.Enqueue(Request(0, 8, 4));
   std::vector<RequestEnd> ended;
-  const StepPlan plan = d.scheduler.ScheduleStep(0, nullptr, ended);
+  const StepPlan plan = d.scheduler.ScheduleStep(0, ended);
   // A bookkeeping bug frees a's second page and the pool hands it out again.
   PagePool& pool = d.scheduler.mutable_pool();
   const int32_t page = d.scheduler.request(a).recorded[1].page;
   ASSERT_TRUE(pool.Release(page).ok());
   ASSERT_EQ(pool.Allocate()->page, page);
-  d.scheduler.Abort(a, 1, "stale tag", nullptr);
+  d.scheduler.Abort(a, 1, "stale tag");
   EXPECT_EQ(d.scheduler.request(a).phase, RequestPhase::kAborted);
   EXPECT_EQ(pool.refcount(page), 1);  // the new owner's reference survives
   EXPECT_EQ(pool.pages_owned(), 1);
@@ -274,7 +274,7 @@ TEST(SchedulerTest, TheSweepCatchesBooksThatDisagreeWithThePool) {
     const int32_t a = d.scheduler.Enqueue(Request(0, 8, 4));
     d.Step();
     const PageGrant kept = d.scheduler.request(a).recorded[0];
-    ASSERT_TRUE(d.scheduler.Cancel(a, 5, nullptr));
+    ASSERT_TRUE(d.scheduler.Cancel(a, 5));
     // A cancelled request that still records a page: it did not release everything.
     d.scheduler.mutable_request(a).recorded.push_back(kept);
     EXPECT_NE(d.scheduler.CheckSweep().message().find("still holds pages"), std::string::npos)

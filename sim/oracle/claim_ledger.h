@@ -1,0 +1,65 @@
+// ClaimLedger: which allocation of each physical page each holder claims, learned from the page
+// pool's own events (PagePoolObserver) and from nothing the scheduler records. The ownership
+// oracle judges every access against the allocation its accessor claims here, so that a bug that
+// makes the scheduler's books agree with the page tags cannot make the oracle agree with them.
+//
+// A request claims the allocation the pool handed it (an Allocate naming it), and the prefix cache
+// the allocations it took a reference to when it inserted them (a Share by kCacheHolder). In the
+// simulated server every page a request shares is one the prefix cache lists, so a request that
+// shares a page takes over the cache's claim on it: it maps what the cache holds, which is an
+// older allocation when a bug freed the page under the cache (docs/integrity.md, "What the oracle
+// trusts").
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "base/status.h"
+#include "sim/memory/page_pool.h"
+
+namespace kvsim {
+
+// An epoch no claim has: the accessor never held the page.
+inline constexpr int64_t kNoClaim = -1;
+
+class ClaimLedger {
+ public:
+  // A ledger for `num_pages` pages, none allocated. OutOfRange outside 1..kMaxPoolPages.
+  static Result<ClaimLedger> Create(int32_t num_pages);
+
+  // The pool allocated `page` to `holder`; `epoch` is the page's allocation count after it.
+  void OnAllocate(int32_t page, PageHolder holder, int64_t epoch);
+  // `holder` took one more reference to `page`, whose allocation count is `epoch`.
+  void OnShare(int32_t page, PageHolder holder, int64_t epoch);
+  // `holder` let go of one reference to `page` (a planted double free included). A holder with no
+  // live claim on the page releases someone else's reference: nothing it claims changes.
+  void OnRelease(int32_t page, PageHolder holder);
+
+  // The newest allocation of `page` that `holder` has a live claim on, or kNoClaim.
+  int64_t LiveClaim(PageHolder holder, int32_t page) const;
+  // For an accessor with no live claim on `page`: the newest claim it released there; else, for a
+  // reader, the prefix cache's newest claim (a request that maps a cached page without taking a
+  // reference reads what the cache holds); else kNoClaim.
+  int64_t PastClaim(PageHolder holder, int32_t page, bool reading) const;
+
+  // The request `holder` ended for good: its released claims are dropped (its live ones stay,
+  // since the pool still counts them).
+  void Forget(PageHolder holder);
+
+  int32_t num_pages() const { return static_cast<int32_t>(live_.size()); }
+
+ private:
+  struct Claim {
+    PageHolder holder = kUnnamedHolder;
+    int64_t epoch = 0;
+  };
+
+  explicit ClaimLedger(int32_t num_pages);
+  std::vector<Claim>& LiveOf(int32_t page);
+  std::vector<std::vector<Claim>> live_;  // [num_pages]: the claims the pool still counts
+  // By request: the newest claim it released on each page it released, as (page, epoch).
+  std::map<PageHolder, std::vector<std::pair<int32_t, int64_t>>> released_;
+};
+
+}  // namespace kvsim

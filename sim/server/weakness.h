@@ -1,0 +1,38 @@
+// Weakness: a flaw planted on purpose in the verification machinery itself (or, for the last, in
+// the server's books), so that a campaign can show it fails when its verdicts should: each makes
+// `kvsim campaign --weaken NAME` exit 1 with the surprise it causes named (docs/faults.md,
+// "Proof that a campaign can fail"). None is ever on in a real run.
+#pragma once
+
+#include <string>
+
+#include "base/status.h"
+
+namespace kvsim::sim {
+
+enum class Weakness : uint8_t {
+  kNone,
+  // Once a planted bug fired, the tag check refuses every row it checks: clean accesses too.
+  kRefuseAfterFault,
+  // The tag check's verdict on a write is dropped for requests with an even id: their stale
+  // writes run.
+  kSkipWriteCheck,
+  // The seal lets a read through when the page it breaches is short of the read by one slot.
+  kSealOneSlotShort,
+  // After the checks passed it, the launched table maps each access's first running row's last
+  // page to the next physical page.
+  kTableAfterCheck,
+  // The server's books follow the pages' tags: before every check, each request's recorded
+  // grants are rewritten to the pages' current grants, so the check finds nothing stale. Only
+  // the oracle, which trusts the pool's events and not the books, still sees the stale accesses.
+  kBooksFollowTags,
+};
+inline constexpr int kWeaknesses = 6;
+
+// "none", "refuse-after-fault", "skip-write-check", "seal-one-slot-short", "table-after-check",
+// "books-follow-tags".
+const char* WeaknessName(Weakness weakness);
+// The weakness named `name`; InvalidArgument listing the names otherwise.
+Result<Weakness> ParseWeakness(const std::string& name);
+
+}  // namespace kvsim::sim
