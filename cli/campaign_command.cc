@@ -45,12 +45,21 @@ std::string OutcomeSummary(const sim::CaseOutcome& o, sim::SurpriseKind kind) {
     fired += fmt::format("{}{} x {}", fired.empty() ? "" : ", ", Grouped(count),
                          sim::FaultSiteName(static_cast<sim::FaultSite>(site)));
   }
+  std::string verdicts;
+  for (int v = 1; v < sim::kAccessVerdicts; ++v) {
+    const int64_t count = o.silent_with(static_cast<AccessVerdict>(v));
+    if (count == 0) continue;
+    verdicts += fmt::format("{}{} {}", verdicts.empty() ? " (" : ", ", Grouped(count),
+                            AccessVerdictName(static_cast<AccessVerdict>(v)));
+  }
+  if (!verdicts.empty()) verdicts += ")";
   return fmt::format(
-      "fired {}; caught {} by the tags, {} by the seal; silent: {} reads, {} writes, {} outputs; "
-      "{} false alarms; {} steps{} -> {}",
+      "fired {}; caught {} by the tags, {} by the seal; silent: {} reads, {} writes{}, {} "
+      "outputs; {} false alarms, {} over-refusals ({} excused); {} steps{} -> {}",
       fired.empty() ? "nothing" : fired, Grouped(o.caught_tag), Grouped(o.caught_seal),
-      Grouped(o.silent_reads), Grouped(o.silent_writes), Grouped(o.bad_outputs),
-      Grouped(o.false_alarms), Grouped(o.steps), o.drained ? "" : " (stopped by a limit)",
+      Grouped(o.silent_reads), Grouped(o.silent_writes), verdicts, Grouped(o.bad_outputs),
+      Grouped(o.false_alarms), Grouped(o.over_refusals + o.over_refusals_excused),
+      Grouped(o.over_refusals_excused), Grouped(o.steps), o.drained ? "" : " (stopped by a limit)",
       kind == sim::SurpriseKind::kNone ? "as the catalogue expects"
                                        : std::string("SURPRISE: ") + SurpriseKindName(kind));
 }

@@ -48,20 +48,45 @@ std::vector<sim::TallyKey> OrderedKeys(const sim::CampaignResults& r) {
 void PrintClassSummary(const sim::CampaignResults& r, std::ostream& out) {
   const std::map<ClassKey, sim::Tally> classes = TalliesByClass(r);
   TextTable table({"class", "mode", "runs", "bug fired", "no bug fired", "caught: tags", "seal",
-                   "silent runs", "silent rate", "false alarms", "stopped", "surprises"});
+                   "silent runs", "silent rate", "false alarms", "over-refusals", "stopped",
+                   "surprises"});
   for (const auto& [key, t] : classes) {
     table.AddRow({key.first.second, sim::TrackerModeName(key.second), Grouped(t.runs),
                   Grouped(t.fired_runs), Grouped(t.runs - t.fired_runs), Grouped(t.caught_tag),
                   Grouped(t.caught_seal), Grouped(t.silent_runs),
-                  Percent(t.silent_runs, t.fired_runs), Grouped(t.false_alarms),
-                  Grouped(t.undrained), Grouped(t.surprises)});
+                  Percent(t.settled_silent_runs(), t.settled_fired_runs()), Grouped(t.false_alarms),
+                  Grouped(t.over_refusals_excused + t.over_refusals), Grouped(t.undrained),
+                  Grouped(t.surprises)});
   }
   out << "  by class (timing and kernel runs together):\n";
   table.Print(out, 2);
-  out << "  no bug fired: the runs in which no planted bug fired, the fault-free runs (the "
-         "control's bug, which fires in kernel mode only and changes no ownership, counts as "
-         "fired); stopped: runs a limit ended before every request settled (a planted bug that "
-         "loses pages can leave a pool too small for what waits)\n";
+  out << "  no bug fired: the runs in which no planted bug changed anything, the fault-free runs "
+         "(the control's bug, which fires in kernel mode only and changes no ownership, counts as "
+         "fired); silent rate: of the runs with a bug fired that settled; over-refusals: rows a "
+         "check refused that the oracle finds right (a surprise unless they touch what a fired "
+         "bug changed); stopped: runs a limit ended before every request settled (a planted bug "
+         "that loses pages can leave a pool too small for what waits), left out of the silent "
+         "rate\n";
+}
+
+// The paired figure: of the cases whose bug corrupted silently with no check, how many also did
+// with the tags, and with the tags and the seal.
+void PrintPaired(const sim::CampaignResults& r, std::ostream& out) {
+  if (r.paired.empty()) return;
+  std::map<std::pair<std::pair<int, std::string>, sim::RunMode>, sim::Paired> classes;
+  for (const auto& [key, p] : r.paired) {
+    classes[{ResultClass(key.first), key.second}].Merge(p);
+  }
+  TextTable table({"class", "run mode", "silent with no check", "with tags", "rate",
+                   "with tags and seal", "rate"});
+  for (const auto& [key, p] : classes) {
+    table.AddRow({key.first.second, sim::RunModeName(key.second), Grouped(p.off_silent),
+                  Grouped(p.tags_silent), Percent(p.tags_silent, p.off_silent),
+                  Grouped(p.seal_silent), Percent(p.seal_silent, p.off_silent)});
+  }
+  out << "  paired: of the cases whose bug corrupted silently with no check, those that also did "
+         "with the tags, and with the tags and the seal (same case, same seed):\n";
+  table.Print(out, 2);
 }
 
 }  // namespace
@@ -118,7 +143,7 @@ void PrintCampaignResults(const sim::CampaignResults& r, std::ostream& out) {
       r.wall_s);
   TextTable table({"row", "class", "mode", "runs", "bug fired", "caught: tags", "seal",
                    "silent runs", "silent rate", "silent reads", "writes", "bad outputs",
-                   "false alarms", "surprises"});
+                   "false alarms", "over-refusals", "surprises"});
   for (const sim::TallyKey& key : OrderedKeys(r)) {
     const sim::Tally& t = r.tallies.at(key);
     const sim::RunMode run_mode = std::get<2>(key);
@@ -126,17 +151,20 @@ void PrintCampaignResults(const sim::CampaignResults& r, std::ostream& out) {
                              (run_mode == sim::RunMode::kKernel ? " (kernel)" : "");
     table.AddRow({std::get<0>(key), RowClass(std::get<0>(key)), mode, Grouped(t.runs),
                   Grouped(t.fired_runs), Grouped(t.caught_tag), Grouped(t.caught_seal),
-                  Grouped(t.silent_runs), Percent(t.silent_runs, t.fired_runs),
+                  Grouped(t.silent_runs), Percent(t.settled_silent_runs(), t.settled_fired_runs()),
                   Grouped(t.silent_reads), Grouped(t.silent_writes), Grouped(t.bad_outputs),
-                  Grouped(t.false_alarms), Grouped(t.surprises)});
+                  Grouped(t.false_alarms), Grouped(t.over_refusals_excused + t.over_refusals),
+                  Grouped(t.surprises)});
   }
   table.Print(out);
-  out << "  bug fired: runs in which a planted bug fired; caught: rows refused by the tag check "
+  out << "  bug fired: runs in which a planted bug fired and changed something; caught: rows "
+         "refused by the tag check "
          "and by the seal; silent runs: runs with an access that ran and was wrong (silent rate "
          "of the runs with a bug fired); silent reads and writes: such accesses, as the ownership "
          "oracle classifies them; bad outputs (kernel mode): outputs outside the reference's "
          "bound and recomputed KV that differs\n";
   PrintClassSummary(r, out);
+  PrintPaired(r, out);
   std::string reached;
   std::string missed;
   for (int site = 0; site < sim::kFaultSites; ++site) {

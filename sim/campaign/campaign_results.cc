@@ -24,7 +24,17 @@ void Tally::Add(const CaseOutcome& o, SurpriseKind judged) {
   silent_writes += o.silent_writes;
   bad_outputs += o.bad_outputs;
   silent_runs += o.silent() ? 1 : 0;
+  for (size_t v = 0; v < read_verdicts.size(); ++v) {
+    read_verdicts[v] += o.read_verdicts[v];
+    write_verdicts[v] += o.write_verdicts[v];
+  }
   false_alarms += o.false_alarms;
+  over_refusals_excused += o.over_refusals_excused;
+  over_refusals += o.over_refusals;
+  if (!o.drained && fires > 0) {
+    ++stopped_fired_runs;
+    stopped_silent_runs += o.silent() ? 1 : 0;
+  }
   escapes_predicted += o.escapes_predicted;
   escapes_unpredicted += o.escapes_unpredicted;
   errors += o.error ? 1 : 0;
@@ -44,7 +54,15 @@ void Tally::Merge(const Tally& t) {
   silent_writes += t.silent_writes;
   bad_outputs += t.bad_outputs;
   silent_runs += t.silent_runs;
+  for (size_t v = 0; v < read_verdicts.size(); ++v) {
+    read_verdicts[v] += t.read_verdicts[v];
+    write_verdicts[v] += t.write_verdicts[v];
+  }
   false_alarms += t.false_alarms;
+  over_refusals_excused += t.over_refusals_excused;
+  over_refusals += t.over_refusals;
+  stopped_fired_runs += t.stopped_fired_runs;
+  stopped_silent_runs += t.stopped_silent_runs;
   escapes_predicted += t.escapes_predicted;
   escapes_unpredicted += t.escapes_unpredicted;
   errors += t.errors;
@@ -59,7 +77,10 @@ bool Tally::operator==(const Tally& t) const {
          caught_tag == t.caught_tag && caught_seal == t.caught_seal &&
          silent_reads == t.silent_reads && silent_writes == t.silent_writes &&
          bad_outputs == t.bad_outputs && silent_runs == t.silent_runs &&
-         false_alarms == t.false_alarms && escapes_predicted == t.escapes_predicted &&
+         read_verdicts == t.read_verdicts && write_verdicts == t.write_verdicts &&
+         false_alarms == t.false_alarms && over_refusals_excused == t.over_refusals_excused &&
+         over_refusals == t.over_refusals && stopped_fired_runs == t.stopped_fired_runs &&
+         stopped_silent_runs == t.stopped_silent_runs && escapes_predicted == t.escapes_predicted &&
          escapes_unpredicted == t.escapes_unpredicted && errors == t.errors &&
          crashes == t.crashes && undrained == t.undrained && surprises == t.surprises &&
          steps == t.steps;
@@ -78,6 +99,33 @@ void CampaignResults::Add(const CaseOutcome& o, SurpriseKind judged) {
   for (size_t code = 0; code < aborts.size(); ++code) aborts[code] += o.aborts[code];
   sealed += o.caught_seal;
   ++runs;
+}
+
+void Paired::Merge(const Paired& other) {
+  off_silent += other.off_silent;
+  tags_silent += other.tags_silent;
+  seal_silent += other.seal_silent;
+}
+
+bool Paired::operator==(const Paired& other) const {
+  return off_silent == other.off_silent && tags_silent == other.tags_silent &&
+         seal_silent == other.seal_silent;
+}
+
+void CampaignResults::AddPaired(const std::vector<CaseOutcome>& case_runs) {
+  const CaseOutcome* by_mode[kTrackerModes] = {};
+  for (const CaseOutcome& run : case_runs) by_mode[static_cast<size_t>(run.mode)] = &run;
+  const CaseOutcome* off = by_mode[static_cast<size_t>(TrackerMode::kOff)];
+  if (off == nullptr || off->error || off->crashed || !off->drained || !off->silent() ||
+      off->fired_corrupting() == 0) {
+    return;
+  }
+  Paired& p = paired[{off->row, off->run_mode}];
+  ++p.off_silent;
+  const CaseOutcome* tags = by_mode[static_cast<size_t>(TrackerMode::kTags)];
+  const CaseOutcome* seal = by_mode[static_cast<size_t>(TrackerMode::kSeal)];
+  p.tags_silent += tags != nullptr && tags->silent() ? 1 : 0;
+  p.seal_silent += seal != nullptr && seal->silent() ? 1 : 0;
 }
 
 int64_t CampaignResults::total_surprises() const {
@@ -105,6 +153,7 @@ Status MergeResults(const CampaignResults& shard, CampaignResults& into) {
   }
   std::sort(into.shards.begin(), into.shards.end());
   for (const auto& [key, tally] : shard.tallies) into.tallies[key].Merge(tally);
+  for (const auto& [key, pair] : shard.paired) into.paired[key].Merge(pair);
   for (size_t i = 0; i < into.site_runs.size(); ++i) into.site_runs[i] += shard.site_runs[i];
   for (size_t i = 0; i < into.aborts.size(); ++i) into.aborts[i] += shard.aborts[i];
   into.sealed += shard.sealed;
@@ -118,6 +167,24 @@ Status MergeResults(const CampaignResults& shard, CampaignResults& into) {
 
 namespace {
 
+// Silent accesses by verdict, named as in run reports ("ok" left out: it stays 0).
+ordered_json VerdictsJson(const std::array<int64_t, kAccessVerdicts>& counts) {
+  ordered_json j;
+  for (int v = 1; v < kAccessVerdicts; ++v) {
+    j[AccessVerdictKey(static_cast<AccessVerdict>(v))] = counts[static_cast<size_t>(v)];
+  }
+  return j;
+}
+
+std::array<int64_t, kAccessVerdicts> VerdictsFrom(const ordered_json& j) {
+  std::array<int64_t, kAccessVerdicts> counts{};
+  for (int v = 1; v < kAccessVerdicts; ++v) {
+    counts[static_cast<size_t>(v)] =
+        j.at(AccessVerdictKey(static_cast<AccessVerdict>(v))).get<int64_t>();
+  }
+  return counts;
+}
+
 ordered_json TallyJson(const Tally& t) {
   return {{"runs", t.runs},
           {"fired_runs", t.fired_runs},
@@ -128,7 +195,13 @@ ordered_json TallyJson(const Tally& t) {
           {"silent_writes", t.silent_writes},
           {"bad_outputs", t.bad_outputs},
           {"silent_runs", t.silent_runs},
+          {"read_verdicts", VerdictsJson(t.read_verdicts)},
+          {"write_verdicts", VerdictsJson(t.write_verdicts)},
           {"false_alarms", t.false_alarms},
+          {"over_refusals_excused", t.over_refusals_excused},
+          {"over_refusals", t.over_refusals},
+          {"stopped_fired_runs", t.stopped_fired_runs},
+          {"stopped_silent_runs", t.stopped_silent_runs},
           {"escapes_predicted", t.escapes_predicted},
           {"escapes_unpredicted", t.escapes_unpredicted},
           {"errors", t.errors},
@@ -149,7 +222,13 @@ Tally TallyFrom(const ordered_json& j) {
   t.silent_writes = j.at("silent_writes").get<int64_t>();
   t.bad_outputs = j.at("bad_outputs").get<int64_t>();
   t.silent_runs = j.at("silent_runs").get<int64_t>();
+  t.read_verdicts = VerdictsFrom(j.at("read_verdicts"));
+  t.write_verdicts = VerdictsFrom(j.at("write_verdicts"));
   t.false_alarms = j.at("false_alarms").get<int64_t>();
+  t.over_refusals_excused = j.at("over_refusals_excused").get<int64_t>();
+  t.over_refusals = j.at("over_refusals").get<int64_t>();
+  t.stopped_fired_runs = j.at("stopped_fired_runs").get<int64_t>();
+  t.stopped_silent_runs = j.at("stopped_silent_runs").get<int64_t>();
   t.escapes_predicted = j.at("escapes_predicted").get<int64_t>();
   t.escapes_unpredicted = j.at("escapes_unpredicted").get<int64_t>();
   t.errors = j.at("errors").get<int64_t>();
@@ -166,6 +245,7 @@ Result<RunMode> RunModeFrom(const std::string& text) { return ParseRunMode(text)
 
 std::string ResultsToJson(const CampaignResults& r) {
   ordered_json j;
+  j["kvsim_campaign"] = kCampaignFormatVersion;
   std::vector<std::string> modes;
   for (TrackerMode mode : r.spec.modes) modes.push_back(TrackerModeName(mode));
   j["campaign"] = {{"seed", FormatSeed(r.spec.seed)},
@@ -187,6 +267,15 @@ std::string ResultsToJson(const CampaignResults& r) {
     rows.push_back(row);
   }
   j["tallies"] = rows;
+  ordered_json paired = ordered_json::array();
+  for (const auto& [key, p] : r.paired) {
+    paired.push_back({{"row", key.first},
+                      {"run_mode", RunModeName(key.second)},
+                      {"off_silent", p.off_silent},
+                      {"tags_silent", p.tags_silent},
+                      {"seal_silent", p.seal_silent}});
+  }
+  j["paired"] = paired;
   ordered_json sites;
   for (int site = 0; site < kFaultSites; ++site) {
     sites[FaultSiteName(static_cast<FaultSite>(site))] = r.site_runs[static_cast<size_t>(site)];
@@ -221,6 +310,16 @@ Result<CampaignResults> ResultsFromJson(const std::string& text, const std::stri
   if (j.is_discarded() || !j.is_object()) {
     return InvalidArgumentError(path + ": not a JSON campaign report");
   }
+  const auto version = j.find("kvsim_campaign");
+  const std::string found = version == j.end() ? "1 (no 'kvsim_campaign' field)"
+                                               : version->dump() + " ('kvsim_campaign')";
+  if (version == j.end() || !version->is_number_integer() ||
+      version->get<int64_t>() != kCampaignFormatVersion) {
+    return InvalidArgumentError(path + ": a campaign report of format version " + found +
+                                "; this kvsim reads version " +
+                                std::to_string(kCampaignFormatVersion) +
+                                ": run the campaign (or the shard) again with this kvsim");
+  }
   try {
     CampaignResults r;
     const ordered_json& c = j.at("campaign");
@@ -244,6 +343,14 @@ Result<CampaignResults> ResultsFromJson(const std::string& text, const std::stri
                              RunModeFrom(row.at("run_mode").get<std::string>()));
       r.tallies[{row.at("row").get<std::string>(), mode, run_mode}] = TallyFrom(row);
     }
+    for (const auto& row : j.at("paired")) {
+      KVSIM_ASSIGN_OR_RETURN(const RunMode run_mode,
+                             RunModeFrom(row.at("run_mode").get<std::string>()));
+      Paired& p = r.paired[{row.at("row").get<std::string>(), run_mode}];
+      p.off_silent = row.at("off_silent").get<int64_t>();
+      p.tags_silent = row.at("tags_silent").get<int64_t>();
+      p.seal_silent = row.at("seal_silent").get<int64_t>();
+    }
     const ordered_json& coverage = j.at("coverage");
     for (int site = 0; site < kFaultSites; ++site) {
       r.site_runs[static_cast<size_t>(site)] =
@@ -262,9 +369,10 @@ Result<CampaignResults> ResultsFromJson(const std::string& text, const std::stri
       KVSIM_ASSIGN_OR_RETURN(surprise.mode, ParseTrackerMode(s.at("mode").get<std::string>()));
       KVSIM_ASSIGN_OR_RETURN(surprise.run_mode, RunModeFrom(s.at("run_mode").get<std::string>()));
       const std::string kind = s.at("kind").get<std::string>();
-      for (SurpriseKind k : {SurpriseKind::kSilentCorruption, SurpriseKind::kFalseAlarm,
-                             SurpriseKind::kError, SurpriseKind::kCrash}) {
-        if (kind == SurpriseKindName(k)) surprise.kind = k;
+      for (int k = 1; k < kSurpriseKinds; ++k) {
+        if (kind == SurpriseKindName(static_cast<SurpriseKind>(k))) {
+          surprise.kind = static_cast<SurpriseKind>(k);
+        }
       }
       surprise.detail = s.at("detail").get<std::string>();
       surprise.replay = s.at("replay").get<std::string>();

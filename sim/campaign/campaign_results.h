@@ -27,7 +27,16 @@ struct Tally {
   int64_t silent_writes = 0;
   int64_t bad_outputs = 0;
   int64_t silent_runs = 0;  // runs with at least one silent corruption
+  // Silent accesses by the oracle's verdict (AccessVerdict order; index 0 stays 0).
+  std::array<int64_t, kAccessVerdicts> read_verdicts{};
+  std::array<int64_t, kAccessVerdicts> write_verdicts{};
   int64_t false_alarms = 0;
+  int64_t over_refusals_excused = 0;  // refusals of right accesses a fired bug touched
+  int64_t over_refusals = 0;          // refusals of right accesses no fired bug touched
+  // Runs a limit stopped in which a bug fired, and of those the silent ones: kept out of the
+  // silent rate, which is over the runs that settled.
+  int64_t stopped_fired_runs = 0;
+  int64_t stopped_silent_runs = 0;
   int64_t escapes_predicted = 0;  // wrong-page accesses through the tags, as predicted
   int64_t escapes_unpredicted = 0;
   int64_t errors = 0;
@@ -39,10 +48,27 @@ struct Tally {
   void Add(const CaseOutcome& outcome, SurpriseKind judged);
   void Merge(const Tally& other);
   bool operator==(const Tally& other) const;
+  // Runs in which a bug fired, and of those the silent ones, among the runs that settled.
+  int64_t settled_fired_runs() const { return fired_runs - stopped_fired_runs; }
+  int64_t settled_silent_runs() const { return silent_runs - stopped_silent_runs; }
 };
 
 // (row, tracker mode, run mode).
 using TallyKey = std::tuple<std::string, TrackerMode, RunMode>;
+
+// The paired figure of one row and run mode: the cases run in every tracker mode whose bug
+// corrupted silently with no check (the run settled), and of those the ones that also did with
+// the tags, and with the tags and the seal. The modes run the same case identically until the
+// first refusal, so these compare like with like.
+struct Paired {
+  int64_t off_silent = 0;
+  int64_t tags_silent = 0;
+  int64_t seal_silent = 0;
+
+  void Merge(const Paired& other);
+  bool operator==(const Paired& other) const;
+};
+using PairedKey = std::pair<std::string, RunMode>;
 
 // A run the catalogue did not expect, with what reproduces it.
 struct Surprise {
@@ -64,6 +90,7 @@ struct CampaignResults {
   CampaignSpec spec;
   std::vector<int32_t> shards;  // the shard indices these results hold, ascending
   std::map<TallyKey, Tally> tallies;
+  std::map<PairedKey, Paired> paired;            // when the campaign runs every tracker mode
   std::array<int64_t, kFaultSites> site_runs{};  // runs in which each site fired
   std::array<int64_t, kAbortCodes> aborts{};     // rows the tag check refused, by code
   int64_t sealed = 0;                            // rows the seal refused
@@ -73,11 +100,18 @@ struct CampaignResults {
   double wall_s = 0;  // summed over shards
 
   void Add(const CaseOutcome& outcome, SurpriseKind judged);
+  // Adds one case's runs of one run mode, every tracker mode's, to the paired figures.
+  void AddPaired(const std::vector<CaseOutcome>& case_runs);
   int64_t total_surprises() const;
 };
 
 // Adds `shard` to `into`: same campaign, shards not yet in `into`. InvalidArgument otherwise.
 Status MergeResults(const CampaignResults& shard, CampaignResults& into);
+
+// The format of a campaign's JSON (its "kvsim_campaign" field), raised whenever the JSON or what
+// its counts mean changes; reports without the field are of format 1. `campaign merge` reads
+// this version only.
+inline constexpr int kCampaignFormatVersion = 2;
 
 // The results as JSON (kvsim campaign --json) and back. Every count, the spec, the shards, the
 // surprises; the wall time under "wall_s" (the one field two runs of a campaign need not share).

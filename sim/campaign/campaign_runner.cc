@@ -39,6 +39,10 @@ std::string OutcomeLine(const CaseOutcome& o) {
             {"aborts", o.aborts},
             {"sr", o.silent_reads},
             {"sw", o.silent_writes},
+            {"rv", o.read_verdicts},
+            {"wv", o.write_verdicts},
+            {"or", o.over_refusals},
+            {"ore", o.over_refusals_excused},
             {"bad", o.bad_outputs},
             {"fa", o.false_alarms},
             {"ep", o.escapes_predicted},
@@ -66,6 +70,10 @@ std::optional<CaseOutcome> ParseOutcomeLine(const std::string& text) {
     o.aborts = j.at("aborts").get<std::array<int64_t, kAbortCodes>>();
     o.silent_reads = j.at("sr").get<int64_t>();
     o.silent_writes = j.at("sw").get<int64_t>();
+    o.read_verdicts = j.at("rv").get<std::array<int64_t, kAccessVerdicts>>();
+    o.write_verdicts = j.at("wv").get<std::array<int64_t, kAccessVerdicts>>();
+    o.over_refusals = j.at("or").get<int64_t>();
+    o.over_refusals_excused = j.at("ore").get<int64_t>();
     o.bad_outputs = j.at("bad").get<int64_t>();
     o.false_alarms = j.at("fa").get<int64_t>();
     o.escapes_predicted = j.at("ep").get<int64_t>();
@@ -353,6 +361,8 @@ Result<CampaignResults> RunCampaign(const CampaignSpec& spec, const std::vector<
     SurpriseKind kind;
   };
   std::vector<Pending> surprising;
+  // Each worker's runs of the case it is on, for the paired figures once the case is whole.
+  std::vector<std::vector<CaseOutcome>> case_runs(workers.size());
   int64_t cases_done = 0;
   std::string failure;
   const auto fold = [&](const CaseOutcome& outcome, bool narrow) {
@@ -398,8 +408,18 @@ Result<CampaignResults> RunCampaign(const CampaignSpec& spec, const std::vector<
             if (!outcome) return InternalError("a worker wrote an unreadable line: " + line);
             Result<Scenario> drawn = parent.Draw(outcome->case_index);
             fold(*outcome, drawn.ok() && NarrowTags(*drawn));
+            case_runs[owners[f]].push_back(*outcome);
             w.k = -1;
           } else if (line.rfind("C ", 0) == 0) {
+            std::vector<CaseOutcome>& runs = case_runs[owners[f]];
+            for (RunMode run_mode : {RunMode::kTiming, RunMode::kKernel}) {
+              std::vector<CaseOutcome> of_mode;
+              for (const CaseOutcome& run : runs) {
+                if (run.run_mode == run_mode) of_mode.push_back(run);
+              }
+              results.AddPaired(of_mode);
+            }
+            runs.clear();
             ++cases_done;
             w.case_index += w.step;
             ++results.cases;
@@ -435,6 +455,7 @@ Result<CampaignResults> RunCampaign(const CampaignSpec& spec, const std::vector<
       crash.crashed = true;
       crash.detail = "the run's process " + (died.empty() ? "stopped" : died);
       fold(crash, false);
+      case_runs[owners[f]].clear();  // a case with a crashed run is left out of the pairs
       ++cases_done;
       ++results.cases;
       const size_t next = w.case_index + w.step;

@@ -22,9 +22,13 @@ CaseOutcome OutcomeOf(const RunReport& report) {
   }
   // Verdict 0 is "ok"; every other verdict is an access that ran and was wrong.
   for (int v = 1; v < kAccessVerdicts; ++v) {
+    o.read_verdicts[static_cast<size_t>(v)] = report.integrity.reads[static_cast<size_t>(v)];
+    o.write_verdicts[static_cast<size_t>(v)] = report.integrity.writes[static_cast<size_t>(v)];
     o.silent_reads += report.integrity.reads[static_cast<size_t>(v)];
     o.silent_writes += report.integrity.writes[static_cast<size_t>(v)];
   }
+  o.over_refusals_excused = report.integrity.over_refusals_excused;
+  o.over_refusals = report.integrity.over_refusals;
   o.bad_outputs = report.kernel.outputs_outside_bound + report.kernel.gemm_outside_bound +
                   report.kernel.rewrites_differing;
   o.false_alarms = report.findings_by_kind[static_cast<size_t>(Finding::Kind::kFalseAlarm)];
@@ -49,6 +53,10 @@ const char* SurpriseKindName(SurpriseKind kind) {
       return "silent corruption";
     case SurpriseKind::kFalseAlarm:
       return "false alarm";
+    case SurpriseKind::kOverRefusal:
+      return "over-refusal";
+    case SurpriseKind::kStopped:
+      return "stopped";
     case SurpriseKind::kError:
       return "error";
     case SurpriseKind::kCrash:
@@ -57,26 +65,51 @@ const char* SurpriseKindName(SurpriseKind kind) {
   return "unknown";
 }
 
+namespace {
+
+// Whether a bug of class `expected` fired in the run.
+bool FiredClass(const CaseOutcome& outcome, FaultClass expected) {
+  for (int site = 0; site < kFaultSites; ++site) {
+    if (outcome.fired[static_cast<size_t>(site)] > 0 &&
+        FaultSiteExpected(static_cast<FaultSite>(site)) == expected) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 SurpriseKind Judge(const CaseOutcome& outcome, bool narrow_tags) {
   if (outcome.crashed) return SurpriseKind::kCrash;
   if (outcome.error) return SurpriseKind::kError;
   if (outcome.false_alarms > 0) return SurpriseKind::kFalseAlarm;
+  if (outcome.over_refusals > 0) return SurpriseKind::kOverRefusal;
+  const bool corrupting = outcome.fired_corrupting() > 0;
+  if (!outcome.drained && !corrupting) return SurpriseKind::kStopped;
   if (!outcome.silent()) return SurpriseKind::kNone;
-  if (outcome.fired_corrupting() == 0) return SurpriseKind::kSilentCorruption;
+  if (!corrupting) return SurpriseKind::kSilentCorruption;
   if (outcome.mode == TrackerMode::kOff) return SurpriseKind::kNone;
-  // Narrow tags let stale accesses through, but only where the escape condition says they can.
-  if (narrow_tags) {
-    return outcome.escapes_unpredicted > 0 ? SurpriseKind::kSilentCorruption : SurpriseKind::kNone;
+  // The tags were on: every class of access that ran wrong needs a bug that explains it past them.
+  const int64_t stale = outcome.silent_with(AccessVerdict::kWrongPage) +
+                        outcome.silent_with(AccessVerdict::kForeignWrite);
+  const bool escapes_predicted = narrow_tags && outcome.escapes_unpredicted == 0;
+  if (stale > 0 && !escapes_predicted) return SurpriseKind::kSilentCorruption;
+  const bool s_excused =
+      outcome.mode == TrackerMode::kTags && FiredClass(outcome, FaultClass::kWrittenState);
+  if (outcome.silent_with(AccessVerdict::kUnwritten) > 0 && !s_excused) {
+    return SurpriseKind::kSilentCorruption;
   }
-  for (int site = 0; site < kFaultSites; ++site) {
-    if (outcome.fired[static_cast<size_t>(site)] == 0) continue;
-    const FaultClass expected = FaultSiteExpected(static_cast<FaultSite>(site));
-    if (expected == FaultClass::kNone) return SurpriseKind::kNone;
-    if (expected == FaultClass::kWrittenState && outcome.mode == TrackerMode::kTags) {
-      return SurpriseKind::kNone;
-    }
+  if (outcome.silent_with(AccessVerdict::kWrongContent) > 0 &&
+      !FiredClass(outcome, FaultClass::kNone)) {
+    return SurpriseKind::kSilentCorruption;
   }
-  return SurpriseKind::kSilentCorruption;
+  // Kernel outputs out of their bound follow from accesses that ran wrong; with none, the
+  // kernels themselves are wrong.
+  if (outcome.bad_outputs > 0 && outcome.silent_reads + outcome.silent_writes == 0) {
+    return SurpriseKind::kSilentCorruption;
+  }
+  return SurpriseKind::kNone;
 }
 
 }  // namespace kvsim::sim

@@ -1,7 +1,8 @@
 // CaseOutcome: what one campaign run did, reduced to what a campaign counts, and the catalogue's
-// verdict on it: a surprise is a run that did what the catalogue says it cannot (a silent
-// corruption where a layer that ran should have caught it, a check that fired with no bug planted,
-// an error of the simulator, a crash).
+// verdict on it: a surprise is a run that did what the catalogue says it cannot (an access that
+// ran wrong of a class no bug that fired can explain past the layers that ran, a check that fired
+// with no bug planted, a refusal of a right access no bug touched, a run stopped by its time limit
+// with no bug fired, an error of the simulator, a crash).
 #pragma once
 
 #include <array>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "sim/campaign/campaign_spec.h"
+#include "sim/oracle/ownership_oracle.h"
 #include "sim/report/run_report.h"
 #include "sim/scenario/scenario.h"
 
@@ -32,13 +34,19 @@ struct CaseOutcome {
   int64_t caught_seal = 0;  // rows the seal refused
   std::array<int64_t, kAbortCodes> aborts{};
   // Accesses that ran and were wrong, as the ownership oracle classifies them: the silent
-  // corruptions.
+  // corruptions, in all and by verdict (AccessVerdict order; index 0, ok, stays 0).
   int64_t silent_reads = 0;
   int64_t silent_writes = 0;
+  std::array<int64_t, kAccessVerdicts> read_verdicts{};
+  std::array<int64_t, kAccessVerdicts> write_verdicts{};
   // Kernel mode: attention or projection outputs outside the reference's bound, and recomputed
   // positions whose stored bits differ from their first write.
   int64_t bad_outputs = 0;
   int64_t false_alarms = 0;
+  // Refusals of accesses the oracle finds right, after a bug fired: excused when the access
+  // touched what a fired bug changed, a surprise otherwise.
+  int64_t over_refusals_excused = 0;
+  int64_t over_refusals = 0;
   // Wrong-page accesses that passed the tag check, as its escape condition predicts them or not
   // (IntegrityCounts).
   int64_t escapes_predicted = 0;
@@ -49,20 +57,37 @@ struct CaseOutcome {
 
   int64_t fired_corrupting() const;
   bool silent() const { return silent_reads + silent_writes + bad_outputs > 0; }
+  // Silent accesses, reads and writes, with `verdict`.
+  int64_t silent_with(AccessVerdict verdict) const {
+    return read_verdicts[static_cast<size_t>(verdict)] +
+           write_verdicts[static_cast<size_t>(verdict)];
+  }
 };
 
 // The outcome of a run that ended with `report`.
 CaseOutcome OutcomeOf(const RunReport& report);
 
-enum class SurpriseKind : uint8_t { kNone, kSilentCorruption, kFalseAlarm, kError, kCrash };
-// "none", "silent corruption", "false alarm", "error", "crash".
+enum class SurpriseKind : uint8_t {
+  kNone,
+  kSilentCorruption,
+  kFalseAlarm,
+  kOverRefusal,
+  kStopped,
+  kError,
+  kCrash,
+};
+inline constexpr int kSurpriseKinds = 7;
+// "none", "silent corruption", "false alarm", "over-refusal", "stopped", "error", "crash".
 const char* SurpriseKindName(SurpriseKind kind);
 
-// The catalogue's verdict. A silent corruption is expected with no check (mode off) once a bug
-// that corrupts fired; with the tags only when a fired bug is of class S or N; with tags and seal
-// only when one is of class N; and never with no such bug fired. Narrow tags (width below 16 bits)
-// may let a stale access through, as docs/integrity.md predicts: their silent corruptions are
-// measured, and a surprise only when an escape is one the escape condition does not predict.
+// The catalogue's verdict. With no check (mode off) every silent corruption is expected once a bug
+// that corrupts fired, and none without one. With the tags on, each class of silent access is
+// excused only by a fired bug the layers that ran cannot catch: unwritten slots by an S bug with
+// the tags alone (the seal catches them), wrong content by an N bug; a wrong-page access or a read
+// of a foreign write never, except with narrow tags (width below 16 bits) when every escape of the
+// check is one docs/integrity.md's escape condition predicts; kernel outputs out of bound only
+// beside such excused accesses. A run stopped by its time limit with no corrupting bug fired is a
+// surprise (a livelock); so are false alarms and unexcused over-refusals.
 SurpriseKind Judge(const CaseOutcome& outcome, bool narrow_tags);
 
 }  // namespace kvsim::sim

@@ -68,15 +68,24 @@ int64_t ClaimLedger::LiveClaim(PageHolder holder, int32_t page) const {
   return newest;
 }
 
-int64_t ClaimLedger::PastClaim(PageHolder holder, int32_t page, bool reading) const {
+std::vector<int64_t> ClaimLedger::LiveClaims(PageHolder holder, int32_t page) const {
+  std::vector<int64_t> claims;
+  if (page < 0 || page >= num_pages()) return claims;
+  for (const Claim& claim : live_[static_cast<size_t>(page)]) {
+    if (claim.holder == holder) claims.push_back(claim.epoch);
+  }
+  std::sort(claims.begin(), claims.end());
+  return claims;
+}
+
+int64_t ClaimLedger::ReleasedClaim(PageHolder holder, int32_t page) const {
   if (page < 0 || page >= num_pages()) return kNoClaim;
   const auto history = released_.find(holder);
-  if (history != released_.end()) {
-    for (const auto& [released_page, epoch] : history->second) {
-      if (released_page == page) return epoch;
-    }
+  if (history == released_.end()) return kNoClaim;
+  for (const auto& [released_page, epoch] : history->second) {
+    if (released_page == page) return epoch;
   }
-  return reading ? LiveClaim(kCacheHolder, page) : kNoClaim;
+  return kNoClaim;
 }
 
 void ClaimLedger::Forget(PageHolder holder) { released_.erase(holder); }

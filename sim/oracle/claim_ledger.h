@@ -7,8 +7,10 @@
 // the allocations it took a reference to when it inserted them (a Share by kCacheHolder). In the
 // simulated server every page a request shares is one the prefix cache lists, so a request that
 // shares a page takes over the cache's claim on it: it maps what the cache holds, which is an
-// older allocation when a bug freed the page under the cache (docs/integrity.md, "What the oracle
-// trusts").
+// older allocation when a bug freed the page under the cache. What a holder released stays known
+// until the request is forgotten: a request that still maps a page it let go of (a zombie's
+// write, a duplicate freed but not unmapped) is judged against it (docs/integrity.md, "What the
+// oracle trusts").
 #pragma once
 
 #include <cstdint>
@@ -38,10 +40,14 @@ class ClaimLedger {
 
   // The newest allocation of `page` that `holder` has a live claim on, or kNoClaim.
   int64_t LiveClaim(PageHolder holder, int32_t page) const;
-  // For an accessor with no live claim on `page`: the newest claim it released there; else, for a
-  // reader, the prefix cache's newest claim (a request that maps a cached page without taking a
-  // reference reads what the cache holds); else kNoClaim.
-  int64_t PastClaim(PageHolder holder, int32_t page, bool reading) const;
+  // Every allocation of `page` that `holder` has a live claim on (more than one only after a
+  // double free granted it the page twice), oldest first.
+  std::vector<int64_t> LiveClaims(PageHolder holder, int32_t page) const;
+  // The newest claim `holder` released on `page` (and has not claimed again since it was last
+  // forgotten), or kNoClaim.
+  int64_t ReleasedClaim(PageHolder holder, int32_t page) const;
+  // The prefix cache's newest live claim on `page`, or kNoClaim.
+  int64_t CacheClaim(int32_t page) const { return LiveClaim(kCacheHolder, page); }
 
   // The request `holder` ended for good: its released claims are dropped (its live ones stay,
   // since the pool still counts them).

@@ -26,6 +26,22 @@ const char* AccessVerdictName(AccessVerdict verdict) {
   return "unknown";
 }
 
+const char* AccessVerdictKey(AccessVerdict verdict) {
+  switch (verdict) {
+    case AccessVerdict::kOk:
+      return "ok";
+    case AccessVerdict::kWrongPage:
+      return "wrong_page";
+    case AccessVerdict::kUnwritten:
+      return "unwritten";
+    case AccessVerdict::kForeignWrite:
+      return "foreign_write";
+    case AccessVerdict::kWrongContent:
+      return "wrong_content";
+  }
+  return "unknown";
+}
+
 Result<OwnershipOracle> OwnershipOracle::Create(int32_t num_pages, int32_t page_size) {
   if (num_pages < 1 || num_pages > kMaxPoolPages) {
     return OutOfRangeError("ownership oracle: num_pages " + std::to_string(num_pages) +

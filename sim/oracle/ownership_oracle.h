@@ -45,6 +45,8 @@ enum class AccessVerdict : uint8_t {
 
 // "ok", "wrong page", "unwritten", "foreign write", "wrong content".
 const char* AccessVerdictName(AccessVerdict verdict);
+// The same as a JSON key: "ok", "wrong_page", "unwritten", "foreign_write", "wrong_content".
+const char* AccessVerdictKey(AccessVerdict verdict);
 
 // The allocation count of every page and the writer of every token slot of one page pool. A value
 // type (copyable: checkers copy it to branch a state); not thread-safe. Every call is O(1) and

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/seed.h"
+#include "sim/oracle/ownership_oracle.h"
 
 namespace kvsim::sim {
 namespace {
@@ -22,9 +23,7 @@ ordered_json LatencyJson(const LatencySummary& s) {
 }
 
 const char* VerdictName(size_t verdict) {
-  static const char* const kNames[kAccessVerdicts] = {"ok", "wrong_page", "unwritten",
-                                                      "foreign_write", "wrong_content"};
-  return kNames[verdict];
+  return AccessVerdictKey(static_cast<AccessVerdict>(verdict));
 }
 
 const char* AbortName(size_t code) {
@@ -37,7 +36,7 @@ const char* AbortName(size_t code) {
 
 void WriteReportJson(const RunReport& r, const ReportContext& context, std::ostream& out) {
   ordered_json j;
-  j["kvsim_report"] = 1;
+  j["kvsim_report"] = kReportFormatVersion;
   j["scenario"] = {{"name", r.scenario},
                    {"argument", context.scenario_argument},
                    {"path", context.scenario_path},
@@ -89,16 +88,20 @@ void WriteReportJson(const RunReport& r, const ReportContext& context, std::ostr
     reads[VerdictName(v)] = r.integrity.reads[v];
   }
   ordered_json fired;
+  ordered_json drawn;
   for (int site = 0; site < kFaultSites; ++site) {
     fired[FaultSiteName(static_cast<FaultSite>(site))] = r.faults_fired[static_cast<size_t>(site)];
+    drawn[FaultSiteName(static_cast<FaultSite>(site))] = r.faults_drawn[static_cast<size_t>(site)];
   }
-  j["faults"] = {{"fired", fired}, {"pool_refusals", r.pool_refusals}};
+  j["faults"] = {{"fired", fired}, {"drawn", drawn}, {"pool_refusals", r.pool_refusals}};
   j["integrity"] = {{"caught", r.integrity.caught},
                     {"sealed", r.integrity.sealed},
                     {"write_checks", r.integrity.write_checks},
                     {"read_checks", r.integrity.read_checks},
                     {"rows_checked", r.integrity.rows_checked},
                     {"aborts", aborts},
+                    {"over_refusals_excused", r.integrity.over_refusals_excused},
+                    {"over_refusals", r.integrity.over_refusals},
                     {"oracle_writes", writes},
                     {"oracle_reads", reads}};
   if (r.kernel.enabled) {
@@ -155,6 +158,19 @@ Result<ReplayInput> ReadReplayInput(const std::string& json_text, const std::str
   const nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return InvalidArgumentError(path + ": not a JSON report written by kvsim run --json");
+  }
+  const auto version = j.find("kvsim_report");
+  if (version == j.end() || !version->is_number_integer()) {
+    return InvalidArgumentError(path +
+                                ": no integer 'kvsim_report' (the report's format "
+                                "version); this kvsim reads version " +
+                                std::to_string(kReportFormatVersion));
+  }
+  if (version->get<int64_t>() != kReportFormatVersion) {
+    return InvalidArgumentError(path + ": a report of format version " + version->dump() +
+                                " ('kvsim_report'); this kvsim reads version " +
+                                std::to_string(kReportFormatVersion) +
+                                ": run the scenario again with this kvsim");
   }
   const auto text_at = [&](const char* section, const char* key) -> Result<std::string> {
     const auto outer = j.find(section);

@@ -10,6 +10,10 @@
 
 namespace kvsim::sim {
 
+// The format of the JSON a run writes (its "kvsim_report" field), raised whenever the JSON or the
+// meaning of the state hash changes: `kvsim replay` reads this version only.
+inline constexpr int kReportFormatVersion = 2;
+
 // What a report carries besides the run's figures: where its scenario came from and the command
 // that reproduces it.
 struct ReportContext {
@@ -38,7 +42,8 @@ struct ReplayInput {
   uint64_t state_hash = 0;
 };
 
-// Reads a report written by WriteReportJson; errors name the file and the missing or bad field.
+// Reads a report written by WriteReportJson; errors name the file and the missing or bad field,
+// and a report of another format version is refused, naming both versions.
 Result<ReplayInput> ReadReplayInput(const std::string& json_text, const std::string& path);
 
 }  // namespace kvsim::sim

@@ -85,45 +85,51 @@ const std::vector<uint64_t>& OracleAuditor::Contents(const SimRequest& request, 
   return TruthOf(slot).contents;
 }
 
-Allocation OracleAuditor::WriterClaim(int64_t request, int32_t page) const {
-  int64_t epoch = ledger_.LiveClaim(request, page);
-  if (epoch == kNoClaim) epoch = ledger_.PastClaim(request, page, /*reading=*/false);
-  if (epoch == kNoClaim) return NeverHeld(request);
-  return Allocation{page, epoch, false};
+Allocation OracleAuditor::Origin(const Truth& truth, int64_t request, int32_t logical,
+                                 int32_t page) const {
+  if (page < 0 || page >= oracle_.num_pages()) return NeverHeld(request);
+  const bool seen = static_cast<size_t>(logical) < truth.mapped.size() &&
+                    truth.mapped[static_cast<size_t>(logical)].first == page;
+  const Allocation fixed = seen ? truth.mapped[static_cast<size_t>(logical)].second : Allocation{};
+  // One allocation serves one logical page of a request: a claim another of its mappings comes
+  // from is not where this one comes from (a request can map a page twice, once through a stale
+  // prefix and once as its own new page). A newer claim on the page than the mapping's own is
+  // one the request took again for it.
+  const std::vector<int64_t> live = ledger_.LiveClaims(request, page);
+  for (auto claim = live.rbegin(); claim != live.rend(); ++claim) {
+    if (seen && *claim <= fixed.epoch) break;
+    bool taken = false;
+    for (size_t other = 0; other < truth.mapped.size() && !taken; ++other) {
+      taken = static_cast<int32_t>(other) != logical && truth.mapped[other].first == page &&
+              truth.mapped[other].second == Allocation{page, *claim, false};
+    }
+    if (!taken) return Allocation{page, *claim, false};
+  }
+  if (seen) return fixed;
+  // With no reference of its own, a request maps a page through the prefix cache (a match that
+  // took no reference, or one the pool refused) or through a grant it let go of (a duplicate
+  // freed but still mapped, a zombie's write).
+  const int64_t origin = std::max(ledger_.CacheClaim(page), ledger_.ReleasedClaim(request, page));
+  return origin == kNoClaim ? NeverHeld(request) : Allocation{page, origin, false};
 }
 
-AccessVerdict OracleAuditor::WriteVerdict(int64_t request, int32_t page, Allocation& claim) const {
+void OracleAuditor::Map(Truth& truth, int32_t logical, int32_t page, const Allocation& origin) {
+  if (truth.mapped.size() <= static_cast<size_t>(logical)) {
+    truth.mapped.resize(static_cast<size_t>(logical) + 1, {-1, Allocation{}});
+  }
+  truth.mapped[static_cast<size_t>(logical)] = {page, origin};
+}
+
+AccessVerdict OracleAuditor::WriteVerdict(int32_t page, const Allocation& origin) const {
   // A write through an entry that is no page at all would land outside the cache.
-  if (page < 0 || page >= oracle_.num_pages()) {
-    claim = NeverHeld(request);
-    return AccessVerdict::kWrongPage;
-  }
-  claim = WriterClaim(request, page);
-  return claim == oracle_.Current(page) ? AccessVerdict::kOk : AccessVerdict::kWrongPage;
+  if (page < 0 || page >= oracle_.num_pages()) return AccessVerdict::kWrongPage;
+  return origin == oracle_.Current(page) ? AccessVerdict::kOk : AccessVerdict::kWrongPage;
 }
 
-AccessVerdict OracleAuditor::ReadVerdict(int64_t request, int32_t page, int32_t slots,
-                                         const uint64_t* expected, uint64_t digest,
-                                         Allocation& claim) const {
-  if (page < 0 || page >= oracle_.num_pages()) {
-    claim = NeverHeld(request);
-    return AccessVerdict::kWrongPage;
-  }
-  const int64_t live = ledger_.LiveClaim(request, page);
-  if (live != kNoClaim) {
-    claim = Allocation{page, live, false};
-    return oracle_.ReadPage(page, slots, claim, expected, digest);
-  }
-  // A reader holding no reference reads rightly what the page's current allocation wrote for it
-  // (a prefix mapped without a reference, before anything reused it).
-  const Allocation current = oracle_.Current(page);
-  if (oracle_.ReadPage(page, slots, current, expected, digest) == AccessVerdict::kOk) {
-    claim = current;
-    return AccessVerdict::kOk;
-  }
-  const int64_t past = ledger_.PastClaim(request, page, /*reading=*/true);
-  claim = past == kNoClaim ? NeverHeld(request) : Allocation{page, past, false};
-  return oracle_.ReadPage(page, slots, claim, expected, digest);
+AccessVerdict OracleAuditor::ReadVerdict(int32_t page, const Allocation& origin, int32_t slots,
+                                         const uint64_t* expected, uint64_t digest) const {
+  if (page < 0 || page >= oracle_.num_pages()) return AccessVerdict::kWrongPage;
+  return oracle_.ReadPage(page, slots, origin, expected, digest);
 }
 
 uint64_t OracleAuditor::DigestOf(const Truth& truth, int32_t logical, int32_t slots) const {
@@ -170,18 +176,24 @@ Status OracleAuditor::Writes(const StepAccess& access, IntegrityCounts& counts,
     const SimRequest& request = access.request(b);
     const int32_t end = row.first_token + row.tokens;
     Extend(request, row.slot, end);
-    const Truth& truth = truths_[static_cast<size_t>(row.slot)];
+    Truth& truth = truths_[static_cast<size_t>(row.slot)];
+    if (StartsOver(truth, row.first_token)) {
+      truth.mapped.clear();
+      truth.verified.clear();
+    }
+    truth.covered_end = std::max(truth.covered_end, end);
     bool reported = false;
     for (int32_t position = row.first_token; position < end; ++position) {
       const int32_t logical = position / page_size;
       const int32_t page = logical < table.stride ? table.Entry(b, logical) : -1;
-      Allocation claim;
-      AccessVerdict verdict = WriteVerdict(request.spec.id, page, claim);
+      const Allocation claim = Origin(truth, request.spec.id, logical, page);
+      const AccessVerdict verdict = WriteVerdict(page, claim);
       if (page >= 0 && page < oracle_.num_pages()) {
         const AccessVerdict recorded = oracle_.Write(page, position % page_size, claim,
                                                      truth.contents[static_cast<size_t>(position)]);
         KVSIM_CHECK(recorded == verdict) << "page " << page;
       }
+      Map(truth, logical, page, claim);
       ++counts.writes[static_cast<size_t>(verdict)];
       if (verdict == AccessVerdict::kWrongPage) CountEscape(page, claim, counts);
       if (verdict != AccessVerdict::kOk && !reported) {
@@ -205,6 +217,7 @@ Status OracleAuditor::Reads(const StepAccess& access, IntegrityCounts& counts,
     const int32_t end = row.first_token + row.tokens;
     Extend(request, row.slot, end);
     Truth& truth = truths_[static_cast<size_t>(row.slot)];
+    truth.covered_end = std::max(truth.covered_end, end);
     const int32_t pages = (end + page_size - 1) / page_size;
     if (truth.verified.size() < static_cast<size_t>(pages)) {
       truth.verified.resize(static_cast<size_t>(pages), {-1, 0});
@@ -221,10 +234,11 @@ Status OracleAuditor::Reads(const StepAccess& access, IntegrityCounts& counts,
         ++counts.reads[kVerdictOk];
         continue;
       }
-      Allocation claim;
+      const Allocation claim = Origin(truth, request.spec.id, logical, page);
       const AccessVerdict verdict =
-          ReadVerdict(request.spec.id, page, slots, &truth.contents[static_cast<size_t>(first)],
-                      DigestOf(truth, logical, slots), claim);
+          ReadVerdict(page, claim, slots, &truth.contents[static_cast<size_t>(first)],
+                      DigestOf(truth, logical, slots));
+      Map(truth, logical, page, claim);
       ++counts.reads[static_cast<size_t>(verdict)];
       if (verdict == AccessVerdict::kWrongPage) CountEscape(page, claim, counts);
       if (verdict == AccessVerdict::kOk && slots == page_size) {
@@ -262,12 +276,22 @@ bool OracleAuditor::Clean(const StepAccess& access, size_t b) {
   const int32_t end = row.first_token + row.tokens;
   Extend(request, row.slot, end);
   const Truth& truth = truths_[static_cast<size_t>(row.slot)];
-  Allocation claim;
+  // What the request's tables mapped before, unless this access starts it over; its own new
+  // mappings are judged as if recorded, without recording them.
+  Truth seen;
+  if (table.access == KvAccess::kRead || !StartsOver(truth, row.first_token)) {
+    seen.mapped = truth.mapped;
+  }
+  const auto origin = [&](int32_t logical, int32_t page) {
+    const Allocation claim = Origin(seen, request.spec.id, logical, page);
+    Map(seen, logical, page, claim);
+    return claim;
+  };
   if (table.access == KvAccess::kWrite) {
     for (int32_t position = row.first_token; position < end; ++position) {
       const int32_t logical = position / page_size;
       const int32_t page = logical < table.stride ? table.Entry(b, logical) : -1;
-      if (WriteVerdict(request.spec.id, page, claim) != AccessVerdict::kOk) return false;
+      if (WriteVerdict(page, origin(logical, page)) != AccessVerdict::kOk) return false;
     }
     return true;
   }
@@ -278,8 +302,8 @@ bool OracleAuditor::Clean(const StepAccess& access, size_t b) {
     const int32_t slots = std::min(page_size, end - first);
     const int32_t page = logical < table.stride ? table.Entry(b, logical) : -1;
     const AccessVerdict verdict =
-        ReadVerdict(request.spec.id, page, slots, &truth.contents[static_cast<size_t>(first)],
-                    DigestOf(truth, logical, slots), claim);
+        ReadVerdict(page, origin(logical, page), slots, &truth.contents[static_cast<size_t>(first)],
+                    DigestOf(truth, logical, slots));
     if (verdict != AccessVerdict::kOk) return false;
   }
   return true;

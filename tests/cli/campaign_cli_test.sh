@@ -13,8 +13,11 @@ expect_exit 0 "double_free +RW +tags" "${small[@]}"
 expect_exit 0 "surprises: none" "${small[@]}"
 expect_exit 0 "coverage: fault sites that fired" "${small[@]}"
 # By class: with the tags, no R run corrupts silently, and nothing is a false alarm.
-expect_exit 0 "^  R +tags +[0-9,]+ +[0-9,]+ +[0-9,]+ +[0-9,]+ +[0-9,]+ +0 +(0\.0%|-) +0 +[0-9,]+ +0$" \
+expect_exit 0 \
+  "^  R +tags +[0-9,]+ +[0-9,]+ +[0-9,]+ +[0-9,]+ +[0-9,]+ +0 +(0\.0%|-) +0 +[0-9,]+ +[0-9,]+ +0$" \
   "${small[@]}"
+# The paired figure: of the R cases that corrupted with no check, none did with the tags.
+expect_exit 0 "^  R +timing +[0-9,]+ +0 +(0\.0%|-) +0 +(0\.0%|-)$" "${small[@]}"
 # One case on its own: every knob it drew, then one line per tracker mode.
 expect_exit 0 "case 4 \(arm transfer_abort_frees\)" campaign --cases 45 --seed 9 --case 4
 expect_exit 0 "\| +transfer_abort_frees: 1|\| +transfer_abort_frees: 0\.[0-9]+" \

@@ -118,9 +118,30 @@ TEST(CampaignRunnerTest, ReportsRoundTripAndMergesRefuseOtherCampaigns) {
   EXPECT_NE(MergeResults(RunShard(other, 1), merged).message().find("different campaigns"),
             std::string::npos);
 
-  EXPECT_NE(ResultsFromJson("{}", "x.json").status().message().find("x.json: not a campaign"),
-            std::string::npos);
   EXPECT_NE(ResultsFromJson("[1,", "y.json").status().message().find("y.json"), std::string::npos);
+  // A report of another format version is refused, naming both versions.
+  const std::string older = ResultsFromJson("{}", "x.json").status().message();
+  EXPECT_NE(older.find("x.json: a campaign report of format version 1 (no 'kvsim_campaign' "
+                       "field); this kvsim reads version " +
+                       std::to_string(kCampaignFormatVersion)),
+            std::string::npos)
+      << older;
+  std::string text = ResultsToJson(first);
+  const std::string field = "\"kvsim_campaign\": " + std::to_string(kCampaignFormatVersion);
+  ASSERT_NE(text.find(field), std::string::npos);
+  text.replace(text.find(field), field.size(), "\"kvsim_campaign\": 99");
+  const std::string newer = ResultsFromJson(text, "z.json").status().message();
+  EXPECT_NE(newer.find("z.json: a campaign report of format version 99 ('kvsim_campaign'); this "
+                       "kvsim reads version " +
+                       std::to_string(kCampaignFormatVersion)),
+            std::string::npos)
+      << newer;
+  EXPECT_NE(ResultsFromJson("{\"kvsim_campaign\": " + std::to_string(kCampaignFormatVersion) + "}",
+                            "w.json")
+                .status()
+                .message()
+                .find("w.json: not a campaign report written by kvsim campaign --json"),
+            std::string::npos);
 }
 
 }  // namespace

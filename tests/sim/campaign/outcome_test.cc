@@ -1,5 +1,5 @@
-// The catalogue's verdict on a run: which silent corruptions each mode may show, and what is always
-// a surprise.
+// The catalogue's verdict on a run: with the tags on, each class of access that ran wrong is
+// excused only by a fired bug the layers that ran cannot catch; and what is always a surprise.
 #include "sim/campaign/outcome.h"
 
 #include <gtest/gtest.h>
@@ -7,47 +7,119 @@
 namespace kvsim::sim {
 namespace {
 
-CaseOutcome Fired(FaultSite site, TrackerMode mode, int64_t silent_reads) {
+// A run in `mode` in which `site` fired, with `count` silent reads of verdict `verdict`.
+CaseOutcome Fired(FaultSite site, TrackerMode mode, AccessVerdict verdict, int64_t count) {
   CaseOutcome o;
   o.fired[static_cast<size_t>(site)] = 2;
   o.mode = mode;
-  o.silent_reads = silent_reads;
+  o.read_verdicts[static_cast<size_t>(verdict)] = count;
+  o.silent_reads = count;
   return o;
 }
 
-TEST(OutcomeTest, SilentCorruptionIsExpectedOnlyWhereNoLayerThatRanCatchesTheBug) {
-  // R, W and RW: only with no check.
+// The same run with `count` silent writes of `verdict` as well.
+CaseOutcome AndWrites(CaseOutcome o, AccessVerdict verdict, int64_t count) {
+  o.write_verdicts[static_cast<size_t>(verdict)] += count;
+  o.silent_writes += count;
+  return o;
+}
+
+TEST(OutcomeTest, WithNoCheckEverySilentCorruptionIsExpectedOnceABugFired) {
+  for (FaultSite site :
+       {FaultSite::kDuplicateNotRewritten, FaultSite::kAsyncFreeBeforeWrite, FaultSite::kDoubleFree,
+        FaultSite::kReadPastLength, FaultSite::kPrefixHashCollision}) {
+    for (AccessVerdict verdict : {AccessVerdict::kWrongPage, AccessVerdict::kUnwritten,
+                                  AccessVerdict::kForeignWrite, AccessVerdict::kWrongContent}) {
+      EXPECT_EQ(Judge(Fired(site, TrackerMode::kOff, verdict, 5), false), SurpriseKind::kNone);
+    }
+  }
+}
+
+TEST(OutcomeTest, WithTheTagsEachVerdictIsExcusedOnlyByTheClassThatProducesIt) {
+  // R, W and RW bugs are the tags' to catch: a wrong-page access or a foreign write that ran is a
+  // surprise in either mode.
   for (FaultSite site : {FaultSite::kDuplicateNotRewritten, FaultSite::kAsyncFreeBeforeWrite,
                          FaultSite::kDoubleFree}) {
-    EXPECT_EQ(Judge(Fired(site, TrackerMode::kOff, 5), false), SurpriseKind::kNone);
-    EXPECT_EQ(Judge(Fired(site, TrackerMode::kTags, 5), false), SurpriseKind::kSilentCorruption);
-    EXPECT_EQ(Judge(Fired(site, TrackerMode::kSeal, 5), false), SurpriseKind::kSilentCorruption);
+    for (TrackerMode mode : {TrackerMode::kTags, TrackerMode::kSeal}) {
+      EXPECT_EQ(Judge(Fired(site, mode, AccessVerdict::kWrongPage, 5), false),
+                SurpriseKind::kSilentCorruption);
+      EXPECT_EQ(Judge(Fired(site, mode, AccessVerdict::kForeignWrite, 1), false),
+                SurpriseKind::kSilentCorruption);
+      EXPECT_EQ(
+          Judge(AndWrites(Fired(site, mode, AccessVerdict::kOk, 0), AccessVerdict::kWrongPage, 1),
+                false),
+          SurpriseKind::kSilentCorruption);
+    }
   }
-  // S: the tags let it through, the seal does not.
-  EXPECT_EQ(Judge(Fired(FaultSite::kReadPastLength, TrackerMode::kTags, 5), false),
-            SurpriseKind::kNone);
-  EXPECT_EQ(Judge(Fired(FaultSite::kReadPastLength, TrackerMode::kSeal, 5), false),
+  // S: unwritten slots get through the tags, not the seal.
+  EXPECT_EQ(
+      Judge(Fired(FaultSite::kReadPastLength, TrackerMode::kTags, AccessVerdict::kUnwritten, 5),
+            false),
+      SurpriseKind::kNone);
+  EXPECT_EQ(
+      Judge(Fired(FaultSite::kReadPastLength, TrackerMode::kSeal, AccessVerdict::kUnwritten, 5),
+            false),
+      SurpriseKind::kSilentCorruption);
+  // N: wrong content gets through every ownership check.
+  for (TrackerMode mode : {TrackerMode::kTags, TrackerMode::kSeal}) {
+    EXPECT_EQ(
+        Judge(Fired(FaultSite::kPrefixHashCollision, mode, AccessVerdict::kWrongContent, 5), false),
+        SurpriseKind::kNone);
+  }
+  // An S or N bug excuses only its own verdict: not a wrong-page access beside it (what the old
+  // rule let through: any silent run with an S or N bug fired passed).
+  CaseOutcome beside =
+      Fired(FaultSite::kDoubleFree, TrackerMode::kTags, AccessVerdict::kWrongPage, 1);
+  beside.fired[static_cast<size_t>(FaultSite::kCommittedAheadOfWrites)] = 1;
+  beside.fired[static_cast<size_t>(FaultSite::kPrefixHashCollision)] = 1;
+  EXPECT_EQ(Judge(beside, false), SurpriseKind::kSilentCorruption);
+  // Nor the other's verdict.
+  EXPECT_EQ(
+      Judge(Fired(FaultSite::kReadPastLength, TrackerMode::kTags, AccessVerdict::kWrongContent, 1),
+            false),
+      SurpriseKind::kSilentCorruption);
+  EXPECT_EQ(Judge(Fired(FaultSite::kPrefixHashCollision, TrackerMode::kTags,
+                        AccessVerdict::kUnwritten, 1),
+                  false),
             SurpriseKind::kSilentCorruption);
-  // N: no ownership check catches it.
-  EXPECT_EQ(Judge(Fired(FaultSite::kPrefixHashCollision, TrackerMode::kSeal, 5), false),
-            SurpriseKind::kNone);
-  // An R bug with an S bug in the same run: the S bug may account for what got through the tags.
-  CaseOutcome both = Fired(FaultSite::kDoubleFree, TrackerMode::kTags, 5);
-  both.fired[static_cast<size_t>(FaultSite::kCommittedAheadOfWrites)] = 1;
+  // Both excused when both bugs fired.
+  CaseOutcome both =
+      Fired(FaultSite::kReadPastLength, TrackerMode::kTags, AccessVerdict::kUnwritten, 3);
+  both = AndWrites(both, AccessVerdict::kOk, 0);
+  both.read_verdicts[static_cast<size_t>(AccessVerdict::kWrongContent)] = 2;
+  both.silent_reads += 2;
+  both.fired[static_cast<size_t>(FaultSite::kPrefixHashCollision)] = 1;
   EXPECT_EQ(Judge(both, false), SurpriseKind::kNone);
-  // Narrow tags may wrap: their silent corruptions are measured, and judged only by whether each
-  // escape of the check is one the escape condition predicts.
-  CaseOutcome wrapped = Fired(FaultSite::kDoubleFree, TrackerMode::kTags, 5);
-  wrapped.escapes_predicted = 2;
+}
+
+TEST(OutcomeTest, NarrowTagsExcuseWrongPagesOnlyWhereTheEscapeConditionPredictsThem) {
+  CaseOutcome wrapped =
+      Fired(FaultSite::kDoubleFree, TrackerMode::kTags, AccessVerdict::kWrongPage, 5);
+  wrapped.read_verdicts[static_cast<size_t>(AccessVerdict::kForeignWrite)] = 1;
+  wrapped.escapes_predicted = 5;
   EXPECT_EQ(Judge(wrapped, true), SurpriseKind::kNone);
+  // The same with 64-bit tags: no escape is predicted there.
+  EXPECT_EQ(Judge(wrapped, false), SurpriseKind::kSilentCorruption);
   wrapped.escapes_unpredicted = 1;
   EXPECT_EQ(Judge(wrapped, true), SurpriseKind::kSilentCorruption);
   wrapped.mode = TrackerMode::kOff;
   EXPECT_EQ(Judge(wrapped, true), SurpriseKind::kNone);
-  // Kernel outputs outside their bound count as corruption too.
-  CaseOutcome outputs = Fired(FaultSite::kDoubleFree, TrackerMode::kTags, 0);
+  // A predicted escape excuses no other verdict.
+  CaseOutcome unwritten =
+      Fired(FaultSite::kDoubleFree, TrackerMode::kTags, AccessVerdict::kUnwritten, 1);
+  unwritten.escapes_predicted = 3;
+  EXPECT_EQ(Judge(unwritten, true), SurpriseKind::kSilentCorruption);
+}
+
+TEST(OutcomeTest, OutputsOutOfBoundAreExcusedOnlyBesideExcusedAccesses) {
+  CaseOutcome outputs =
+      Fired(FaultSite::kReadPastLength, TrackerMode::kTags, AccessVerdict::kUnwritten, 1);
   outputs.bad_outputs = 3;
-  EXPECT_EQ(Judge(outputs, false), SurpriseKind::kSilentCorruption);
+  EXPECT_EQ(Judge(outputs, false), SurpriseKind::kNone);
+  // With no access that ran wrong, outputs out of bound are the kernels' own error.
+  CaseOutcome alone = Fired(FaultSite::kDoubleFree, TrackerMode::kTags, AccessVerdict::kOk, 0);
+  alone.bad_outputs = 3;
+  EXPECT_EQ(Judge(alone, false), SurpriseKind::kSilentCorruption);
 }
 
 TEST(OutcomeTest, WithNoBugThatCorruptsAnyFindingIsASurprise) {
@@ -55,20 +127,49 @@ TEST(OutcomeTest, WithNoBugThatCorruptsAnyFindingIsASurprise) {
   clean.mode = TrackerMode::kOff;
   EXPECT_EQ(Judge(clean, false), SurpriseKind::kNone);
   clean.silent_writes = 1;
+  clean.write_verdicts[static_cast<size_t>(AccessVerdict::kWrongPage)] = 1;
   EXPECT_EQ(Judge(clean, true), SurpriseKind::kSilentCorruption);
   // The negative control changes outputs' rounding, not ownership: nothing may show.
-  CaseOutcome control = Fired(FaultSite::kBatchCompositionNoise, TrackerMode::kTags, 0);
+  CaseOutcome control =
+      Fired(FaultSite::kBatchCompositionNoise, TrackerMode::kTags, AccessVerdict::kOk, 0);
   EXPECT_EQ(control.fired_corrupting(), 0);
   EXPECT_EQ(Judge(control, false), SurpriseKind::kNone);
   control.bad_outputs = 1;
   EXPECT_EQ(Judge(control, false), SurpriseKind::kSilentCorruption);
-  CaseOutcome alarm = Fired(FaultSite::kBatchCompositionNoise, TrackerMode::kSeal, 0);
+  CaseOutcome alarm =
+      Fired(FaultSite::kBatchCompositionNoise, TrackerMode::kSeal, AccessVerdict::kOk, 0);
   alarm.false_alarms = 1;
   EXPECT_EQ(Judge(alarm, false), SurpriseKind::kFalseAlarm);
 }
 
+TEST(OutcomeTest, RefusalsOfRightAccessesCountOnlyWhereAFiredBugTouchedThem) {
+  CaseOutcome refused =
+      Fired(FaultSite::kDuplicateNotRewritten, TrackerMode::kTags, AccessVerdict::kOk, 0);
+  refused.over_refusals_excused = 4;
+  EXPECT_EQ(Judge(refused, false), SurpriseKind::kNone);
+  refused.over_refusals = 1;
+  EXPECT_EQ(Judge(refused, false), SurpriseKind::kOverRefusal);
+  EXPECT_STREQ(SurpriseKindName(SurpriseKind::kOverRefusal), "over-refusal");
+}
+
+TEST(OutcomeTest, ARunStoppedByItsLimitWithNoBugFiredIsASurprise) {
+  CaseOutcome stuck;
+  stuck.mode = TrackerMode::kTags;
+  stuck.drained = false;
+  EXPECT_EQ(Judge(stuck, false), SurpriseKind::kStopped);
+  // The control's bug changes no bookkeeping: a livelock beside it is still one.
+  stuck.fired[static_cast<size_t>(FaultSite::kBatchCompositionNoise)] = 1;
+  EXPECT_EQ(Judge(stuck, false), SurpriseKind::kStopped);
+  // A bug that loses pages can leave a pool too small for what waits: measured, not judged.
+  CaseOutcome lost = Fired(FaultSite::kDoubleFree, TrackerMode::kTags, AccessVerdict::kOk, 0);
+  lost.drained = false;
+  EXPECT_EQ(Judge(lost, false), SurpriseKind::kNone);
+  EXPECT_STREQ(SurpriseKindName(SurpriseKind::kStopped), "stopped");
+}
+
 TEST(OutcomeTest, ErrorsAndCrashesAreAlwaysSurprises) {
-  CaseOutcome o = Fired(FaultSite::kPrefixHashCollision, TrackerMode::kOff, 9);
+  CaseOutcome o =
+      Fired(FaultSite::kPrefixHashCollision, TrackerMode::kOff, AccessVerdict::kWrongContent, 9);
   o.error = true;
   EXPECT_EQ(Judge(o, false), SurpriseKind::kError);
   o.crashed = true;

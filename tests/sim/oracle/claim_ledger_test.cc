@@ -33,15 +33,15 @@ TEST(ClaimLedgerTest, AHolderClaimsWhatItWasAllocatedUntilItLetsGo) {
   ledger.OnRelease(2, kA);
   EXPECT_EQ(ledger.LiveClaim(kA, 2), kNoClaim);
   // What it let go of stays known (a stale writer is judged against it) until it is forgotten.
-  EXPECT_EQ(ledger.PastClaim(kA, 2, /*reading=*/false), 1);
+  EXPECT_EQ(ledger.ReleasedClaim(kA, 2), 1);
   ledger.OnAllocate(2, kB, 2);
   EXPECT_EQ(ledger.LiveClaim(kB, 2), 2);
-  EXPECT_EQ(ledger.PastClaim(kA, 2, false), 1);
+  EXPECT_EQ(ledger.ReleasedClaim(kA, 2), 1);
   ledger.Forget(kA);
-  EXPECT_EQ(ledger.PastClaim(kA, 2, false), kNoClaim);
+  EXPECT_EQ(ledger.ReleasedClaim(kA, 2), kNoClaim);
   // Out-of-range pages are claimed by nobody.
   EXPECT_EQ(ledger.LiveClaim(kA, -1), kNoClaim);
-  EXPECT_EQ(ledger.PastClaim(kA, 4, true), kNoClaim);
+  EXPECT_EQ(ledger.ReleasedClaim(kA, 4), kNoClaim);
 }
 
 TEST(ClaimLedgerTest, ASharerTakesOverTheCachesClaim) {
@@ -61,10 +61,11 @@ TEST(ClaimLedgerTest, ASharerTakesOverTheCachesClaim) {
   ledger.OnShare(1, kA, 6);
   EXPECT_EQ(ledger.LiveClaim(kA, 1), 5);
   EXPECT_EQ(ledger.LiveClaim(kC, 1), 6);
-  // A reader that took no reference reads what the cache holds.
-  EXPECT_EQ(ledger.PastClaim(kB, 1, /*reading=*/false), 5);
-  EXPECT_EQ(ledger.PastClaim(kC + 1, 1, /*reading=*/true), 5);
-  EXPECT_EQ(ledger.PastClaim(kC + 1, 1, /*reading=*/false), kNoClaim);
+  // What B let go of stays known; the cache still claims the old allocation.
+  EXPECT_EQ(ledger.ReleasedClaim(kB, 1), 5);
+  EXPECT_EQ(ledger.CacheClaim(1), 5);
+  EXPECT_EQ(ledger.CacheClaim(0), kNoClaim);
+  EXPECT_EQ(ledger.ReleasedClaim(kC, 1), kNoClaim);
 }
 
 TEST(ClaimLedgerTest, AHolderGrantedAPageTwiceKeepsTheNewerClaim) {
@@ -77,12 +78,12 @@ TEST(ClaimLedgerTest, AHolderGrantedAPageTwiceKeepsTheNewerClaim) {
   EXPECT_EQ(ledger.LiveClaim(kA, 0), 4);
   ledger.OnRelease(0, kA);
   EXPECT_EQ(ledger.LiveClaim(kA, 0), kNoClaim);
-  EXPECT_EQ(ledger.PastClaim(kA, 0, false), 4);
+  EXPECT_EQ(ledger.ReleasedClaim(kA, 0), 4);
   // A release by a holder with no claim changes nothing it or anyone claims.
   ledger.OnAllocate(0, kB, 5);
   ledger.OnRelease(0, kC);
   EXPECT_EQ(ledger.LiveClaim(kB, 0), 5);
-  EXPECT_EQ(ledger.PastClaim(kC, 0, false), kNoClaim);
+  EXPECT_EQ(ledger.ReleasedClaim(kC, 0), kNoClaim);
 }
 
 }  // namespace
