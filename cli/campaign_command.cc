@@ -156,6 +156,12 @@ class CampaignCommand : public Command {
                    "Run only case K, printing every knob its swarm drew and each run's outcome");
     app.add_option("--backend", backend_text_, "Where checks and kernels run: auto, cpu or cuda")
         ->capture_default_str();
+    app.add_option("--weaken", weaken_text_,
+                   "Plant a weakness in every run's checks, to show the campaign fails with the "
+                   "surprise it causes: refuse-after-fault (over-refusals), skip-write-check, "
+                   "seal-one-slot-short, table-after-check, books-follow-tags (silent "
+                   "corruptions); see docs/faults.md")
+        ->capture_default_str();
     app.add_option("--configs", configs_, "Folder with models/, gpus/, calibration/, scenarios/");
     app.require_subcommand(0, 1);
     merge_app_ = app.add_subcommand(merge_.name(), merge_.summary());
@@ -180,6 +186,7 @@ class CampaignCommand : public Command {
       spec.modes.push_back(parsed);
     }
     spec.kernel_cases = kernel_cases_;
+    KVSIM_ASSIGN_OR_RETURN(spec.weakness, sim::ParseWeakness(weaken_text_));
     std::string shard_source;
     if (shard_text_ == "env") {
       KVSIM_RETURN_IF_ERROR(
@@ -195,9 +202,13 @@ class CampaignCommand : public Command {
     options.configs_root = configs_root;
     KVSIM_ASSIGN_OR_RETURN(options.backend, ParseBackendChoice(backend_text_));
     options.command = fmt::format(
-        "kvsim campaign --seed {} --cases {} --bases {} --arms {} --modes {} --kernel-cases {}{}",
+        "kvsim campaign --seed {} --cases {} --bases {} --arms {} --modes {} --kernel-cases {}{}{}",
         FormatSeed(spec.seed), spec.cases, bases_text_, arms_text_ == "all" ? "all" : arms_text_,
-        modes_text_, spec.kernel_cases, configs_.empty() ? "" : " --configs " + configs_);
+        modes_text_, spec.kernel_cases,
+        spec.weakness == sim::Weakness::kNone
+            ? ""
+            : std::string(" --weaken ") + sim::WeaknessName(spec.weakness),
+        configs_.empty() ? "" : " --configs " + configs_);
     if (case_ >= 0) return RunOneCase(spec, bases, options, out);
 
     const unsigned cores = std::thread::hardware_concurrency();
@@ -289,6 +300,7 @@ class CampaignCommand : public Command {
   int64_t case_ = -1;
   std::string backend_text_ = "cpu";
   std::string configs_;
+  std::string weaken_text_ = "none";
   MergeCommand merge_;
   CLI::App* merge_app_ = nullptr;
 };

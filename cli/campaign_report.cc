@@ -204,16 +204,20 @@ void PrintCampaignResults(const sim::CampaignResults& r, std::ostream& out) {
     return;
   }
   out << fmt::format("  surprises: {}\n", Grouped(static_cast<int64_t>(r.surprises.size())));
+  const std::string weaken = r.spec.weakness == sim::Weakness::kNone
+                                 ? ""
+                                 : std::string(" --weaken ") + sim::WeaknessName(r.spec.weakness);
   for (const sim::Surprise& s : r.surprises) {
     out << fmt::format("    case {} ({}, {}, {} mode): {}: {}\n", s.case_index, s.row,
                        sim::TrackerModeName(s.mode), sim::RunModeName(s.run_mode),
                        sim::SurpriseKindName(s.kind), s.detail);
     out << "      replay: " << s.replay << "\n";
     if (!s.scenario_path.empty()) {
-      out << "      the case: kvsim run " << s.scenario_path << "\n";
+      out << "      the case: kvsim run " << s.scenario_path << weaken << "\n";
     }
     if (!s.shrunk_path.empty()) {
-      out << "      shrunk (" << s.shrunk_summary << "): kvsim run " << s.shrunk_path << "\n";
+      out << "      shrunk (" << s.shrunk_summary << "): kvsim run " << s.shrunk_path << weaken
+          << "\n";
     }
   }
 }

@@ -43,6 +43,11 @@ class RunCommand : public Command {
     app.add_option("--trace", trace_,
                    "Write a Chrome/Perfetto trace of the run here (steps, requests, transfers, "
                    "aborts; open it in ui.perfetto.dev)");
+    app.add_option("--weaken", weaken_text_,
+                   "Plant a weakness in the checks themselves, to see the run's verdict fail: "
+                   "refuse-after-fault, skip-write-check, seal-one-slot-short, table-after-check "
+                   "or books-follow-tags (docs/faults.md); default none")
+        ->capture_default_str();
     app.add_option("--configs", configs_, "Folder with models/, gpus/, calibration/, scenarios/");
     app.footer(
         "The report names the seed and ends with the one-line command that reproduces it.\n"
@@ -70,6 +75,7 @@ class RunCommand : public Command {
                              " is out of range; allowed: 0 (the scenario's limits) to 9e9");
     }
     options.max_time_s = max_time_s_;
+    KVSIM_ASSIGN_OR_RETURN(options.weakness, sim::ParseWeakness(weaken_text_));
     options.json_path = json_;
     options.csv_path = csv_;
     options.trace_path = trace_;
@@ -88,6 +94,7 @@ class RunCommand : public Command {
   std::string trace_;
   std::string plot_;
   std::string configs_;
+  std::string weaken_text_ = "none";
   double max_time_s_ = 0;
 };
 
@@ -121,6 +128,7 @@ class ReplayCommand : public Command {
     options.configs_root = ConfigsRoot(configs_);
     options.seed = input.seed;
     options.max_time_s = input.max_time_s;
+    options.weakness = input.weakness;
     KVSIM_ASSIGN_OR_RETURN(options.mode, sim::ParseRunMode(input.mode));
     KVSIM_ASSIGN_OR_RETURN(options.backend, ParseBackendChoice(input.backend));
     KVSIM_ASSIGN_OR_RETURN(const sim::RunReport report, RunAndReport(scenario, options, out));

@@ -49,6 +49,12 @@ void PrintIntegrity(const sim::RunReport& r, std::ostream& out) {
       r.tracker, Grouped(c.write_checks), Grouped(c.read_checks), Grouped(c.rows_checked),
       Grouped(aborts), r.seal ? fmt::format(", seal on, {} refused", Grouped(c.sealed)) : "",
       r.oracle ? "on" : "off");
+  if (c.over_refusals_excused + c.over_refusals > 0) {
+    out << fmt::format(
+        "  refusals of accesses the oracle finds right: {} touching what a planted bug changed, "
+        "{} not (over-refusals)\n",
+        Grouped(c.over_refusals_excused), Grouped(c.over_refusals));
+  }
   std::string fired;
   for (int site = 0; site < sim::kFaultSites; ++site) {
     const int64_t count = r.faults_fired[static_cast<size_t>(site)];
@@ -139,6 +145,9 @@ std::string ReproductionLine(const SimRunOptions& o, const std::string& backend_
   std::string line = fmt::format("kvsim run {} --seed {} --mode {} --backend {}", o.scenario_arg,
                                  FormatSeed(o.seed), sim::RunModeName(o.mode), backend_name);
   if (o.max_time_s > 0) line += fmt::format(" --max-time-s {}", o.max_time_s);
+  if (o.weakness != sim::Weakness::kNone) {
+    line += fmt::format(" --weaken {}", sim::WeaknessName(o.weakness));
+  }
   return line;
 }
 
@@ -155,6 +164,7 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
   KVSIM_ASSIGN_OR_RETURN(sim::PreparedScenario prepared, sim::PrepareScenario(scenario, catalog));
   if (options.max_time_s > 0)
     prepared.server.limits.max_time_ns = sim::SecondsToNs(options.max_time_s);
+  prepared.server.weakness = options.weakness;
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(options.backend));
   ProgressLine progress(options.progress);
   sim::RunOptions run;
@@ -237,8 +247,8 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
       wall_s, wall_s > 0 ? static_cast<double>(r.output_tokens) / wall_s : 0.0,
       wall_s > 0 ? static_cast<double>(r.arrived) / wall_s : 0.0);
   out << "Reproduce: " << reproduce << "\n";
-  const sim::ReportContext context{options.scenario_arg, scenario.path, scenario.text, reproduce,
-                                   options.max_time_s};
+  const sim::ReportContext context{options.scenario_arg, scenario.path,   scenario.text, reproduce,
+                                   options.max_time_s,   options.weakness};
   if (!options.json_path.empty()) {
     std::ofstream file(options.json_path);
     if (!file) return InvalidArgumentError("--json: cannot write " + options.json_path);

@@ -254,7 +254,8 @@ std::string ResultsToJson(const CampaignResults& r) {
                    {"arms", ArmsText(r.spec.arms)},
                    {"modes", modes},
                    {"kernel_cases", r.spec.kernel_cases},
-                   {"shard_count", r.spec.shard_count}};
+                   {"shard_count", r.spec.shard_count},
+                   {"weaken", WeaknessName(r.spec.weakness)}};
   j["shards"] = r.shards;
   j["cases_run"] = r.cases;
   j["runs"] = r.runs;
@@ -333,6 +334,7 @@ Result<CampaignResults> ResultsFromJson(const std::string& text, const std::stri
     }
     r.spec.kernel_cases = c.at("kernel_cases").get<int64_t>();
     r.spec.shard_count = c.at("shard_count").get<int32_t>();
+    KVSIM_ASSIGN_OR_RETURN(r.spec.weakness, ParseWeakness(c.at("weaken").get<std::string>()));
     r.shards = j.at("shards").get<std::vector<int32_t>>();
     r.cases = j.at("cases_run").get<int64_t>();
     r.runs = j.at("runs").get<int64_t>();

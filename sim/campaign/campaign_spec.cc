@@ -90,7 +90,7 @@ uint64_t CampaignSpec::CaseSeed(int64_t k) const {
 
 bool CampaignSpec::SameCampaign(const CampaignSpec& other) const {
   return seed == other.seed && cases == other.cases && bases == other.bases && arms == other.arms &&
-         modes == other.modes && kernel_cases == other.kernel_cases;
+         modes == other.modes && kernel_cases == other.kernel_cases && weakness == other.weakness;
 }
 
 Status ValidateCampaignSpec(const CampaignSpec& spec) {

@@ -10,6 +10,7 @@
 
 #include "base/status.h"
 #include "sim/faults/fault_plan.h"
+#include "sim/faults/weakness.h"
 
 namespace kvsim::sim {
 
@@ -55,6 +56,8 @@ struct CampaignSpec {
   // This shard runs the cases k with k mod shard_count == shard_index.
   int32_t shard_index = 0;
   int32_t shard_count = 1;
+  // A weakness planted in every run's checks, to show the campaign fails (none by default).
+  Weakness weakness = Weakness::kNone;
 
   const Arm& ArmOf(int64_t k) const { return arms[static_cast<size_t>(k) % arms.size()]; }
   uint64_t CaseSeed(int64_t k) const;

@@ -44,6 +44,7 @@ Result<Scenario> CaseRunner::Draw(int64_t k) const {
 
 CaseOutcome CaseRunner::Run(Scenario scenario, int64_t k, TrackerMode mode, RunMode run_mode) {
   ApplyTrackerMode(mode, scenario);
+  scenario.server.weakness = spec_.weakness;
   const auto failed = [&](const Status& status) {
     CaseOutcome outcome;
     outcome.error = true;

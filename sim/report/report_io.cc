@@ -47,7 +47,8 @@ void WriteReportJson(const RunReport& r, const ReportContext& context, std::ostr
               {"tracker", r.tracker},
               {"oracle", r.oracle},
               {"seal", r.seal},
-              {"max_time_s", context.max_time_s}};
+              {"max_time_s", context.max_time_s},
+              {"weaken", WeaknessName(context.weakness)}};
   j["reproduce"] = context.reproduce;
   j["stop"] = StopReasonName(r.stop);
   j["events"] = r.events;
@@ -191,6 +192,8 @@ Result<ReplayInput> ReadReplayInput(const std::string& json_text, const std::str
   KVSIM_ASSIGN_OR_RETURN(input.seed, ParseSeed(seed));
   KVSIM_ASSIGN_OR_RETURN(input.mode, text_at("run", "mode"));
   KVSIM_ASSIGN_OR_RETURN(input.backend, text_at("run", "backend"));
+  KVSIM_ASSIGN_OR_RETURN(const std::string weaken, text_at("run", "weaken"));
+  KVSIM_ASSIGN_OR_RETURN(input.weakness, ParseWeakness(weaken));
   const nlohmann::json& run = j.at("run");
   if (run.contains("max_time_s") && run.at("max_time_s").is_number()) {
     input.max_time_s = run.at("max_time_s").get<double>();

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "sim/faults/weakness.h"
 #include "sim/report/run_report.h"
 
 namespace kvsim::sim {
@@ -22,6 +23,7 @@ struct ReportContext {
   std::string scenario_text;
   std::string reproduce;  // the one-line command
   double max_time_s = 0;  // the run's own time limit, when one replaced the scenario's
+  Weakness weakness = Weakness::kNone;  // a weakness planted in the checks (kvsim run --weaken)
 };
 
 // Writes the report as indented JSON followed by a newline.
@@ -39,6 +41,7 @@ struct ReplayInput {
   std::string mode;
   std::string backend;
   double max_time_s = 0;
+  Weakness weakness = Weakness::kNone;
   uint64_t state_hash = 0;
 };
 

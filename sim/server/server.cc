@@ -222,7 +222,6 @@ Status Server::RunAccess(size_t pool, KvAccess access, const std::vector<Schedul
   BuildStepTable(p.scheduler, rows, proceed, access, p.table);
   if (p.table.rows.empty()) return Status::Ok();
   const StepAccess step{report_.steps, queue_->now(), &p.scheduler, &rows, &proceed, &p.table};
-  if (config_.weakness == Weakness::kBooksFollowTags) BooksFollowTags(pool, step);
   KVSIM_RETURN_IF_ERROR(CheckTags(pool, step, proceed));
   if (access == KvAccess::kRead) SealReads(pool, step, proceed);
   if (config_.weakness == Weakness::kTableAfterCheck) ChangeLaunchedTable(pool, step);
@@ -235,8 +234,11 @@ Status Server::CheckTags(size_t pool, const StepAccess& step, std::vector<bool>&
   Pool& p = *pools_[pool];
   if (!p.checks) return Status::Ok();
   const StepTable& table = *step.table;
-  KVSIM_ASSIGN_OR_RETURN(std::vector<StepAbort> aborts,
-                         p.checks->Check(table, p.scheduler, *step.rows));
+  std::vector<std::vector<PageGrant>> books;
+  if (config_.weakness == Weakness::kBooksFollowTags) books = BooksFollowTags(pool, step);
+  Result<std::vector<StepAbort>> checked = p.checks->Check(table, p.scheduler, *step.rows);
+  if (config_.weakness == Weakness::kBooksFollowTags) RestoreBooks(pool, step, std::move(books));
+  KVSIM_ASSIGN_OR_RETURN(std::vector<StepAbort> aborts, std::move(checked));
   WeakenTagCheck(step, aborts);
   IntegrityCounts& counts = report_.integrity;
   ++(table.access == KvAccess::kWrite ? counts.write_checks : counts.read_checks);
@@ -388,14 +390,25 @@ void Server::WeakenTagCheck(const StepAccess& step, std::vector<StepAbort>& abor
   }
 }
 
-void Server::BooksFollowTags(size_t pool, const StepAccess& step) {
+std::vector<std::vector<PageGrant>> Server::BooksFollowTags(size_t pool, const StepAccess& step) {
   Pool& p = *pools_[pool];
   const PagePool& pages = p.scheduler.pool();
+  std::vector<std::vector<PageGrant>> books;
   for (size_t b = 0; b < step.table->rows.size(); ++b) {
-    if (!step.runs(b)) continue;
-    for (PageGrant& grant : p.scheduler.mutable_request(step.row(b).slot).recorded) {
+    std::vector<PageGrant>& recorded = p.scheduler.mutable_request(step.row(b).slot).recorded;
+    books.push_back(recorded);
+    for (PageGrant& grant : recorded) {
       if (grant.page >= 0 && grant.page < pages.num_pages()) grant = pages.CurrentGrant(grant.page);
     }
+  }
+  return books;
+}
+
+void Server::RestoreBooks(size_t pool, const StepAccess& step,
+                          std::vector<std::vector<PageGrant>> books) {
+  Pool& p = *pools_[pool];
+  for (size_t b = 0; b < step.table->rows.size(); ++b) {
+    p.scheduler.mutable_request(step.row(b).slot).recorded = std::move(books[b]);
   }
 }
 

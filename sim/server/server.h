@@ -23,6 +23,7 @@
 #include "model/step_time.h"
 #include "sim/engine/run_loop.h"
 #include "sim/faults/fault_plan.h"
+#include "sim/faults/weakness.h"
 #include "sim/integrity/integrity_tracker.h"
 #include "sim/integrity/written_seal.h"
 #include "sim/report/chrome_trace.h"
@@ -31,7 +32,6 @@
 #include "sim/server/access_auditor.h"
 #include "sim/server/step_checks.h"
 #include "sim/server/step_table.h"
-#include "sim/server/weakness.h"
 #include "sim/workload/workload.h"
 
 namespace kvsim::sim {
@@ -185,7 +185,10 @@ class Server final : public EventHandler {
   // (unless it already ended: a zombie's write is dropped).
   void Refuse(size_t pool, int32_t slot, const Refusal& refusal, RefusalKind kind);
   // The planted weaknesses (sim/server/weakness.h) that act on an access.
-  void BooksFollowTags(size_t pool, const StepAccess& step);
+  // The books the check is handed follow the tags: the packed rows' recorded grants, rewritten to
+  // their pages' current grants; returns the books as they were, which RestoreBooks puts back.
+  std::vector<std::vector<PageGrant>> BooksFollowTags(size_t pool, const StepAccess& step);
+  void RestoreBooks(size_t pool, const StepAccess& step, std::vector<std::vector<PageGrant>> books);
   void ChangeLaunchedTable(size_t pool, const StepAccess& step);
   void WeakenTagCheck(const StepAccess& step, std::vector<StepAbort>& aborts) const;
   // Planted bugs (sim/faults) acting on the rows of the step just formed in `pool`.

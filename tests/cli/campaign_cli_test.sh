@@ -24,6 +24,23 @@ expect_exit 0 "\| +transfer_abort_frees: 1|\| +transfer_abort_frees: 0\.[0-9]+" 
   campaign --cases 45 --seed 9 --case 4
 expect_exit 0 "seal \(timing mode\): fired .* as the catalogue expects" \
   campaign --cases 45 --seed 9 --case 4
+# The campaign can fail: each weakness planted in the checks makes the same small campaign exit 1,
+# naming the surprise it causes and the one-line replay with the weakness in it.
+weakened=(campaign --cases 45 --seed 9 --jobs 2 --max-shrinks 0 --out "$out/weakened")
+expect_exit 1 "over-refusal: over-refusal at step .*weakened to refuse every row" \
+  "${weakened[@]}" --weaken refuse-after-fault
+expect_exit 1 "\(async_free_before_write, tags, timing mode\): silent corruption: silent write .*: wrong page" \
+  "${weakened[@]}" --weaken skip-write-check
+expect_exit 1 "\(read_past_length, seal, timing mode\): silent corruption: .*: unwritten" \
+  "${weakened[@]}" --weaken seal-one-slot-short
+expect_exit 1 "\(clean, tags, timing mode\): silent corruption: silent write .*: wrong page" \
+  "${weakened[@]}" --weaken table-after-check
+expect_exit 1 "\(rematch_keeps_length, tags, timing mode\): silent corruption: .*: wrong page" \
+  "${weakened[@]}" --weaken books-follow-tags
+expect_exit 1 "replay: kvsim campaign .* --weaken books-follow-tags --case 2" \
+  "${weakened[@]}" --weaken books-follow-tags
+expect_exit 2 "unknown weakness 'weak'; allowed: none, refuse-after-fault" \
+  "${weakened[@]}" --weaken weak
 # Shards, merged, are the campaign run whole.
 "$kvsim" "${small[@]}" --shard 0/2 --json "$out/shard0.json" >/dev/null
 TEST_SHARD_INDEX=1 TEST_TOTAL_SHARDS=2 "$kvsim" "${small[@]}" --shard env \

@@ -140,6 +140,14 @@ expect_exit 2 "no scenario 'nope' in configs/scenarios; available: .*kimi-decode
 expect_exit 2 "unknown mode 'fast'; allowed: timing, kernel" run kimi-decode-bf16 --mode fast
 expect_exit 2 "^Run 'kvsim run --help' for usage" run kimi-decode-bf16 --seed zz
 expect_exit 2 "not a JSON report" replay configs/scenarios/kimi-decode-bf16.yaml
+# A report of another format version is refused, naming both versions.
+sed 's/"kvsim_report": [0-9]*/"kvsim_report": 1/' "$out/run.json" >"$out/old-format.json"
+expect_exit 2 "a report of format version 1 \('kvsim_report'\); this kvsim reads version [0-9]+" \
+  replay "$out/old-format.json"
+# A run with a weakness planted in its checks says so, and replays with it.
+expect_exit 1 "Reproduce: kvsim run page-reuse-storm .* --weaken table-after-check" \
+  run page-reuse-storm --backend cpu --weaken table-after-check --json "$out/weak.json"
+expect_exit 1 "replay: state hash 0x[0-9a-f]+ reproduced" replay "$out/weak.json"
 
 # Trace scenarios: Vidur's workload runs whole with none rejected, and replays; a malformed trace
 # is bad input (exit 2) named by file and line.

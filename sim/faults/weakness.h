@@ -1,5 +1,5 @@
-// Weakness: a flaw planted on purpose in the verification machinery itself (or, for the last, in
-// the server's books), so that a campaign can show it fails when its verdicts should: each makes
+// Weakness: a flaw planted on purpose in the verification machinery itself, so that a campaign
+// can show it fails when its verdicts should: each makes
 // `kvsim campaign --weaken NAME` exit 1 with the surprise it causes named (docs/faults.md,
 // "Proof that a campaign can fail"). None is ever on in a real run.
 #pragma once
@@ -22,9 +22,10 @@ enum class Weakness : uint8_t {
   // After the checks passed it, the launched table maps each access's first running row's last
   // page to the next physical page.
   kTableAfterCheck,
-  // The server's books follow the pages' tags: before every check, each request's recorded
-  // grants are rewritten to the pages' current grants, so the check finds nothing stale. Only
-  // the oracle, which trusts the pool's events and not the books, still sees the stale accesses.
+  // The books the check is handed follow the pages' tags: each request's recorded grants reach
+  // the check rewritten to the pages' current grants (as a server that fills the check's
+  // expected tags from the pool would), so it finds nothing stale. Only the oracle, which trusts
+  // the pool's events and not the books, still sees the stale accesses.
   kBooksFollowTags,
 };
 inline constexpr int kWeaknesses = 6;

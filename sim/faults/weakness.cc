@@ -1,5 +1,5 @@
 // Weakness names.
-#include "sim/server/weakness.h"
+#include "sim/faults/weakness.h"
 
 namespace kvsim::sim {
 

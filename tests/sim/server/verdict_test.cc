@@ -1,0 +1,107 @@
+// The verdict machinery against planted weaknesses: a launched table changed after the check is
+// flagged by the oracle; books that agree with the tags blind the check but not the oracle, whose
+// verdicts stay what they are with no check at all; every refusal is judged, and a check that
+// refuses right accesses no bug touched shows as over-refusals.
+#include <gtest/gtest.h>
+
+#include "kernels/backend.h"
+#include "model/catalog.h"
+#include "sim/scenario/run_scenario.h"
+
+namespace kvsim::sim {
+namespace {
+
+const model::Catalog& Configs() {
+  static const model::Catalog catalog = model::Catalog::Open("configs").value();
+  return catalog;
+}
+
+// The storm scenario with the oracle on, the tag check as `tags` says, `faults` planted and
+// `weakness` in the checks.
+Scenario Storm(bool tags, const FaultPlan& faults, Weakness weakness) {
+  Scenario scenario = LoadScenario("configs/scenarios/page-reuse-storm.yaml").value();
+  scenario.oracle = true;
+  scenario.server.tag_tracker = tags;
+  scenario.server.check_writes = true;
+  scenario.server.faults = faults;
+  scenario.server.weakness = weakness;
+  return scenario;
+}
+
+RunReport Simulate(const Scenario& scenario) {
+  const PreparedScenario prepared = PrepareScenario(scenario, Configs()).value();
+  std::unique_ptr<Backend> backend = CreateCpuBackend();
+  RunOptions options;
+  options.seed = scenario.seed;
+  Result<RunReport> report = RunPrepared(scenario, prepared, options, *backend);
+  KVSIM_CHECK(report.ok()) << report.status().ToString();
+  return std::move(report).value();
+}
+
+int64_t Silent(const std::array<int64_t, kAccessVerdicts>& verdicts) {
+  int64_t total = 0;
+  for (size_t v = 1; v < verdicts.size(); ++v) total += verdicts[v];
+  return total;
+}
+
+FaultPlan Plant(FaultSite site, int64_t ppm) {
+  FaultPlan plan;
+  plan.ppm[static_cast<size_t>(site)] = ppm;
+  return plan;
+}
+
+TEST(VerdictTest, ATableChangedAfterTheCheckIsWhatTheOracleJudges) {
+  const RunReport sound = Simulate(Storm(true, {}, Weakness::kNone));
+  EXPECT_EQ(sound.integrity.caught, 0);
+  EXPECT_EQ(Silent(sound.integrity.writes) + Silent(sound.integrity.reads), 0);
+  // No bug, a check that passed every row, and yet the kernels launch with a table mapping one
+  // row's last page elsewhere: the oracle judges what was launched, not what was checked.
+  const RunReport changed = Simulate(Storm(true, {}, Weakness::kTableAfterCheck));
+  EXPECT_EQ(changed.integrity.caught, 0);
+  EXPECT_GT(changed.integrity.writes[static_cast<size_t>(AccessVerdict::kWrongPage)], 0);
+  EXPECT_GT(changed.findings_by_kind[static_cast<size_t>(Finding::Kind::kSilentWrite)], 0);
+}
+
+TEST(VerdictTest, BooksThatAgreeWithTheTagsBlindTheCheckButNotTheOracle) {
+  for (FaultSite site : {FaultSite::kDuplicateNotRewritten, FaultSite::kDoubleFree,
+                         FaultSite::kAsyncFreeBeforeWrite}) {
+    const FaultPlan faults = Plant(site, 500'000);
+    const RunReport unchecked = Simulate(Storm(false, faults, Weakness::kNone));
+    const RunReport checked = Simulate(Storm(true, faults, Weakness::kNone));
+    const RunReport lying = Simulate(Storm(true, faults, Weakness::kBooksFollowTags));
+    ASSERT_GT(unchecked.faults_fired[static_cast<size_t>(site)], 0) << FaultSiteName(site);
+    // The honest books let the check catch the bug; books rewritten to the current tags leave it
+    // nothing to catch, so the run goes as it goes with no check at all.
+    EXPECT_GT(checked.integrity.caught, 0) << FaultSiteName(site);
+    EXPECT_EQ(lying.integrity.caught, 0) << FaultSiteName(site);
+    // The oracle never read the books: its verdicts are those of the unchecked run.
+    EXPECT_GT(unchecked.integrity.writes[static_cast<size_t>(AccessVerdict::kWrongPage)] +
+                  unchecked.integrity.reads[static_cast<size_t>(AccessVerdict::kWrongPage)],
+              0)
+        << FaultSiteName(site);
+    EXPECT_EQ(lying.integrity.writes, unchecked.integrity.writes) << FaultSiteName(site);
+    EXPECT_EQ(lying.integrity.reads, unchecked.integrity.reads) << FaultSiteName(site);
+    EXPECT_EQ(lying.findings_total, unchecked.findings_total) << FaultSiteName(site);
+  }
+}
+
+TEST(VerdictTest, EveryRefusalIsJudged) {
+  const FaultPlan faults = Plant(FaultSite::kDuplicateNotRewritten, 1'000'000);
+  // The check as built: every refusal is of an access the oracle finds wrong, or of one a fired
+  // bug touched.
+  const RunReport sound = Simulate(Storm(true, faults, Weakness::kNone));
+  EXPECT_GT(sound.integrity.caught, 0);
+  EXPECT_EQ(sound.integrity.over_refusals, 0);
+  EXPECT_EQ(sound.findings_by_kind[static_cast<size_t>(Finding::Kind::kFalseAlarm)], 0);
+  // A check that refuses every row once the bug fired refuses right accesses no bug touched.
+  const RunReport eager = Simulate(Storm(true, faults, Weakness::kRefuseAfterFault));
+  EXPECT_GT(eager.integrity.over_refusals, 0);
+  EXPECT_GT(eager.findings_by_kind[static_cast<size_t>(Finding::Kind::kOverRefusal)], 0);
+  // With no bug planted, the same weakness never acts (no bug fired).
+  const RunReport clean = Simulate(Storm(true, {}, Weakness::kRefuseAfterFault));
+  EXPECT_EQ(clean.integrity.caught, 0);
+  EXPECT_EQ(clean.findings_total, 0);
+}
+
+}  // namespace
+}  // namespace kvsim::sim
