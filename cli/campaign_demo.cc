@@ -48,14 +48,16 @@ Status PrintCampaignDemo(std::ostream& out, const std::string& configs_root, uin
   for (const auto& [c, rows] : rows_of_class) {
     const sim::Tally& off = classes.at({c, sim::TrackerMode::kOff});
     const sim::Tally& tags = classes.at({c, sim::TrackerMode::kTags});
-    table.AddRow({c.second, Grouped(static_cast<int64_t>(rows.size())), Grouped(off.runs),
-                  Grouped(off.fired_runs), Percent(off.silent_runs, off.fired_runs),
-                  Grouped(tags.caught_tag), Percent(tags.silent_runs, tags.fired_runs),
-                  Grouped(tags.false_alarms)});
+    table.AddRow(
+        {c.second, Grouped(static_cast<int64_t>(rows.size())), Grouped(off.runs),
+         Grouped(off.fired_runs), Percent(off.settled_silent_runs(), off.settled_fired_runs()),
+         Grouped(tags.caught_tag), Percent(tags.settled_silent_runs(), tags.settled_fired_runs()),
+         Grouped(tags.false_alarms)});
   }
   table.Print(out, 3);
-  out << "\n   bug fired: runs (without a check) in which a planted bug fired; silent: of those, "
-         "the runs with an\n   access that ran and was wrong. R, W and RW bugs are the tags' to "
+  out << "\n   bug fired: runs (without a check) in which a planted bug fired; silent: of those "
+         "that settled, the runs with\n   an access that ran and was wrong. R, W and RW bugs are "
+         "the tags' to "
          "catch; "
          "S bugs need the seal\n   (kvsim campaign --modes seal); N bugs no ownership check can "
          "catch; narrow tags wrap as predicted.\n";

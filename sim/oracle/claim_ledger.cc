@@ -23,8 +23,21 @@ std::vector<ClaimLedger::Claim>& ClaimLedger::LiveOf(int32_t page) {
   return live_[static_cast<size_t>(page)];
 }
 
+void ClaimLedger::Took(PageHolder holder) {
+  if (holder < 0) return;
+  Holding& holding = holdings_[holder];
+  if (holding.live == 0) ++holding.life;
+  ++holding.live;
+}
+
+int64_t ClaimLedger::Life(PageHolder holder) const {
+  const auto holding = holdings_.find(holder);
+  return holding == holdings_.end() ? 0 : holding->second.life;
+}
+
 void ClaimLedger::OnAllocate(int32_t page, PageHolder holder, int64_t epoch) {
   LiveOf(page).push_back({holder, epoch});
+  Took(holder);
 }
 
 void ClaimLedger::OnShare(int32_t page, PageHolder holder, int64_t epoch) {
@@ -36,6 +49,7 @@ void ClaimLedger::OnShare(int32_t page, PageHolder holder, int64_t epoch) {
     if (cached != kNoClaim) claimed = cached;
   }
   live.push_back({holder, claimed});
+  Took(holder);
 }
 
 void ClaimLedger::OnRelease(int32_t page, PageHolder holder) {
@@ -50,6 +64,7 @@ void ClaimLedger::OnRelease(int32_t page, PageHolder holder) {
   const int64_t epoch = oldest->epoch;
   live.erase(oldest);
   if (holder < 0) return;  // the cache and unnamed holders keep no history
+  --holdings_[holder].live;
   std::vector<std::pair<int32_t, int64_t>>& history = released_[holder];
   for (auto& [released_page, released_epoch] : history) {
     if (released_page != page) continue;
@@ -88,6 +103,11 @@ int64_t ClaimLedger::ReleasedClaim(PageHolder holder, int32_t page) const {
   return kNoClaim;
 }
 
-void ClaimLedger::Forget(PageHolder holder) { released_.erase(holder); }
+void ClaimLedger::Forget(PageHolder holder) {
+  released_.erase(holder);
+  const auto holding = holdings_.find(holder);
+  // Claims still live (a bug kept them) keep their count; only the life starts over.
+  if (holding != holdings_.end() && holding->second.live == 0) holdings_.erase(holding);
+}
 
 }  // namespace kvsim

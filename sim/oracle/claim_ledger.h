@@ -48,9 +48,13 @@ class ClaimLedger {
   int64_t ReleasedClaim(PageHolder holder, int32_t page) const;
   // The prefix cache's newest live claim on `page`, or kNoClaim.
   int64_t CacheClaim(int32_t page) const { return LiveClaim(kCacheHolder, page); }
+  // How many times request `holder` took a claim while it held none: 1 from its first claim, one
+  // more each time it comes back after letting go of everything (readmitted after a preemption).
+  // A request whose life changed maps its pages anew.
+  int64_t Life(PageHolder holder) const;
 
-  // The request `holder` ended for good: its released claims are dropped (its live ones stay,
-  // since the pool still counts them).
+  // The request `holder` ended for good: its released claims and its life are dropped (its live
+  // claims stay, since the pool still counts them).
   void Forget(PageHolder holder);
 
   int32_t num_pages() const { return static_cast<int32_t>(live_.size()); }
@@ -63,9 +67,18 @@ class ClaimLedger {
 
   explicit ClaimLedger(int32_t num_pages);
   std::vector<Claim>& LiveOf(int32_t page);
+  // A request's count of live claims and its life (above).
+  struct Holding {
+    int64_t live = 0;
+    int64_t life = 0;
+  };
+  // `holder` took a claim.
+  void Took(PageHolder holder);
+
   std::vector<std::vector<Claim>> live_;  // [num_pages]: the claims the pool still counts
   // By request: the newest claim it released on each page it released, as (page, epoch).
   std::map<PageHolder, std::vector<std::pair<int32_t, int64_t>>> released_;
+  std::map<PageHolder, Holding> holdings_;  // by request
 };
 
 }  // namespace kvsim

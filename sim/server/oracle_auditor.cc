@@ -85,45 +85,77 @@ const std::vector<uint64_t>& OracleAuditor::Contents(const SimRequest& request, 
   return TruthOf(slot).contents;
 }
 
-Allocation OracleAuditor::Origin(const Truth& truth, int64_t request, int32_t logical,
-                                 int32_t page) const {
-  if (page < 0 || page >= oracle_.num_pages()) return NeverHeld(request);
+OracleAuditor::Mapping OracleAuditor::Origin(const Truth& truth, int64_t request, int32_t logical,
+                                             int32_t page) const {
+  if (page < 0 || page >= oracle_.num_pages()) return Mapping{page, NeverHeld(request), false};
   const bool seen = static_cast<size_t>(logical) < truth.mapped.size() &&
-                    truth.mapped[static_cast<size_t>(logical)].first == page;
-  const Allocation fixed = seen ? truth.mapped[static_cast<size_t>(logical)].second : Allocation{};
+                    truth.mapped[static_cast<size_t>(logical)].page == page;
   // One allocation serves one logical page of a request: a claim another of its mappings comes
   // from is not where this one comes from (a request can map a page twice, once through a stale
   // prefix and once as its own new page). A newer claim on the page than the mapping's own is
   // one the request took again for it.
   const std::vector<int64_t> live = ledger_.LiveClaims(request, page);
   for (auto claim = live.rbegin(); claim != live.rend(); ++claim) {
-    if (seen && *claim <= fixed.epoch) break;
+    if (seen && *claim <= truth.mapped[static_cast<size_t>(logical)].origin.epoch) break;
     bool taken = false;
     for (size_t other = 0; other < truth.mapped.size() && !taken; ++other) {
-      taken = static_cast<int32_t>(other) != logical && truth.mapped[other].first == page &&
-              truth.mapped[other].second == Allocation{page, *claim, false};
+      taken = static_cast<int32_t>(other) != logical && truth.mapped[other].page == page &&
+              truth.mapped[other].origin == Allocation{page, *claim, false};
     }
-    if (!taken) return Allocation{page, *claim, false};
+    if (!taken) return Mapping{page, Allocation{page, *claim, false}, false};
   }
-  if (seen) return fixed;
+  if (seen) return truth.mapped[static_cast<size_t>(logical)];
   // With no reference of its own, a request maps a page through the prefix cache (a match that
   // took no reference, or one the pool refused) or through a grant it let go of (a duplicate
   // freed but still mapped, a zombie's write).
-  const int64_t origin = std::max(ledger_.CacheClaim(page), ledger_.ReleasedClaim(request, page));
-  return origin == kNoClaim ? NeverHeld(request) : Allocation{page, origin, false};
+  const int64_t cached = ledger_.CacheClaim(page);
+  const int64_t released = ledger_.ReleasedClaim(request, page);
+  if (cached == kNoClaim && released == kNoClaim) return Mapping{page, NeverHeld(request), false};
+  const bool through_cache = cached > released;
+  return Mapping{page, Allocation{page, through_cache ? cached : released, false}, through_cache};
 }
 
-void OracleAuditor::Map(Truth& truth, int32_t logical, int32_t page, const Allocation& origin) {
+void OracleAuditor::FollowLife(Truth& truth, int64_t request) const {
+  const int64_t life = ledger_.Life(request);
+  if (truth.life == life) return;
+  truth.life = life;
+  truth.mapped.clear();
+  truth.verified.clear();
+}
+
+void OracleAuditor::Map(Truth& truth, int32_t logical, const Mapping& mapping) {
   if (truth.mapped.size() <= static_cast<size_t>(logical)) {
-    truth.mapped.resize(static_cast<size_t>(logical) + 1, {-1, Allocation{}});
+    truth.mapped.resize(static_cast<size_t>(logical) + 1);
   }
-  truth.mapped[static_cast<size_t>(logical)] = {page, origin};
+  truth.mapped[static_cast<size_t>(logical)] = mapping;
 }
 
-AccessVerdict OracleAuditor::WriteVerdict(int32_t page, const Allocation& origin) const {
+bool OracleAuditor::HoldsOwnContent(const Truth& truth, int32_t logical, int32_t page) const {
+  const int32_t page_size = oracle_.page_size();
+  const int64_t epoch = oracle_.epoch(page);
+  for (int32_t s = 0; s < page_size; ++s) {
+    const OwnershipOracle::Slot& found = oracle_.slot(page, s);
+    if (found.epoch != epoch) continue;  // not written during this allocation
+    const size_t position =
+        static_cast<size_t>(logical) * static_cast<size_t>(page_size) + static_cast<size_t>(s);
+    if (position >= truth.contents.size() || truth.contents[position] != found.content) {
+      return false;
+    }
+  }
+  return true;
+}
+
+AccessVerdict OracleAuditor::WriteVerdict(const Truth& truth, int32_t logical,
+                                          const Mapping& mapping) const {
   // A write through an entry that is no page at all would land outside the cache.
-  if (page < 0 || page >= oracle_.num_pages()) return AccessVerdict::kWrongPage;
-  return origin == oracle_.Current(page) ? AccessVerdict::kOk : AccessVerdict::kWrongPage;
+  if (mapping.page < 0 || mapping.page >= oracle_.num_pages()) return AccessVerdict::kWrongPage;
+  if (mapping.origin != oracle_.Current(mapping.page)) return AccessVerdict::kWrongPage;
+  // A writer holding no reference writes into what the cache holds: right only where that holds
+  // its own sequence (its own prefix, published before it was written), not another's.
+  if (mapping.through_cache && !HoldsOwnContent(truth, logical, mapping.page)) {
+    return AccessVerdict::kWrongPage;
+  }
+  return AccessVerdict::kOk;
 }
 
 AccessVerdict OracleAuditor::ReadVerdict(int32_t page, const Allocation& origin, int32_t slots,
@@ -177,23 +209,32 @@ Status OracleAuditor::Writes(const StepAccess& access, IntegrityCounts& counts,
     const int32_t end = row.first_token + row.tokens;
     Extend(request, row.slot, end);
     Truth& truth = truths_[static_cast<size_t>(row.slot)];
-    if (StartsOver(truth, row.first_token)) {
-      truth.mapped.clear();
-      truth.verified.clear();
-    }
-    truth.covered_end = std::max(truth.covered_end, end);
+    FollowLife(truth, request.spec.id);
     bool reported = false;
+    // The mapping's origin and the verdict are the same for every token of a logical page.
+    int32_t logical = -1;
+    int32_t page = -1;
+    Mapping mapping;
+    Allocation claim;
+    AccessVerdict verdict = AccessVerdict::kOk;
     for (int32_t position = row.first_token; position < end; ++position) {
-      const int32_t logical = position / page_size;
-      const int32_t page = logical < table.stride ? table.Entry(b, logical) : -1;
-      const Allocation claim = Origin(truth, request.spec.id, logical, page);
-      const AccessVerdict verdict = WriteVerdict(page, claim);
+      if (position / page_size != logical) {
+        logical = position / page_size;
+        page = logical < table.stride ? table.Entry(b, logical) : -1;
+        mapping = Origin(truth, request.spec.id, logical, page);
+        verdict = WriteVerdict(truth, logical, mapping);
+        // A wrong write through the cache's current allocation (another sequence's data) is
+        // recorded as no allocation's: it is foreign to the page's owner.
+        claim = verdict == AccessVerdict::kOk || mapping.origin != oracle_.Current(page)
+                    ? mapping.origin
+                    : NeverHeld(request.spec.id);
+      }
       if (page >= 0 && page < oracle_.num_pages()) {
         const AccessVerdict recorded = oracle_.Write(page, position % page_size, claim,
                                                      truth.contents[static_cast<size_t>(position)]);
         KVSIM_CHECK(recorded == verdict) << "page " << page;
       }
-      Map(truth, logical, page, claim);
+      Map(truth, logical, mapping);
       ++counts.writes[static_cast<size_t>(verdict)];
       if (verdict == AccessVerdict::kWrongPage) CountEscape(page, claim, counts);
       if (verdict != AccessVerdict::kOk && !reported) {
@@ -217,7 +258,7 @@ Status OracleAuditor::Reads(const StepAccess& access, IntegrityCounts& counts,
     const int32_t end = row.first_token + row.tokens;
     Extend(request, row.slot, end);
     Truth& truth = truths_[static_cast<size_t>(row.slot)];
-    truth.covered_end = std::max(truth.covered_end, end);
+    FollowLife(truth, request.spec.id);
     const int32_t pages = (end + page_size - 1) / page_size;
     if (truth.verified.size() < static_cast<size_t>(pages)) {
       truth.verified.resize(static_cast<size_t>(pages), {-1, 0});
@@ -234,11 +275,12 @@ Status OracleAuditor::Reads(const StepAccess& access, IntegrityCounts& counts,
         ++counts.reads[kVerdictOk];
         continue;
       }
-      const Allocation claim = Origin(truth, request.spec.id, logical, page);
+      const Mapping mapping = Origin(truth, request.spec.id, logical, page);
+      const Allocation& claim = mapping.origin;
       const AccessVerdict verdict =
           ReadVerdict(page, claim, slots, &truth.contents[static_cast<size_t>(first)],
                       DigestOf(truth, logical, slots));
-      Map(truth, logical, page, claim);
+      Map(truth, logical, mapping);
       ++counts.reads[static_cast<size_t>(verdict)];
       if (verdict == AccessVerdict::kWrongPage) CountEscape(page, claim, counts);
       if (verdict == AccessVerdict::kOk && slots == page_size) {
@@ -276,22 +318,20 @@ bool OracleAuditor::Clean(const StepAccess& access, size_t b) {
   const int32_t end = row.first_token + row.tokens;
   Extend(request, row.slot, end);
   const Truth& truth = truths_[static_cast<size_t>(row.slot)];
-  // What the request's tables mapped before, unless this access starts it over; its own new
-  // mappings are judged as if recorded, without recording them.
+  // What the request's tables mapped before, unless it is in a new life; its own new mappings
+  // are judged as if recorded, without recording them.
   Truth seen;
-  if (table.access == KvAccess::kRead || !StartsOver(truth, row.first_token)) {
-    seen.mapped = truth.mapped;
-  }
+  if (truth.life == ledger_.Life(request.spec.id)) seen.mapped = truth.mapped;
   const auto origin = [&](int32_t logical, int32_t page) {
-    const Allocation claim = Origin(seen, request.spec.id, logical, page);
-    Map(seen, logical, page, claim);
-    return claim;
+    const Mapping mapping = Origin(seen, request.spec.id, logical, page);
+    Map(seen, logical, mapping);
+    return mapping;
   };
   if (table.access == KvAccess::kWrite) {
     for (int32_t position = row.first_token; position < end; ++position) {
       const int32_t logical = position / page_size;
       const int32_t page = logical < table.stride ? table.Entry(b, logical) : -1;
-      if (WriteVerdict(page, origin(logical, page)) != AccessVerdict::kOk) return false;
+      if (WriteVerdict(truth, logical, origin(logical, page)) != AccessVerdict::kOk) return false;
     }
     return true;
   }
@@ -302,8 +342,8 @@ bool OracleAuditor::Clean(const StepAccess& access, size_t b) {
     const int32_t slots = std::min(page_size, end - first);
     const int32_t page = logical < table.stride ? table.Entry(b, logical) : -1;
     const AccessVerdict verdict =
-        ReadVerdict(page, origin(logical, page), slots, &truth.contents[static_cast<size_t>(first)],
-                    DigestOf(truth, logical, slots));
+        ReadVerdict(page, origin(logical, page).origin, slots,
+                    &truth.contents[static_cast<size_t>(first)], DigestOf(truth, logical, slots));
     if (verdict != AccessVerdict::kOk) return false;
   }
   return true;

@@ -43,19 +43,24 @@ class OracleAuditor final : public AccessAuditor {
   const std::vector<uint64_t>& Contents(const SimRequest& request, int32_t slot, int32_t end);
 
  private:
+  // Where a request's mapping of one logical page comes from.
+  struct Mapping {
+    int32_t page = -1;  // the physical page its launched tables map there (-1: not yet seen)
+    Allocation origin;  // the allocation of it the mapping comes from
+    // The origin is the prefix cache's claim: the request holds no reference to the page.
+    bool through_cache = false;
+  };
+
   // What the oracle knows of one request: what its sequence holds, what its launched tables
   // mapped, and which pages it last read whole and found right.
   struct Truth {
     std::vector<uint64_t> contents;  // by position: the content id the sequence holds there
     std::vector<uint64_t> digests;   // by logical page, over its positions in `contents`
-    // By logical page: the physical page the request's launched tables map it to, and the
-    // allocation that mapping comes from, fixed when the tables were first seen mapping it (page
-    // -1: not yet seen). Cleared when the request starts over (a write below a position its rows
-    // already reached: the recomputation after a preemption).
-    std::vector<std::pair<int32_t, Allocation>> mapped;
-    // One past the highest position the request's rows computed (written or not: a planted bug
-    // can skip a write).
-    int32_t covered_end = 0;
+    // By logical page: the mapping, fixed when the tables were first seen mapping it, in the
+    // request's life `life` (ClaimLedger::Life): a request that let go of everything and came
+    // back (readmitted after a preemption) maps its pages anew.
+    std::vector<Mapping> mapped;
+    int64_t life = 0;
     // By logical page: the physical page a whole-page read last found ok, and the oracle's
     // version of it then (page -1: none). While both hold, the page is ok without a look.
     std::vector<std::pair<int32_t, uint64_t>> verified;
@@ -65,26 +70,29 @@ class OracleAuditor final : public AccessAuditor {
   Truth& TruthOf(int32_t slot);
   // Extends the contents (and digests) of `slot` to `end` positions.
   void Extend(const SimRequest& request, int32_t slot, int32_t end);
-  // The allocation `request`'s mapping of logical page `logical` to `page` comes from: its newest
-  // live claim on the page that none of its other mappings comes from, when that is newer than
-  // the allocation fixed when its tables were first seen mapping it (it took the page again);
-  // else that fixed allocation; for a mapping seen now for the first time with no such claim, the
-  // newer of the prefix cache's claim and the claim it released there; else a marker that
-  // matches no allocation (it never held the page). Any entry, in range or not.
-  Allocation Origin(const Truth& truth, int64_t request, int32_t logical, int32_t page) const;
-  // Records that a launched table maps `logical` to `page`, from `origin`.
-  static void Map(Truth& truth, int32_t logical, int32_t page, const Allocation& origin);
-  // The verdict on a write through `page` by a writer whose mapping comes from `origin`.
-  AccessVerdict WriteVerdict(int32_t page, const Allocation& origin) const;
+  // Where `request`'s mapping of logical page `logical` to `page` comes from: its newest live
+  // claim on the page that none of its other mappings comes from, when that is newer than the
+  // origin fixed when its tables were first seen mapping it (it took the page again); else that
+  // fixed origin; for a mapping seen now for the first time with no such claim, the newer of the
+  // prefix cache's claim and the claim it released there; else a marker that matches no
+  // allocation (it never held the page). Any entry, in range or not.
+  Mapping Origin(const Truth& truth, int64_t request, int32_t logical, int32_t page) const;
+  // Records that a launched table maps `logical` as `mapping` says.
+  static void Map(Truth& truth, int32_t logical, const Mapping& mapping);
+  // Whether every slot of `page` written during its current allocation holds what `truth`'s
+  // sequence has at that slot of logical page `logical`.
+  bool HoldsOwnContent(const Truth& truth, int32_t logical, int32_t page) const;
+  // The verdict on a write through `page` at logical page `logical` of `truth`'s request, whose
+  // mapping is `mapping`: right when the mapping comes from the page's current allocation, and,
+  // for a writer holding no reference (the cache's allocation), when that allocation holds the
+  // writer's own content wherever it was written.
+  AccessVerdict WriteVerdict(const Truth& truth, int32_t logical, const Mapping& mapping) const;
   // The verdict on a read of slots [0, slots) of `page` by a reader whose mapping comes from
   // `origin`, expecting `expected` (digest `digest`).
   AccessVerdict ReadVerdict(int32_t page, const Allocation& origin, int32_t slots,
                             const uint64_t* expected, uint64_t digest) const;
-  // Whether a write row starting at `first_token` starts the request over: it computes again a
-  // position its rows already reached (the recomputation after a preemption).
-  static bool StartsOver(const Truth& truth, int32_t first_token) {
-    return first_token < truth.covered_end;
-  }
+  // Starts `truth`'s mappings over when `request` is in a new life.
+  void FollowLife(Truth& truth, int64_t request) const;
   // The digest of `slots` positions of logical page `logical` of `truth`'s sequence.
   uint64_t DigestOf(const Truth& truth, int32_t logical, int32_t slots) const;
   // Counts a wrong-page access to `page` by `claim` as an escape of the tag check, when it ran.

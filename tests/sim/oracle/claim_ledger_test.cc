@@ -86,5 +86,32 @@ TEST(ClaimLedgerTest, AHolderGrantedAPageTwiceKeepsTheNewerClaim) {
   EXPECT_EQ(ledger.ReleasedClaim(kC, 0), kNoClaim);
 }
 
+TEST(ClaimLedgerTest, ARequestThatLetGoOfEverythingAndCameBackIsInANewLife) {
+  ClaimLedger ledger = MakeLedger(4);
+  EXPECT_EQ(ledger.Life(kA), 0);
+  ledger.OnAllocate(0, kA, 1);
+  ledger.OnAllocate(1, kA, 1);
+  EXPECT_EQ(ledger.Life(kA), 1);
+  // Letting go of one page of two (a duplicate freed) is the same life.
+  ledger.OnRelease(1, kA);
+  ledger.OnShare(2, kA, 1);
+  EXPECT_EQ(ledger.Life(kA), 1);
+  // Letting go of everything (preempted), then coming back (readmitted): a new life.
+  ledger.OnRelease(0, kA);
+  ledger.OnRelease(2, kA);
+  EXPECT_EQ(ledger.Life(kA), 1);
+  ledger.OnAllocate(3, kA, 1);
+  EXPECT_EQ(ledger.Life(kA), 2);
+  // A release by a holder that holds nothing there changes no life.
+  ledger.OnRelease(0, kA);
+  EXPECT_EQ(ledger.Life(kA), 2);
+  // The cache has no life; a forgotten request starts from none.
+  ledger.OnShare(3, kCacheHolder, 1);
+  EXPECT_EQ(ledger.Life(kCacheHolder), 0);
+  ledger.OnRelease(3, kA);
+  ledger.Forget(kA);
+  EXPECT_EQ(ledger.Life(kA), 0);
+}
+
 }  // namespace
 }  // namespace kvsim
