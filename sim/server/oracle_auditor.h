@@ -85,7 +85,7 @@ class OracleAuditor final : public AccessAuditor {
   // The verdict on a write through `page` at logical page `logical` of `truth`'s request, whose
   // mapping is `mapping`: right when the mapping comes from the page's current allocation, and,
   // for a writer holding no reference (the cache's allocation), when that allocation holds the
-  // writer's own content wherever it was written.
+  // writer's own content wherever it was written (wrong content otherwise); wrong page else.
   AccessVerdict WriteVerdict(const Truth& truth, int32_t logical, const Mapping& mapping) const;
   // The verdict on a read of slots [0, slots) of `page` by a reader whose mapping comes from
   // `origin`, expecting `expected` (digest `digest`).
