@@ -225,17 +225,14 @@ Status OracleAuditor::Writes(const StepAccess& access, IntegrityCounts& counts,
         page = logical < table.stride ? table.Entry(b, logical) : -1;
         mapping = Origin(truth, request.spec.id, logical, page);
         verdict = WriteVerdict(truth, logical, mapping);
-        // A wrong write through the cache's current allocation (another sequence's data) is
-        // recorded as no allocation's: it is foreign to the page's owner.
-        claim = verdict == AccessVerdict::kOk || mapping.origin != oracle_.Current(page)
-                    ? mapping.origin
-                    : NeverHeld(request.spec.id);
+        // A write of wrong content into the cache's current allocation lands as that
+        // allocation's own: its readers then read wrong content, as the collision left it.
+        claim = mapping.origin;
       }
       if (page >= 0 && page < oracle_.num_pages()) {
         const AccessVerdict recorded = oracle_.Write(page, position % page_size, claim,
                                                      truth.contents[static_cast<size_t>(position)]);
-        // The oracle records every wrong write as a foreign one.
-        KVSIM_CHECK((recorded == AccessVerdict::kOk) == (verdict == AccessVerdict::kOk))
+        KVSIM_CHECK((recorded == AccessVerdict::kOk) == (verdict != AccessVerdict::kWrongPage))
             << "page " << page;
       }
       Map(truth, logical, mapping);
