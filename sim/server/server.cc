@@ -219,6 +219,9 @@ void Server::AbortRequest(size_t pool, int32_t slot, const std::string& reason, 
 Status Server::RunAccess(size_t pool, KvAccess access, const std::vector<ScheduledRow>& rows,
                          std::vector<bool>& proceed) {
   Pool& p = *pools_[pool];
+  // With nothing to check, judge or run the access (the no-op tracker, no seal, no oracle) there
+  // is no table to build: the access only advances the books.
+  if (!p.checks && !p.seal && p.auditor == nullptr) return Status::Ok();
   BuildStepTable(p.scheduler, rows, proceed, access, p.table);
   if (p.table.rows.empty()) return Status::Ok();
   const StepAccess step{report_.steps, queue_->now(), &p.scheduler, &rows, &proceed, &p.table};
