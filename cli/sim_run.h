@@ -38,7 +38,7 @@ struct SimRunOptions {
   std::string trace_path;  // "" none: a Chrome/Perfetto trace of the run
   std::string plot_path;   // "" none: latency CDFs and pages in use (.svg or .png)
   bool progress = true;    // a progress line on stderr when it is a terminal
-  // A weakness planted in the checks (sim/server/weakness.h), to see them fail; none by default.
+  // A weakness planted in the checks (sim/faults/weakness.h), to see them fail; none by default.
   sim::Weakness weakness = sim::Weakness::kNone;
 };
 

@@ -184,7 +184,7 @@ class Server final : public EventHandler {
   // A check in `pool` refused the row of `slot`: counted as judged, and the request aborted
   // (unless it already ended: a zombie's write is dropped).
   void Refuse(size_t pool, int32_t slot, const Refusal& refusal, RefusalKind kind);
-  // The planted weaknesses (sim/server/weakness.h) that act on an access.
+  // The planted weaknesses (sim/faults/weakness.h) that act on an access.
   // The books the check is handed follow the tags: the packed rows' recorded grants, rewritten to
   // their pages' current grants; returns the books as they were, which RestoreBooks puts back.
   std::vector<std::vector<PageGrant>> BooksFollowTags(size_t pool, const StepAccess& step);
