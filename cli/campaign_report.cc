@@ -17,7 +17,7 @@ namespace {
 std::string RowClass(const std::string& row) {
   if (row == "clean") return "-";
   if (row == "swarm") return "mix";
-  if (row.rfind("narrow_tags", 0) == 0) return "14";
+  if (row.rfind("narrow_tags", 0) == 0) return "narrow";
   const Result<sim::FaultSite> site = sim::ParseFaultSite(row);
   return site.ok() ? sim::FaultClassName(sim::FaultSiteExpected(*site)) : "?";
 }
@@ -94,7 +94,7 @@ void PrintPaired(const sim::CampaignResults& r, std::ostream& out) {
 std::pair<int, std::string> ResultClass(const std::string& row) {
   if (row == "clean") return {0, "none planted"};
   if (row == "swarm") return {7, "swarm (mixed)"};
-  if (row.rfind("narrow_tags", 0) == 0) return {8, "14 narrow tags"};
+  if (row.rfind("narrow_tags", 0) == 0) return {8, "narrow tags"};
   const Result<sim::FaultSite> site = sim::ParseFaultSite(row);
   if (!site.ok()) return {9, row};
   switch (sim::FaultSiteExpected(*site)) {

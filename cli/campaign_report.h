@@ -15,7 +15,7 @@ namespace kvsim::cli {
 void PrintCampaignResults(const sim::CampaignResults& results, std::ostream& out);
 
 // The catalogue's class of a result row ("none planted", "R", "W", "RW", "S", "N", "control",
-// "swarm (mixed)", "14 narrow tags"), with the rank classes are shown in.
+// "swarm (mixed)", "narrow tags"), with the rank classes are shown in.
 std::pair<int, std::string> ResultClass(const std::string& row);
 
 // The campaign's counts summed by the catalogue's class (ResultClass) and tracker mode, both run

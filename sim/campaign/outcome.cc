@@ -5,9 +5,8 @@ namespace kvsim::sim {
 
 int64_t CaseOutcome::fired_corrupting() const {
   int64_t total = 0;
-  for (int site = 0; site < kFaultSites; ++site) {
-    if (FaultSiteExpected(static_cast<FaultSite>(site)) == FaultClass::kControl) continue;
-    total += fired[static_cast<size_t>(site)];
+  for (const FaultRow& site : kFaultRegistry) {
+    if (site.expected != FaultClass::kControl) total += fired[static_cast<size_t>(site.site)];
   }
   return total;
 }
@@ -67,11 +66,33 @@ const char* SurpriseKindName(SurpriseKind kind) {
 
 namespace {
 
-// Whether a bug of class `expected` fired in the run.
-bool FiredClass(const CaseOutcome& outcome, FaultClass expected) {
-  for (int site = 0; site < kFaultSites; ++site) {
-    if (outcome.fired[static_cast<size_t>(site)] > 0 &&
-        FaultSiteExpected(static_cast<FaultSite>(site)) == expected) {
+// The registry names the oracle's verdicts by bit; the two must agree.
+static_assert(kWrongPageBit == 1 << static_cast<int>(AccessVerdict::kWrongPage));
+static_assert(kUnwrittenBit == 1 << static_cast<int>(AccessVerdict::kUnwritten));
+static_assert(kForeignWriteBit == 1 << static_cast<int>(AccessVerdict::kForeignWrite));
+static_assert(kWrongContentBit == 1 << static_cast<int>(AccessVerdict::kWrongContent));
+static_assert(kAccessVerdicts == 5, "a new verdict needs a bit in the fault registry");
+
+// Whether `layer` ran in a run of `mode`.
+bool LayerRan(CheckLayer layer, TrackerMode mode) {
+  switch (layer) {
+    case CheckLayer::kTagCheck:
+      return mode != TrackerMode::kOff;
+    case CheckLayer::kSeal:
+      return mode == TrackerMode::kSeal;
+    case CheckLayer::kNone:
+      return false;
+  }
+  return false;
+}
+
+// Whether a bug that fired in the run may cause an access that ran wrong with `verdict`, past the
+// layers that ran (its registry row: the wrong accesses it may cause, and the layer that stops it).
+bool Excused(const CaseOutcome& outcome, AccessVerdict verdict) {
+  const int bit = 1 << static_cast<int>(verdict);
+  for (const FaultRow& row : kFaultRegistry) {
+    if (outcome.fired[static_cast<size_t>(row.site)] > 0 && (row.may_produce & bit) != 0 &&
+        !LayerRan(row.caught_by, outcome.mode)) {
       return true;
     }
   }
@@ -89,20 +110,18 @@ SurpriseKind Judge(const CaseOutcome& outcome, bool narrow_tags) {
   if (!outcome.drained && !corrupting) return SurpriseKind::kStopped;
   if (!outcome.silent()) return SurpriseKind::kNone;
   if (!corrupting) return SurpriseKind::kSilentCorruption;
-  if (outcome.mode == TrackerMode::kOff) return SurpriseKind::kNone;
-  // The tags were on: every class of access that ran wrong needs a bug that explains it past them.
-  const int64_t stale = outcome.silent_with(AccessVerdict::kWrongPage) +
-                        outcome.silent_with(AccessVerdict::kForeignWrite);
-  const bool escapes_predicted = narrow_tags && outcome.escapes_unpredicted == 0;
-  if (stale > 0 && !escapes_predicted) return SurpriseKind::kSilentCorruption;
-  const bool s_excused =
-      outcome.mode == TrackerMode::kTags && FiredClass(outcome, FaultClass::kWrittenState);
-  if (outcome.silent_with(AccessVerdict::kUnwritten) > 0 && !s_excused) {
-    return SurpriseKind::kSilentCorruption;
-  }
-  if (outcome.silent_with(AccessVerdict::kWrongContent) > 0 &&
-      !FiredClass(outcome, FaultClass::kNone)) {
-    return SurpriseKind::kSilentCorruption;
+  // Every class of access that ran wrong needs a fired bug that may cause it past the layers that
+  // ran; with narrow tags, wrong-page accesses and reads of foreign writes are also excused when
+  // every escape of the tag check is one the escape condition predicts.
+  const bool escapes_predicted =
+      outcome.mode != TrackerMode::kOff && narrow_tags && outcome.escapes_unpredicted == 0;
+  for (int v = 1; v < kAccessVerdicts; ++v) {
+    const AccessVerdict verdict = static_cast<AccessVerdict>(v);
+    if (outcome.silent_with(verdict) == 0) continue;
+    const bool stale =
+        verdict == AccessVerdict::kWrongPage || verdict == AccessVerdict::kForeignWrite;
+    if (stale && escapes_predicted) continue;
+    if (!Excused(outcome, verdict)) return SurpriseKind::kSilentCorruption;
   }
   // Kernel outputs out of their bound follow from accesses that ran wrong; with none, the
   // kernels themselves are wrong.

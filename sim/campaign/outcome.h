@@ -80,14 +80,14 @@ inline constexpr int kSurpriseKinds = 7;
 // "none", "silent corruption", "false alarm", "over-refusal", "stopped", "error", "crash".
 const char* SurpriseKindName(SurpriseKind kind);
 
-// The catalogue's verdict. With no check (mode off) every silent corruption is expected once a bug
-// that corrupts fired, and none without one. With the tags on, each class of silent access is
-// excused only by a fired bug the layers that ran cannot catch: unwritten slots by an S bug with
-// the tags alone (the seal catches them), wrong content by an N bug; a wrong-page access or a read
-// of a foreign write never, except with narrow tags (width below 16 bits) when every escape of the
-// check is one docs/integrity.md's escape condition predicts; kernel outputs out of bound only
-// beside such excused accesses. A run stopped by its time limit with no corrupting bug fired is a
-// surprise (a livelock); so are false alarms and unexcused over-refusals.
+// The catalogue's verdict, from the fault registry. Each class of access that ran wrong (the
+// oracle's verdicts) is excused only by a fired bug whose row says it may cause that class and
+// whose catching layer did not run: with no check, any bug that may cause it; with the tags on,
+// unwritten slots by an S bug while the seal is off, wrong content by an N bug; a wrong-page access
+// or a read of a foreign write never, except with narrow tags (width below 16 bits) when every
+// escape of the check is one docs/integrity.md's escape condition predicts. Kernel outputs out of
+// bound are excused only beside such excused accesses. A run stopped by its time limit with no
+// corrupting bug fired is a surprise (a livelock); so are false alarms and unexcused over-refusals.
 SurpriseKind Judge(const CaseOutcome& outcome, bool narrow_tags);
 
 }  // namespace kvsim::sim

@@ -15,24 +15,13 @@ int32_t PickInt(Prng& prng, std::initializer_list<int32_t> values) {
 // A probability of firing: always, half, a tenth or a fiftieth of the times a site is reached.
 int64_t DrawPpm(Prng& prng) { return PickInt(prng, {1'000'000, 500'000, 100'000, 20'000}); }
 
-// The fault sites the tags are expected to catch.
+// The fault sites the tag check is expected to catch.
 std::vector<FaultSite> TagCaughtSites() {
   std::vector<FaultSite> sites;
-  for (int i = 0; i < kFaultSites; ++i) {
-    const FaultClass expected = FaultSiteExpected(static_cast<FaultSite>(i));
-    if (expected == FaultClass::kRead || expected == FaultClass::kWrite ||
-        expected == FaultClass::kReadWrite) {
-      sites.push_back(static_cast<FaultSite>(i));
-    }
+  for (const FaultRow& row : kFaultRegistry) {
+    if (row.caught_by == CheckLayer::kTagCheck) sites.push_back(row.site);
   }
   return sites;
-}
-
-// The sites whose bugs live in the prefix cache (unified pools only).
-bool NeedsPrefixCache(FaultSite site) {
-  return site == FaultSite::kDuplicateNotRewritten || site == FaultSite::kRematchKeepsLength ||
-         site == FaultSite::kAbortFreesTreePages || site == FaultSite::kPublishBeforeWritten ||
-         site == FaultSite::kPrefixHashCollision;
 }
 
 void DrawScheduler(Prng& prng, int32_t pages, SchedulerConfig& s) {
@@ -56,8 +45,10 @@ Result<Scenario> DrawCase(const std::vector<Scenario>& bases, const Arm& arm, ui
     (bases[i].disaggregation ? disaggregated : unified).push_back(i);
   }
   const bool single = arm.kind == Arm::Kind::kSingle;
-  const bool needs_transfer = single && arm.site == FaultSite::kTransferAbortFrees;
-  const bool needs_unified = single && NeedsPrefixCache(arm.site);
+  // What the arm's own site needs to be reached (its registry row); nothing for other arms.
+  const uint16_t needs = single ? FaultRowOf(arm.site).needs : 0;
+  const bool needs_transfer = (needs & kNeedsDisaggregation) != 0;
+  const bool needs_unified = (needs & kNeedsPrefixCache) != 0;
   Prng prng(seed);
   // The base first, from its own draw, so that the other draws do not depend on the list.
   const uint64_t base_draw = prng.next_u64();
@@ -159,10 +150,11 @@ Result<Scenario> DrawCase(const std::vector<Scenario>& bases, const Arm& arm, ui
     }
   }
 
-  // A single site's arm also draws the conditions its bug needs, so that it is reached in most of
-  // its cases: a prefix cache with prefixes to share, cancellations, prompts that span chunks.
+  // A single site's arm also draws the conditions its bug needs (its row's `needs`), so that it is
+  // reached in most of its cases: a prefix cache with prefixes to share, cancellations, prompts
+  // that span chunks, slow transfers.
   if (arm.kind == Arm::Kind::kSingle) {
-    if (NeedsPrefixCache(arm.site)) {
+    if ((needs & kNeedsPrefixCache) != 0) {
       s.server.scheduler.prefix_cache = true;
       w.shared_prefix.groups = std::max(w.shared_prefix.groups, 1);
       w.shared_prefix.tokens = std::max(w.shared_prefix.tokens, 2 * page_size);
@@ -170,18 +162,19 @@ Result<Scenario> DrawCase(const std::vector<Scenario>& bases, const Arm& arm, ui
       w.requests = std::max<int64_t>(w.requests, 16);
       w.clients = std::max(w.clients, 3);
     }
-    if (arm.site == FaultSite::kPublishBeforeWritten) {
+    if ((needs & kNeedsPageChunks) != 0) {
       s.server.scheduler.prefill_chunk = page_size;
       s.server.scheduler.max_running = std::max(s.server.scheduler.max_running, 4);
     }
-    if (arm.site == FaultSite::kAbortFreesTreePages) {
+    if ((needs & kNeedsCancellations) != 0) {
       w.cancel.probability_ppm = std::max<int64_t>(w.cancel.probability_ppm, 300'000);
       if (!w.cancel.at_page_boundary && w.cancel.after_ms.max <= 1) {
         w.cancel.after_ms = LengthSpec{LengthKind::kUniform, 1, 1, 60};
       }
     }
-    if (arm.site == FaultSite::kTransferAbortFrees) {
-      // Slow transfers, and cancellations spread over them.
+    if ((needs & kNeedsSlowTransfers) != 0) {
+      // Slow transfers, and cancellations spread over them (after the draws above, which this
+      // overrides).
       s.disaggregation->gb_per_s = 0.125;
       w.cancel.probability_ppm = 500'000;
       w.cancel.at_page_boundary = false;

@@ -4,8 +4,7 @@
 //
 // A planted bug that the server then commits is not an error of the run: what follows (a check
 // that catches it, or a silent corruption the oracle sees) is what the run reports. Each site's
-// expected outcome is written in the catalogue (FaultSiteExpected) before any run; docs/faults.md
-// gives the bug behind each.
+// expected outcome is written in the registry (sim/faults/fault_registry.h) before any run.
 #pragma once
 
 #include <array>
@@ -17,62 +16,16 @@
 
 #include "base/prng.h"
 #include "base/status.h"
+#include "sim/faults/fault_registry.h"
 
 namespace kvsim::sim {
 
-// The decision points a plan can act at, each the site of a real bug.
-enum class FaultSite : uint8_t {
-  // 1. After a prefix-cache insert, a page another request cached first is freed as a duplicate
-  // but the request's table is not rewritten: it still records and maps the freed page.
-  kDuplicateNotRewritten,
-  // 2. A request (re)admitted with a prefix match records the matched pages but its protected
-  // length is not moved: it takes no reference to them, and its release frees pages the tree owns.
-  kRematchKeepsLength,
-  // 3. A request cancelled after its prefill was cached releases the tree's references along with
-  // its own: the tree still lists pages that are free.
-  kAbortFreesTreePages,
-  // 4. Disaggregation: a request cancelled while its KV transfer is in flight frees the decode
-  // pool's pages at once; the transfer still writes them when it lands.
-  kTransferAbortFrees,
-  // 5. Asynchronous scheduling: a request finishing at step N frees its pages while the write
-  // step N + 1 already dispatched for it is still to land.
-  kAsyncFreeBeforeWrite,
-  // 6. A prefill's pages are published to the prefix cache before its KV is written; a request
-  // matching them in the same step reads slots nobody wrote.
-  kPublishBeforeWritten,
-  // 7. A request admitted without a cache hit gets block-table entries [0, 0, ...] for its first
-  // chunk's pages, while the server records the pages it granted.
-  kNoHitTableZeroed,
-  // 8. A read's length mask runs past the request's tokens into the rest of its last page.
-  kReadPastLength,
-  // 9. A token's KV write is skipped while the request's committed length moves past it.
-  kCommittedAheadOfWrites,
-  // 10. Two different prefixes map to the same cached pages: an admission matches another
-  // prefix's pages (a hash collision).
-  kPrefixHashCollision,
-  // 11. A released page is freed twice: it sits on the free list twice and is later granted to
-  // two owners.
-  kDoubleFree,
-  // 15. The negative control: kernel mode runs a step's decode as two launches, so outputs vary
-  // with batch composition while no page is stale; every check must stay silent.
-  kBatchCompositionNoise,
-};
-inline constexpr int kFaultSites = 12;
-
-// "duplicate_not_rewritten", "rematch_keeps_length", ...
-const char* FaultSiteName(FaultSite site);
 // The site named `name`; InvalidArgument listing the sites otherwise.
 Result<FaultSite> ParseFaultSite(const std::string& name);
-// One line naming the real bug a site plants.
-const char* FaultSiteBug(FaultSite site);
-
-// Which layer of checks the catalogue expects to catch a site's bug before it corrupts data:
-// the read check (R), the write check (W), both (RW), only a written-state layer that checks
-// which slots were written (S), no ownership check at all (N), or nothing to catch (the control).
-enum class FaultClass : uint8_t { kRead, kWrite, kReadWrite, kWrittenState, kNone, kControl };
-// "R", "W", "RW", "S", "N", "control".
-const char* FaultClassName(FaultClass fault_class);
-FaultClass FaultSiteExpected(FaultSite site);
+// A row's name, upstream bug and expected class (kFaultRegistry).
+inline const char* FaultSiteName(FaultSite site) { return FaultRowOf(site).name; }
+inline const char* FaultSiteBug(FaultSite site) { return FaultRowOf(site).bug; }
+inline FaultClass FaultSiteExpected(FaultSite site) { return FaultRowOf(site).expected; }
 
 // The probability, in parts per million, that each site fires when the server reaches it.
 struct FaultPlan {

@@ -24,15 +24,29 @@ CaseOutcome AndWrites(CaseOutcome o, AccessVerdict verdict, int64_t count) {
   return o;
 }
 
-TEST(OutcomeTest, WithNoCheckEverySilentCorruptionIsExpectedOnceABugFired) {
+// With no check, an access that ran wrong is expected when a bug fired whose registry row says it
+// may cause that class of wrong access, and a surprise otherwise: an S bug reads unwritten slots,
+// it does not hand out another allocation's page.
+TEST(OutcomeTest, WithNoCheckEachVerdictIsExpectedFromTheBugsThatMayCauseIt) {
   for (FaultSite site :
        {FaultSite::kDuplicateNotRewritten, FaultSite::kAsyncFreeBeforeWrite, FaultSite::kDoubleFree,
         FaultSite::kReadPastLength, FaultSite::kPrefixHashCollision}) {
     for (AccessVerdict verdict : {AccessVerdict::kWrongPage, AccessVerdict::kUnwritten,
                                   AccessVerdict::kForeignWrite, AccessVerdict::kWrongContent}) {
-      EXPECT_EQ(Judge(Fired(site, TrackerMode::kOff, verdict, 5), false), SurpriseKind::kNone);
+      const bool may = (FaultRowOf(site).may_produce & (1 << static_cast<int>(verdict))) != 0;
+      EXPECT_EQ(Judge(Fired(site, TrackerMode::kOff, verdict, 5), false),
+                may ? SurpriseKind::kNone : SurpriseKind::kSilentCorruption)
+          << FaultSiteName(site) << " " << AccessVerdictName(verdict);
     }
   }
+  EXPECT_EQ(
+      Judge(Fired(FaultSite::kReadPastLength, TrackerMode::kOff, AccessVerdict::kWrongPage, 1),
+            false),
+      SurpriseKind::kSilentCorruption);
+  EXPECT_EQ(
+      Judge(Fired(FaultSite::kPrefixHashCollision, TrackerMode::kOff, AccessVerdict::kUnwritten, 1),
+            false),
+      SurpriseKind::kSilentCorruption);
 }
 
 TEST(OutcomeTest, WithTheTagsEachVerdictIsExcusedOnlyByTheClassThatProducesIt) {
