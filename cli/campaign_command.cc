@@ -140,11 +140,13 @@ class CampaignCommand : public Command {
                    "against the FP64 reference")
         ->capture_default_str();
     app.add_option("--jobs", jobs_, "Worker processes (default: the cores)");
-    app.add_option("--shard", shard_text_,
-                   "Run only shard i/n (cases k with k mod n = i); 'env' reads it from Bazel "
-                   "(TEST_SHARD_INDEX, TEST_TOTAL_SHARDS), Slurm (SLURM_ARRAY_TASK_ID, "
-                   "SLURM_ARRAY_TASK_MIN, SLURM_ARRAY_TASK_COUNT) or a Kubernetes Indexed Job "
-                   "(JOB_COMPLETION_INDEX, KVSIM_SHARDS)");
+    app.add_option(
+        "--shard", shard_text_,
+        "Run only shard i/n (the cases k with floor(k / arms) mod n = i: whole rounds of "
+        "arms); 'env' reads it from Bazel "
+        "(TEST_SHARD_INDEX, TEST_TOTAL_SHARDS), Slurm (SLURM_ARRAY_TASK_ID, "
+        "SLURM_ARRAY_TASK_MIN, SLURM_ARRAY_TASK_COUNT) or a Kubernetes Indexed Job "
+        "(JOB_COMPLETION_INDEX, KVSIM_SHARDS)");
     app.add_option("--json", json_,
                    "Write the results as JSON here (kvsim campaign merge reads it)");
     app.add_option("--out", out_dir_,
@@ -159,8 +161,8 @@ class CampaignCommand : public Command {
     app.add_option("--weaken", weaken_text_,
                    "Plant a weakness in every run's checks, to show the campaign fails with the "
                    "surprise it causes: refuse-after-fault (over-refusals), skip-write-check, "
-                   "seal-one-slot-short, table-after-check, books-follow-tags (silent "
-                   "corruptions); see docs/faults.md")
+                   "seal-one-slot-short, table-after-check, books-follow-tags, "
+                   "store-checked-at-start (silent corruptions); see docs/faults.md")
         ->capture_default_str();
     app.add_option("--configs", configs_, "Folder with models/, gpus/, calibration/, scenarios/");
     app.require_subcommand(0, 1);

@@ -45,8 +45,8 @@ class RunCommand : public Command {
                    "aborts; open it in ui.perfetto.dev)");
     app.add_option("--weaken", weaken_text_,
                    "Plant a weakness in the checks themselves, to see the run's verdict fail: "
-                   "refuse-after-fault, skip-write-check, seal-one-slot-short, table-after-check "
-                   "or books-follow-tags (docs/faults.md); default none")
+                   "refuse-after-fault, skip-write-check, seal-one-slot-short, table-after-check, "
+                   "books-follow-tags or store-checked-at-start (docs/faults.md); default none")
         ->capture_default_str();
     app.add_option("--configs", configs_, "Folder with models/, gpus/, calibration/, scenarios/");
     app.footer(

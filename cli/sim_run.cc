@@ -205,6 +205,13 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
         prepared.link->bytes_per_s / 1e9, sim::NsToSeconds(prepared.link->latency_ns) * 1e6,
         Ms(static_cast<double>(r.transfer.p50_ns)), Ms(static_cast<double>(r.transfer.p99_ns)));
   }
+  if (scenario.server.kv_store) {
+    out << fmt::format(
+        "  KV store: {} copies of finished requests at {:.3f} GB/s per GPU after {:.1f} us, {} "
+        "refused by a check at their completion\n",
+        Grouped(r.stores), scenario.server.kv_store->gb_per_s,
+        sim::NsToSeconds(scenario.server.kv_store->latency_ns) * 1e6, Grouped(r.stores_refused));
+  }
   out << fmt::format("  simulated {:.3f} s ({}): {} steps, {} events\n", sim::NsToSeconds(r.end_ns),
                      sim::StopReasonName(r.stop), Grouped(r.steps), Grouped(r.events));
   out << fmt::format(

@@ -111,7 +111,7 @@ Status MergeResults(const CampaignResults& shard, CampaignResults& into);
 // The format of a campaign's JSON (its "kvsim_campaign" field), raised whenever the JSON or what
 // its counts mean changes; reports without the field are of format 1. `campaign merge` reads
 // this version only.
-inline constexpr int kCampaignFormatVersion = 2;
+inline constexpr int kCampaignFormatVersion = 3;
 
 // The results as JSON (kvsim campaign --json) and back. Every count, the spec, the shards, the
 // surprises; the wall time under "wall_s" (the one field two runs of a campaign need not share).

@@ -233,7 +233,9 @@ std::string ReplayLine(const CampaignOptions& options, int64_t k) {
 
 std::vector<int64_t> ShardCases(const CampaignSpec& spec) {
   std::vector<int64_t> cases;
-  for (int64_t k = spec.shard_index; k < spec.cases; k += spec.shard_count) cases.push_back(k);
+  for (int64_t k = 0; k < spec.cases; ++k) {
+    if (spec.InShard(k)) cases.push_back(k);
+  }
   return cases;
 }
 

@@ -53,7 +53,10 @@ struct CampaignSpec {
   std::vector<TrackerMode> modes;
   // Cases [0, kernel_cases) also run in kernel mode, their outputs checked against the reference.
   int64_t kernel_cases = 0;
-  // This shard runs the cases k with k mod shard_count == shard_index.
+  // This shard runs the cases of the rounds of arms r = k / (number of arms) with
+  // r mod shard_count == shard_index: whole rounds, so that every shard runs every arm whatever
+  // the number of arms and shards (by k mod shard_count alone, an even number of arms would give
+  // two shards half the arms each).
   int32_t shard_index = 0;
   int32_t shard_count = 1;
   // A weakness planted in every run's checks, to show the campaign fails (none by default).
@@ -61,7 +64,9 @@ struct CampaignSpec {
 
   const Arm& ArmOf(int64_t k) const { return arms[static_cast<size_t>(k) % arms.size()]; }
   uint64_t CaseSeed(int64_t k) const;
-  bool InShard(int64_t k) const { return k % shard_count == shard_index; }
+  bool InShard(int64_t k) const {
+    return (k / static_cast<int64_t>(arms.size())) % shard_count == shard_index;
+  }
   // Whether two specs describe the same campaign (shards apart).
   bool SameCampaign(const CampaignSpec& other) const;
 };

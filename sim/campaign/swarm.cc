@@ -120,6 +120,12 @@ Result<Scenario> DrawCase(const std::vector<Scenario>& bases, const Arm& arm, ui
     s.disaggregation->gb_per_s = PickInt(prng, {1, 4, 16}) / 8.0;
   }
 
+  // A KV store that finished requests are copied out to, in a quarter of the cases (always for the
+  // sites that need one): slow enough that a copy can outlast its pages' reuse.
+  if ((needs & kNeedsKvStore) != 0 || prng.chance(1, 4)) {
+    s.server.kv_store = KvStoreSpec{PickInt(prng, {1, 4, 16}) / 64.0, 0};
+  }
+
   // Tags: 64 bits, generation or random; narrow on purpose in the narrow_tags arm.
   TagConfig tags;
   tags.policy = prng.chance(1, 2) ? TagPolicy::kGeneration : TagPolicy::kRandom;

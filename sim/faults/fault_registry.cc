@@ -63,7 +63,8 @@ std::string SwarmNeedsText(uint16_t needs) {
                          {kNeedsCancellations, "cancellations"},
                          {kNeedsSlowTransfers, "slow transfers"},
                          {kNeedsPageChunks, "one-page prefill chunks"},
-                         {kNeedsKernelMode, "kernel mode"}},
+                         {kNeedsKernelMode, "kernel mode"},
+                         {kNeedsKvStore, "a slow KV store"}},
                         "-");
 }
 

@@ -26,9 +26,10 @@ enum class FaultSite : uint8_t {
   kCommittedAheadOfWrites,
   kPrefixHashCollision,
   kDoubleFree,
+  kStoreReadsFreedPages,
   kBatchCompositionNoise,
 };
-inline constexpr int kFaultSites = 12;
+inline constexpr int kFaultSites = 13;
 
 // Which layer of checks the catalogue expects to catch a bug before it corrupts data: the read
 // check (R), the write check (W), both (RW), only a written-state layer that checks which slots
@@ -58,6 +59,7 @@ enum SwarmNeed : uint16_t {
   kNeedsSlowTransfers = 1 << 3,   // transfers slow enough that cancellations land during them
   kNeedsPageChunks = 1 << 4,      // prefill chunks of one page, and several requests running
   kNeedsKernelMode = 1 << 5,      // kernel mode (the site sits in the data plane)
+  kNeedsKvStore = 1 << 6,         // a KV store that finished requests are copied out to, slowly
 };
 
 // Where a bug acts: the package whose code its hook is in.
@@ -145,7 +147,17 @@ inline constexpr std::array<FaultRow, kFaultSites> kFaultRegistry = {{
      "SGLang PR 18694", FaultClass::kReadWrite, CheckLayer::kTagCheck, kAnyWrongAccess,
      "the request; the page freed twice", 0, FaultHook::kScheduler, "Scheduler::End",
      "the pool refuses the second release (the dummy page)"},
-    {FaultSite::kBatchCompositionNoise, 12, "batch_composition_noise",
+    {FaultSite::kStoreReadsFreedPages, 12, "store_reads_freed_pages",
+     "a finished request's KV is copied out to the KV store asynchronously; its pages are freed "
+     "when the copy starts instead of when it has read them, and the copy reads them when it "
+     "completes (a check when the copy starts passes: every page is still the request's)",
+     "vLLM issue 52360 / PR 52372 (a store job read blocks a preemption had freed and another "
+     "request reused), SGLang PR 24226 (decode offload freed slots while device-to-host copies "
+     "were in flight)",
+     FaultClass::kRead, CheckLayer::kTagCheck, kWrongPageBit | kWrongContentBit,
+     "the request; its pages",
+     kNeedsKvStore, FaultHook::kServer, "Server::StartStore", ""},
+    {FaultSite::kBatchCompositionNoise, 13, "batch_composition_noise",
      "kernel mode runs a step's decode as two launches: outputs vary with batch composition, no "
      "page is stale",
      "SGLang 22819, vLLM 39146 (the symptom without its cause)", FaultClass::kControl,

@@ -17,6 +17,8 @@ const char* WeaknessName(Weakness weakness) {
       return "table-after-check";
     case Weakness::kBooksFollowTags:
       return "books-follow-tags";
+    case Weakness::kStoreCheckedAtStart:
+      return "store-checked-at-start";
   }
   return "unknown";
 }

@@ -27,11 +27,14 @@ enum class Weakness : uint8_t {
   // expected tags from the pool would), so it finds nothing stale. Only the oracle, which trusts
   // the pool's events and not the books, still sees the stale accesses.
   kBooksFollowTags,
+  // A copy out to the KV store is checked when it starts, where every page is still the
+  // request's, and not when it completes, after it has read them.
+  kStoreCheckedAtStart,
 };
-inline constexpr int kWeaknesses = 6;
+inline constexpr int kWeaknesses = 7;
 
 // "none", "refuse-after-fault", "skip-write-check", "seal-one-slot-short", "table-after-check",
-// "books-follow-tags".
+// "books-follow-tags", "store-checked-at-start".
 const char* WeaknessName(Weakness weakness);
 // The weakness named `name`; InvalidArgument listing the names otherwise.
 Result<Weakness> ParseWeakness(const std::string& name);

@@ -54,10 +54,17 @@ void WriteReportJson(const RunReport& r, const ReportContext& context, std::ostr
   j["events"] = r.events;
   j["steps"] = r.steps;
   j["simulated_s"] = NsToSeconds(r.end_ns);
-  j["requests"] = {
-      {"arrived", r.arrived},   {"finished", r.finished},       {"cancelled", r.cancelled},
-      {"rejected", r.rejected}, {"aborted", r.aborted},         {"unfinished", r.unfinished},
-      {"retries", r.retries},   {"preemptions", r.preemptions}, {"transfers", r.transfers}};
+  j["requests"] = {{"arrived", r.arrived},
+                   {"finished", r.finished},
+                   {"cancelled", r.cancelled},
+                   {"rejected", r.rejected},
+                   {"aborted", r.aborted},
+                   {"unfinished", r.unfinished},
+                   {"retries", r.retries},
+                   {"preemptions", r.preemptions},
+                   {"transfers", r.transfers},
+                   {"stores", r.stores},
+                   {"stores_refused", r.stores_refused}};
   j["tokens"] = {{"output", r.output_tokens},
                  {"prefill", r.prefill_tokens},
                  {"prompt", r.prompt_tokens},

@@ -13,7 +13,7 @@ namespace kvsim::sim {
 
 // The format of the JSON a run writes (its "kvsim_report" field), raised whenever the JSON or the
 // meaning of the state hash changes: `kvsim replay` reads this version only.
-inline constexpr int kReportFormatVersion = 2;
+inline constexpr int kReportFormatVersion = 3;
 
 // What a report carries besides the run's figures: where its scenario came from and the command
 // that reproduces it.

@@ -131,6 +131,8 @@ struct RunReport {
   int64_t preemptions = 0;
   int64_t transfers = 0;              // KV transfers from the prefill pool to the decode pool
   int64_t cancelled_in_transfer = 0;  // of the cancelled, those whose transfer was in flight
+  int64_t stores = 0;                 // copies of finished requests' KV out to the KV store
+  int64_t stores_refused = 0;         // of those, copies a check refused at their completion
   int64_t evicted_pages = 0;
   int64_t cache_insert_refusals = 0;
   int64_t pool_refusals = 0;                        // pool operations refused after a planted bug

@@ -156,7 +156,8 @@ Result<RunReport> RunPrepared(const Scenario& scenario, const PreparedScenario& 
       auditor = oracles.back().get();
     }
     if (auditor != nullptr && config.tag_tracker) auditor->PredictEscapes(pool.scheduler.pool.tags);
-    pools.push_back({pool.name, pool.scheduler, pool.step_time, auditor});
+    pools.push_back({pool.name, pool.scheduler, pool.step_time, auditor,
+                     static_cast<double>(pool.plan.kv.total())});
   }
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<Server> server,
                          Server::Create(config, std::move(pools), prepared.link, backend));

@@ -381,6 +381,19 @@ Status ParseFaults(const YamlMap& map, FaultPlan& plan) {
   return Status::Ok();
 }
 
+Status ParseKvStore(const YamlMap& map, std::optional<KvStoreSpec>& store) {
+  KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"gb_per_s", "latency_us"}));
+  KvStoreSpec spec;
+  KVSIM_ASSIGN_OR_RETURN(spec.gb_per_s, map.Double("gb_per_s", 1e-3, 1e5));
+  double latency_us = 0;
+  if (map.Has("latency_us")) {
+    KVSIM_ASSIGN_OR_RETURN(latency_us, map.Double("latency_us", 0, 1e9));
+  }
+  spec.latency_ns = SecondsToNs(latency_us * 1e-6);
+  store = spec;
+  return Status::Ok();
+}
+
 Status ParseLimits(const YamlMap& map, RunLimits& limits) {
   KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"max_time_s", "max_events", "sweep_every"}));
   if (map.Has("max_time_s")) {
@@ -409,7 +422,7 @@ Result<Scenario> ParseScenario(const std::string& text, const std::string& path)
   KVSIM_ASSIGN_OR_RETURN(const YamlMap root, YamlMap::LoadString(text, path));
   KVSIM_RETURN_IF_ERROR(root.CheckKnownKeys(
       {"name", "description", "seed", "mode", "deployment", "calibration", "pool", "scheduler",
-       "workload", "integrity", "kernel", "faults", "disaggregation", "limits"}));
+       "workload", "integrity", "kernel", "faults", "disaggregation", "kv_store", "limits"}));
   Scenario scenario;
   scenario.path = path;
   scenario.text = text;
@@ -468,6 +481,10 @@ Result<Scenario> ParseScenario(const std::string& text, const std::string& path)
   if (root.Has("faults")) {
     KVSIM_ASSIGN_OR_RETURN(const YamlMap faults, root.Map("faults"));
     KVSIM_RETURN_IF_ERROR(ParseFaults(faults, scenario.server.faults));
+  }
+  if (root.Has("kv_store")) {
+    KVSIM_ASSIGN_OR_RETURN(const YamlMap kv_store, root.Map("kv_store"));
+    KVSIM_RETURN_IF_ERROR(ParseKvStore(kv_store, scenario.server.kv_store));
   }
   if (root.Has("limits")) {
     KVSIM_ASSIGN_OR_RETURN(const YamlMap limits, root.Map("limits"));

@@ -277,6 +277,14 @@ void WriteFaults(YAML::Emitter& out, const FaultPlan& plan) {
   out << YAML::EndMap;
 }
 
+void WriteKvStore(YAML::Emitter& out, const std::optional<KvStoreSpec>& store) {
+  if (!store) return;
+  out << YAML::Key << "kv_store" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  Field(out, "gb_per_s", Number(store->gb_per_s));
+  Field(out, "latency_us", Number(static_cast<double>(store->latency_ns) / 1000.0));
+  out << YAML::EndMap;
+}
+
 void WriteLimits(YAML::Emitter& out, const RunLimits& limits) {
   out << YAML::Key << "limits" << YAML::Value << YAML::BeginMap;
   if (limits.max_time_ns != std::numeric_limits<SimNs>::max()) {
@@ -307,6 +315,7 @@ std::string ScenarioToYaml(const Scenario& scenario) {
   WriteKernel(out, scenario.kernel, !scenario.disaggregation.has_value());
   WriteFaults(out, scenario.server.faults);
   if (scenario.disaggregation) WriteDisaggregation(out, *scenario.disaggregation);
+  WriteKvStore(out, scenario.server.kv_store);
   WriteLimits(out, scenario.server.limits);
   out << YAML::EndMap;
   KVSIM_CHECK(out.good()) << out.GetLastError();

@@ -29,13 +29,15 @@ const char* RequestPhaseName(RequestPhase phase) {
       return "receiving";
     case RequestPhase::kTransferred:
       return "transferred";
+    case RequestPhase::kStoring:
+      return "storing";
   }
   return "unknown";
 }
 
 bool Scheduler::HoldsPages(RequestPhase phase) {
   return phase == RequestPhase::kRunning || phase == RequestPhase::kTransferring ||
-         phase == RequestPhase::kReceiving;
+         phase == RequestPhase::kReceiving || phase == RequestPhase::kStoring;
 }
 
 Result<Scheduler> Scheduler::Create(const SchedulerConfig& config) {
@@ -349,6 +351,12 @@ void Scheduler::ReleaseTransferred(int32_t slot, SimNs now) {
   End(slot, RequestPhase::kTransferred, now);
 }
 
+void Scheduler::ReleaseStored(int32_t slot) {
+  const SimRequest& r = requests_[static_cast<size_t>(slot)];
+  KVSIM_CHECK(r.phase == RequestPhase::kStoring) << "slot " << slot;
+  End(slot, RequestPhase::kFinished, r.end_ns);
+}
+
 int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, StepPlan& plan,
                              std::vector<RequestEnd>& ended) {
   const int32_t slot = waiting_.front();
@@ -565,6 +573,16 @@ void Scheduler::CompleteStep(const StepPlan& plan, const std::vector<bool>& ran,
           Changed(FaultSite::kAsyncFreeBeforeWrite, row.slot, r.block_row);
           Zombify(row.slot, RequestPhase::kFinished, now);
           ended.push_back({row.slot, RequestPhase::kFinished, position});
+          continue;
+        }
+        if (store_on_finish_) {
+          // Its KV is copied out to the store: its pages stay held until the copy has read them.
+          RemoveFromRunning(row.slot);
+          reserved_total_ -= r.reserved_pages;
+          r.reserved_pages = 0;
+          r.phase = RequestPhase::kStoring;
+          r.end_ns = now;
+          ended.push_back({row.slot, RequestPhase::kStoring});
           continue;
         }
         End(row.slot, RequestPhase::kFinished, now);

@@ -43,9 +43,12 @@ enum class RequestPhase : uint8_t {
   kTransferring,  // prefill pool: prefilled, its pages held until the transfer has read them
   kReceiving,     // decode pool: pages granted, the transfer writing the prompt's KV into them
   kTransferred,   // prefill pool: handed over to the decode pool (not an end of the request)
+  // Finished, its pages held until the asynchronous copy of its KV out to the KV store has read
+  // them (the server's `kv_store`); the request's end is recorded when it enters this phase.
+  kStoring,
 };
 // "waiting", "running", "finished", "cancelled", "rejected", "aborted", "transferring",
-// "receiving", "transferred".
+// "receiving", "transferred", "storing".
 const char* RequestPhaseName(RequestPhase phase);
 
 // One request as the scheduler keeps it.
@@ -127,6 +130,11 @@ class Scheduler {
   void CompleteTransfer(int32_t slot);
   // Prefill pool: the transfer out of `slot` (transferring) completed: its pages are released.
   void ReleaseTransferred(int32_t slot, SimNs now);
+  // With `on`, a request that finishes enters kStoring, holding its pages, instead of releasing
+  // them: the server copies its KV out to the store and calls ReleaseStored when the copy ends.
+  void set_store_on_finish(bool on) { store_on_finish_ = on; }
+  // The copy out of `slot` (storing) has read its pages: they are released, as at its finish.
+  void ReleaseStored(int32_t slot);
   // Forms the next step (empty when nothing can run). Requests that can never fit are rejected
   // here and listed in `ended`.
   StepPlan ScheduleStep(SimNs now, std::vector<RequestEnd>& ended);
@@ -245,6 +253,7 @@ class Scheduler {
   int64_t pool_refusals_ = 0;
   FaultInjector* faults_ = nullptr;
   int32_t pool_index_ = 0;
+  bool store_on_finish_ = false;
   std::vector<int32_t> tokens_;  // scratch: token ids for the prefix cache
   // The last prefix cached and its namespace: what a planted hash collision matches instead.
   std::vector<int32_t> last_cached_tokens_;

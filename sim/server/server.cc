@@ -12,9 +12,9 @@
 namespace kvsim::sim {
 namespace {
 
-// Pending events at once, at most: an arrival, a cancellation and a transfer per request the
-// pools can hold, a step end and a schedule per pool.
-constexpr size_t kMaxPendingEvents = 3 * static_cast<size_t>(kMaxSchedulerRequests) + 16;
+// Pending events at once, at most: an arrival, a cancellation, a transfer and a copy to the KV
+// store per request the pools can hold, a step end and a schedule per pool.
+constexpr size_t kMaxPendingEvents = 4 * static_cast<size_t>(kMaxSchedulerRequests) + 16;
 // Samples of the pools kept over a run.
 constexpr size_t kPoolSeriesCapacity = 2048;
 
@@ -37,6 +37,17 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerConfig& config,
   } else if (pools[0].scheduler.role != PoolRole::kUnified) {
     return InvalidArgumentError("a server of one pool runs it unified");
   }
+  if (config.kv_store) {
+    if (!(config.kv_store->gb_per_s > 0) || config.kv_store->latency_ns < 0) {
+      return InvalidArgumentError(
+          "a KV store needs a positive bandwidth and a latency of 0 or more");
+    }
+    for (const PoolSetup& setup : pools) {
+      if (!(setup.kv_bytes_per_token > 0)) {
+        return InvalidArgumentError("a KV store needs each pool's KV bytes per token");
+      }
+    }
+  }
   // One stream per component, forked from the run's seed: an extra draw in one never shifts
   // another's.
   Prng root(config.seed);
@@ -50,8 +61,9 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerConfig& config,
     SchedulerConfig scheduler = pools[i].scheduler;
     scheduler.pool.tags.seed = MixIds(tag_seed, i);
     KVSIM_ASSIGN_OR_RETURN(Scheduler created, Scheduler::Create(scheduler));
+    if (config.kv_store) created.set_store_on_finish(true);
     auto pool = std::make_unique<Pool>(pools[i].name, std::move(created), pools[i].step_time,
-                                       pools[i].auditor);
+                                       pools[i].auditor, pools[i].kv_bytes_per_token);
     // The auditor learns every allocation, share and release from the pool itself.
     if (pool->auditor != nullptr) pool->scheduler.mutable_pool().set_observer(pool->auditor);
     if (server->faults_) {
@@ -118,6 +130,8 @@ Status Server::Handle(const Event& event, EventQueue& queue) {
       return OnStepEnd(static_cast<size_t>(event.subject), queue);
     case kTransferEnd:
       return OnTransferEnd(event.subject, queue);
+    case kStoreEnd:
+      return OnStoreEnd(event.subject, queue);
     case kSchedule: {
       Pool& p = *pools_[static_cast<size_t>(event.subject)];
       p.schedule_pending = false;
@@ -270,10 +284,12 @@ Status Server::StartStep(size_t pool, EventQueue& queue) {
   report_.evicted_pages += p.plan.evicted_pages;
   const std::vector<int32_t> transfers = p.plan.transfers;
   for (int32_t slot : transfers) KVSIM_RETURN_IF_ERROR(StartTransfer(slot, queue));
-  // A pool whose pages wait for transfers out of it, or into it, may rightly admit nobody; one
-  // that preempted its only running request schedules again at once, to readmit it.
+  // A pool whose pages wait for transfers out of it, or into it, or for copies out to the KV store,
+  // may rightly admit nobody; one that preempted its only running request schedules again at
+  // once, to readmit it.
   bool formed = !p.plan.rows.empty() || !transfers.empty() || p.plan.preempted > 0 ||
-                !p.scheduler.transferring().empty() || !p.scheduler.receiving().empty();
+                !p.scheduler.transferring().empty() || !p.scheduler.receiving().empty() ||
+                p.stores_in_flight > 0;
   if (!formed && faults_ && faults_->fired_corrupting() > 0 && p.scheduler.running().empty()) {
     // A planted bug lost pages for good: what waits can never be admitted. The server refuses it
     // rather than hang (the run reports the refusals).
@@ -376,6 +392,12 @@ Status Server::OnStepEnd(size_t pool, EventQueue& queue) {
   }
   for (const RequestEnd& end : ended) {
     if (end.ghost_position >= 0) p.ghost_writes.push_back({end.slot, end.ghost_position, 1});
+    if (end.phase == RequestPhase::kStoring) {
+      // Finished: its end is recorded now, its KV copied out to the store before its pages go.
+      RecordEnd(pool, end.slot, queue);
+      KVSIM_RETURN_IF_ERROR(StartStore(pool, end.slot, queue));
+      continue;
+    }
     if (end.phase != RequestPhase::kTransferring) {
       RecordEnd(pool, end.slot, queue);
       continue;
@@ -458,7 +480,8 @@ void Server::RecordEnd(size_t pool, int32_t slot, EventQueue& queue) {
   record.id = r.spec.id;
   record.client = r.spec.client;
   record.retry_of = r.spec.retry_of;
-  record.phase = r.phase;
+  // A request whose KV is being copied out to the store has finished.
+  record.phase = r.phase == RequestPhase::kStoring ? RequestPhase::kFinished : r.phase;
   record.reason = r.end_reason;
   record.prompt_tokens = r.spec.prompt_tokens;
   record.output_tokens = r.spec.output_tokens;
@@ -470,7 +493,7 @@ void Server::RecordEnd(size_t pool, int32_t slot, EventQueue& queue) {
   record.first_token_ns = r.first_token_ns;
   record.last_token_ns = r.last_token_ns;
   record.end_ns = r.end_ns;
-  switch (r.phase) {
+  switch (record.phase) {
     case RequestPhase::kFinished:
       ++report_.finished;
       ttft_.push_back(r.first_token_ns - r.spec.arrival_ns);
@@ -493,6 +516,7 @@ void Server::RecordEnd(size_t pool, int32_t slot, EventQueue& queue) {
     case RequestPhase::kTransferring:
     case RequestPhase::kReceiving:
     case RequestPhase::kTransferred:
+    case RequestPhase::kStoring:
       KVSIM_CHECK(false) << "recording the end of a live request";
   }
   if (r.first_scheduled_ns >= 0) {
@@ -502,16 +526,17 @@ void Server::RecordEnd(size_t pool, int32_t slot, EventQueue& queue) {
   }
   if (trace_ != nullptr) {
     trace_->Request(r.spec.id, r.spec.arrival_ns, r.first_scheduled_ns, r.first_token_ns, r.end_ns,
-                    RequestPhaseName(r.phase));
+                    RequestPhaseName(record.phase));
   }
-  MixHash(static_cast<uint64_t>(r.spec.id) * 16 + static_cast<uint64_t>(r.phase));
+  MixHash(static_cast<uint64_t>(r.spec.id) * 16 + static_cast<uint64_t>(record.phase));
   MixHash((static_cast<uint64_t>(r.generated) << 40) ^ static_cast<uint64_t>(r.end_ns));
   report_.requests.push_back(std::move(record));
   Location& at = where_[static_cast<size_t>(r.spec.id)];
   (pool == 0 ? at.first : at.decode) = -1;
-  // A zombie's slot waits for the write still to land through its tables.
-  const bool zombie = r.zombie;
-  if (p.auditor != nullptr && !zombie) p.auditor->Forget(slot, r.spec.id);
+  // A zombie's slot waits for the write still to land through its tables; a storing request's for
+  // the copy out to the store to read its pages.
+  const bool lingering = r.zombie || r.phase == RequestPhase::kStoring;
+  if (p.auditor != nullptr && !lingering) p.auditor->Forget(slot, r.spec.id);
   std::optional<RequestSpec> retry;
   if (r.phase == RequestPhase::kCancelled) retry = workload_.RetryOf(r.spec, queue.now());
   if (retry) {
@@ -522,7 +547,7 @@ void Server::RecordEnd(size_t pool, int32_t slot, EventQueue& queue) {
       Issue(*next, queue);
     }
   }
-  if (!zombie) p.scheduler.Retire(slot);
+  if (!lingering) p.scheduler.Retire(slot);
 }
 
 Status Server::CheckCheapInvariants() const {

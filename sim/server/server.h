@@ -36,6 +36,14 @@
 
 namespace kvsim::sim {
 
+// The KV store finished requests are copied out to (host memory or a KV store, as vLLM's
+// offloading connectors, SGLang's HiCache and LMCache keep it): each copy reads the request's pages
+// asynchronously, at this bandwidth after this latency, and the pages stay held until it has.
+struct KvStoreSpec {
+  double gb_per_s = 0;  // 10^9 bytes per second, one GPU's share of the request's KV
+  SimNs latency_ns = 0;
+};
+
 struct ServerConfig {
   // The pool's scheduler; both pools of a disaggregated deployment start from it.
   SchedulerConfig scheduler;
@@ -51,6 +59,8 @@ struct ServerConfig {
   FaultPlan faults;
   // A flaw planted in the checks themselves, to show a campaign fails (none by default).
   Weakness weakness = Weakness::kNone;
+  // Set: every finished request's KV is copied out to the store.
+  std::optional<KvStoreSpec> kv_store;
 };
 
 // One pool of the deployment as the server runs it.
@@ -59,6 +69,7 @@ struct PoolSetup {
   SchedulerConfig scheduler;
   model::BatchStepTime step_time;
   AccessAuditor* auditor = nullptr;  // may be null; must outlive the server
+  double kv_bytes_per_token = 0;     // one GPU's KV bytes per token: what a copy to the store moves
 };
 
 // The link a request's KV crosses from the prefill pool to the decode pool: it takes latency plus
@@ -99,24 +110,27 @@ class Server final : public EventHandler {
   enum EventKind : int32_t {
     kStepEnd = 0,
     kTransferEnd = 1,
-    kCancel = 2,
-    kArrival = 3,
-    kSchedule = 4,
+    kStoreEnd = 2,
+    kCancel = 3,
+    kArrival = 4,
+    kSchedule = 5,
   };
 
   // One pool's state.
   struct Pool {
     Pool(std::string pool_name, Scheduler pool_scheduler, const model::BatchStepTime& model,
-         AccessAuditor* pool_auditor)
+         AccessAuditor* pool_auditor, double pool_kv_bytes_per_token)
         : name(std::move(pool_name)),
           scheduler(std::move(pool_scheduler)),
           step_time(model),
-          auditor(pool_auditor) {}
+          auditor(pool_auditor),
+          kv_bytes_per_token(pool_kv_bytes_per_token) {}
 
     std::string name;
     Scheduler scheduler;
     model::BatchStepTime step_time;
     AccessAuditor* auditor = nullptr;
+    double kv_bytes_per_token = 0;
     std::unique_ptr<IntegrityTracker> tracker;
     std::optional<StepChecks> checks;
     std::optional<WrittenSeal> seal;
@@ -124,6 +138,7 @@ class Server final : public EventHandler {
     // Writes a planted bug left in flight for requests that already ended (zombies): each lands
     // at the pool's next step, through the ended request's tables.
     std::vector<ScheduledRow> ghost_writes;
+    int32_t stores_in_flight = 0;  // copies out to the KV store not yet complete
     bool schedule_pending = false;
     bool in_flight = false;
     SimNs step_start_ns = 0;
@@ -152,12 +167,18 @@ class Server final : public EventHandler {
   Status OnStepEnd(size_t pool, EventQueue& queue);
   Status StartTransfer(int32_t decode_slot, EventQueue& queue);
   Status OnTransferEnd(int64_t id, EventQueue& queue);
+  // The copy of the finished request in `slot` of `pool` (storing) out to the KV store starts: it
+  // reads the pages when it completes (sim/server/server_store.cc).
+  Status StartStore(size_t pool, int32_t slot, EventQueue& queue);
+  // The copy completes: its read is checked and judged, then the pages are released.
+  Status OnStoreEnd(int64_t subject, EventQueue& queue);
   // One access of the proceeding `rows` of `pool` (the pool's step plan, a transfer's one row or
   // zombies' writes): builds its launch table once, checks it with the tags (and, for a read, the
   // seal), lets the auditor judge and run the rows that passed through that same table, and
   // records the writes in the seal. Refused rows are aborted and `proceed` says so.
+  // `checked` false: the checks do not run (the store-checked-at-start weakness's completion).
   Status RunAccess(size_t pool, KvAccess access, const std::vector<ScheduledRow>& rows,
-                   std::vector<bool>& proceed);
+                   std::vector<bool>& proceed, bool checked = true);
   // A row a check refused: its packed row in the access, where, and why.
   struct Refusal {
     size_t packed = 0;

@@ -9,7 +9,7 @@
 namespace kvsim::sim {
 
 Status Server::RunAccess(size_t pool, KvAccess access, const std::vector<ScheduledRow>& rows,
-                         std::vector<bool>& proceed) {
+                         std::vector<bool>& proceed, bool checked) {
   Pool& p = *pools_[pool];
   // With nothing to check, judge or run the access (the no-op tracker, no seal, no oracle) there
   // is no table to build: the access only advances the books.
@@ -17,8 +17,10 @@ Status Server::RunAccess(size_t pool, KvAccess access, const std::vector<Schedul
   BuildStepTable(p.scheduler, rows, proceed, access, p.table);
   if (p.table.rows.empty()) return Status::Ok();
   const StepAccess step{report_.steps, queue_->now(), &p.scheduler, &rows, &proceed, &p.table};
-  KVSIM_RETURN_IF_ERROR(CheckTags(pool, step, proceed));
-  if (access == KvAccess::kRead) SealReads(pool, step, proceed);
+  if (checked) {
+    KVSIM_RETURN_IF_ERROR(CheckTags(pool, step, proceed));
+    if (access == KvAccess::kRead) SealReads(pool, step, proceed);
+  }
   if (config_.weakness == Weakness::kTableAfterCheck) ChangeLaunchedTable(pool, step);
   KVSIM_RETURN_IF_ERROR(Audit(pool, step));
   if (access == KvAccess::kWrite) SealWrites(pool, step);
@@ -101,8 +103,10 @@ void Server::Refuse(size_t pool, int32_t slot, const Refusal& refusal, RefusalKi
     trace_->Instant(static_cast<int>(pool), queue_->now(), "abort",
                     "request " + std::to_string(r.spec.id) + ": " + refusal.message);
   }
-  // A zombie has ended already: its write is dropped, and that is all.
-  if (!r.zombie) AbortRequest(pool, slot, refusal.message, *queue_);
+  // A zombie has ended already: its write is dropped, and that is all. So has a request whose KV
+  // is being copied out to the store: the copy is discarded, its pages released when it ends.
+  if (r.zombie || r.phase == RequestPhase::kStoring) return;
+  AbortRequest(pool, slot, refusal.message, *queue_);
 }
 
 void Server::SealWrites(size_t pool, const StepAccess& step) {

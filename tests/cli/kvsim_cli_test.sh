@@ -38,7 +38,7 @@ expect_exit 2 "samples" demo --samples many
 expect_exit 2 "--campaign-cases 0 is out of range" demo --campaign-cases 0
 expect_exit 0 "Reproduce: kvsim demo --seed 0x2a --samples 1000 --campaign-cases 30000" \
   demo --seed 42 --samples 1000 --out "$out"
-expect_exit 0 "R +4 +[0-9,]+ +[0-9,]+ +[0-9.]+% +[0-9,]+ +0\.0% +0$" demo --samples 16 \
+expect_exit 0 "R +5 +[0-9,]+ +[0-9,]+ +[0-9.]+% +[0-9,]+ +0\.0% +0$" demo --samples 16 \
   --campaign-cases 600 --out "$out"
 expect_exit 0 "B aborted: stale tag at logical page 1; A, C proceed" demo --samples 100 \
   --campaign-cases 100 --out "$out"

@@ -77,14 +77,19 @@ TEST(CampaignRunnerTest, ShardsMergedEqualTheCampaignRunWhole) {
   EXPECT_EQ(Comparable(RunShard(Spec(), 1)), Comparable(whole));
 
   CampaignResults merged;
+  int64_t shard_cases = 0;
   for (int32_t shard : {2, 0, 1}) {
     CampaignSpec spec = Spec();
     spec.shard_index = shard;
     spec.shard_count = 3;
     const CampaignResults part = RunShard(spec, 1);
-    EXPECT_EQ(part.cases, 30);
+    // Whole rounds of arms: 90 cases of 16 arms are rounds of 16, the last of 10.
+    EXPECT_EQ(part.cases, static_cast<int64_t>(ShardCases(spec).size()));
+    EXPECT_EQ(part.cases % static_cast<int64_t>(spec.arms.size()), shard == 2 ? 10 : 0);
+    shard_cases += part.cases;
     ASSERT_TRUE(MergeResults(part, merged).ok());
   }
+  EXPECT_EQ(shard_cases, 90);
   EXPECT_EQ(merged.shards, (std::vector<int32_t>{0, 1, 2}));
   // The whole campaign, as one shard of one, against three shards of three.
   CampaignResults whole_as_merged = whole;

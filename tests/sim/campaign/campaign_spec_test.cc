@@ -65,8 +65,23 @@ TEST(CampaignSpecTest, ShardsSplitTheCasesAndValidate) {
   }
   spec.shard_index = 1;
   spec.shard_count = 3;
-  EXPECT_TRUE(spec.InShard(4));
-  EXPECT_FALSE(spec.InShard(5));
+  // Shards take whole rounds of arms: shard 1 of 3 runs round 1, cases [arms, 2 arms), and every
+  // arm once in it, whatever the number of arms.
+  const int64_t arms = static_cast<int64_t>(spec.arms.size());
+  EXPECT_FALSE(spec.InShard(0));
+  EXPECT_TRUE(spec.InShard(arms));
+  EXPECT_TRUE(spec.InShard(2 * arms - 1));
+  EXPECT_FALSE(spec.InShard(2 * arms));
+  EXPECT_TRUE(spec.InShard(4 * arms + 1));
+  spec.shard_index = 0;
+  spec.shard_count = 2;
+  std::set<size_t> arms_seen;
+  for (int64_t k = 0; k < 4 * arms; ++k) {
+    if (spec.InShard(k)) arms_seen.insert(static_cast<size_t>(k % arms));
+  }
+  EXPECT_EQ(arms_seen.size(), spec.arms.size());
+  spec.shard_index = 1;
+  spec.shard_count = 3;
   EXPECT_TRUE(ValidateCampaignSpec(spec).ok());
   spec.kernel_cases = 11;
   EXPECT_NE(ValidateCampaignSpec(spec).message().find("kernel cases 11 is out of range"),

@@ -21,7 +21,7 @@ TEST(FaultPlanTest, NamesRoundTripAndUnknownNamesListTheSites) {
             "unknown fault site 'typo'; allowed: duplicate_not_rewritten, rematch_keeps_length, "
             "abort_frees_tree_pages, transfer_abort_frees, async_free_before_write, "
             "publish_before_written, no_hit_table_zeroed, read_past_length, "
-            "committed_ahead_of_writes, prefix_hash_collision, double_free, "
+            "committed_ahead_of_writes, prefix_hash_collision, double_free, store_reads_freed_pages, "
             "batch_composition_noise");
 }
 

@@ -47,7 +47,7 @@ TEST(ScenarioTest, ErrorsNameTheFileLineFieldAndWhatIsAllowed) {
   EXPECT_EQ(ErrorOf(std::string(kMinimal) + "bogus: 1\n"),
             "s.yaml:16:1: field 'bogus': unknown field; allowed here: name, description, seed, "
             "mode, deployment, calibration, pool, scheduler, workload, integrity, kernel, faults, "
-            "disaggregation, limits");
+            "disaggregation, kv_store, limits");
   std::string text = kMinimal;
   text.replace(text.find("loop: closed"), 12, "loop: sideways");
   EXPECT_EQ(ErrorOf(text),

@@ -1,7 +1,8 @@
 // The verdict machinery against planted weaknesses: a launched table changed after the check is
 // flagged by the oracle; books that agree with the tags blind the check but not the oracle, whose
 // verdicts stay what they are with no check at all; every refusal is judged, and a check that
-// refuses right accesses no bug touched shows as over-refusals.
+// refuses right accesses no bug touched shows as over-refusals; a copy out to the KV store is
+// checked when it completes, where a check at its start would miss the pages freed under it.
 #include <gtest/gtest.h>
 
 #include "kernels/backend.h"
@@ -102,6 +103,40 @@ TEST(VerdictTest, EveryRefusalIsJudged) {
   const RunReport clean = Simulate(Storm(true, {}, Weakness::kRefuseAfterFault));
   EXPECT_EQ(clean.integrity.caught, 0);
   EXPECT_EQ(clean.findings_total, 0);
+}
+
+// The copy out to the KV store. Done right, it holds the pages until it has read them: every
+// finished request is copied, nothing is refused, nothing read wrong. With the pages freed when the
+// copy starts, the copy reads other requests' pages when it completes: silent with no check, and
+// refused by the check at its completion; a check at its start alone passes every copy.
+TEST(VerdictTest, TheCopyToTheStoreIsCheckedWhenItCompletes) {
+  const auto stored = [](bool tags, const FaultPlan& faults, Weakness weakness) {
+    Scenario scenario = Storm(tags, faults, weakness);
+    scenario.server.kv_store = KvStoreSpec{0.05, 20'000};
+    return Simulate(scenario);
+  };
+  const RunReport right = stored(true, {}, Weakness::kNone);
+  EXPECT_GT(right.finished, 10);
+  EXPECT_EQ(right.stores, right.finished);
+  EXPECT_EQ(right.stores_refused, 0);
+  EXPECT_EQ(right.findings_total, 0);
+  EXPECT_EQ(Silent(right.integrity.reads), 0);
+  // Holding the pages for the copies delays admissions, not outcomes: as many finished.
+  const RunReport without = Simulate(Storm(true, {}, Weakness::kNone));
+  EXPECT_EQ(without.finished, right.finished);
+
+  const FaultPlan freed = Plant(FaultSite::kStoreReadsFreedPages, 1'000'000);
+  const RunReport unchecked = stored(false, freed, Weakness::kNone);
+  EXPECT_GT(unchecked.faults_fired[static_cast<size_t>(FaultSite::kStoreReadsFreedPages)], 0);
+  EXPECT_GT(unchecked.integrity.reads[static_cast<size_t>(AccessVerdict::kWrongPage)], 0);
+  const RunReport checked = stored(true, freed, Weakness::kNone);
+  EXPECT_GT(checked.stores_refused, 0);
+  EXPECT_EQ(Silent(checked.integrity.reads), 0);
+  EXPECT_EQ(checked.integrity.over_refusals, 0);
+  // Checked at the start only: every copy passes there, and the reads at completion run wrong.
+  const RunReport at_start = stored(true, freed, Weakness::kStoreCheckedAtStart);
+  EXPECT_EQ(at_start.stores_refused, 0);
+  EXPECT_GT(at_start.integrity.reads[static_cast<size_t>(AccessVerdict::kWrongPage)], 0);
 }
 
 }  // namespace
