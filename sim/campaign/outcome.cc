@@ -73,11 +73,14 @@ static_assert(kForeignWriteBit == 1 << static_cast<int>(AccessVerdict::kForeignW
 static_assert(kWrongContentBit == 1 << static_cast<int>(AccessVerdict::kWrongContent));
 static_assert(kAccessVerdicts == 5, "a new verdict needs a bit in the fault registry");
 
-// Whether `layer` ran in a run of `mode`.
-bool LayerRan(CheckLayer layer, TrackerMode mode) {
+// Whether `layer` held in a run of `mode`: it ran, and (for the tag check) nothing escaped it.
+// Narrow tags escape where the escape condition predicts: past such an escape the bug acts as
+// though nothing checked it, and what follows from it (a stale write read back, cached and read as
+// another prefix's content) is what it causes unchecked.
+bool LayerHeld(CheckLayer layer, TrackerMode mode, bool tags_escaped) {
   switch (layer) {
     case CheckLayer::kTagCheck:
-      return mode != TrackerMode::kOff;
+      return mode != TrackerMode::kOff && !tags_escaped;
     case CheckLayer::kSeal:
       return mode == TrackerMode::kSeal;
     case CheckLayer::kNone:
@@ -87,12 +90,13 @@ bool LayerRan(CheckLayer layer, TrackerMode mode) {
 }
 
 // Whether a bug that fired in the run may cause an access that ran wrong with `verdict`, past the
-// layers that ran (its registry row: the wrong accesses it may cause, and the layer that stops it).
-bool Excused(const CaseOutcome& outcome, AccessVerdict verdict) {
+// layers that held (its registry row: the wrong accesses it may cause, and the layer that stops
+// it).
+bool Excused(const CaseOutcome& outcome, AccessVerdict verdict, bool tags_escaped) {
   const int bit = 1 << static_cast<int>(verdict);
   for (const FaultRow& row : kFaultRegistry) {
     if (outcome.fired[static_cast<size_t>(row.site)] > 0 && (row.may_produce & bit) != 0 &&
-        !LayerRan(row.caught_by, outcome.mode)) {
+        !LayerHeld(row.caught_by, outcome.mode, tags_escaped)) {
       return true;
     }
   }
@@ -111,17 +115,18 @@ SurpriseKind Judge(const CaseOutcome& outcome, bool narrow_tags) {
   if (!outcome.silent()) return SurpriseKind::kNone;
   if (!corrupting) return SurpriseKind::kSilentCorruption;
   // Every class of access that ran wrong needs a fired bug that may cause it past the layers that
-  // ran; with narrow tags, wrong-page accesses and reads of foreign writes are also excused when
-  // every escape of the tag check is one the escape condition predicts.
+  // held. With narrow tags whose every escape the escape condition predicts, wrong-page accesses
+  // and reads of foreign writes are those escapes, and the escaped bugs' other effects follow.
   const bool escapes_predicted =
       outcome.mode != TrackerMode::kOff && narrow_tags && outcome.escapes_unpredicted == 0;
+  const bool tags_escaped = escapes_predicted && outcome.escapes_predicted > 0;
   for (int v = 1; v < kAccessVerdicts; ++v) {
     const AccessVerdict verdict = static_cast<AccessVerdict>(v);
     if (outcome.silent_with(verdict) == 0) continue;
     const bool stale =
         verdict == AccessVerdict::kWrongPage || verdict == AccessVerdict::kForeignWrite;
     if (stale && escapes_predicted) continue;
-    if (!Excused(outcome, verdict)) return SurpriseKind::kSilentCorruption;
+    if (!Excused(outcome, verdict, tags_escaped)) return SurpriseKind::kSilentCorruption;
   }
   // Kernel outputs out of their bound follow from accesses that ran wrong; with none, the
   // kernels themselves are wrong.

@@ -85,7 +85,8 @@ const char* SurpriseKindName(SurpriseKind kind);
 // whose catching layer did not run: with no check, any bug that may cause it; with the tags on,
 // unwritten slots by an S bug while the seal is off, wrong content by an N bug; a wrong-page access
 // or a read of a foreign write never, except with narrow tags (width below 16 bits) when every
-// escape of the check is one docs/integrity.md's escape condition predicts. Kernel outputs out of
+// escape of the check is one docs/integrity.md's escape condition predicts (and then the escaped
+// bugs' other wrong accesses are excused as with no check). Kernel outputs out of
 // bound are excused only beside such excused accesses. A run stopped by its time limit with no
 // corrupting bug fired is a surprise (a livelock); so are false alarms and unexcused over-refusals.
 SurpriseKind Judge(const CaseOutcome& outcome, bool narrow_tags);

@@ -118,11 +118,27 @@ TEST(OutcomeTest, NarrowTagsExcuseWrongPagesOnlyWhereTheEscapeConditionPredictsT
   EXPECT_EQ(Judge(wrapped, true), SurpriseKind::kSilentCorruption);
   wrapped.mode = TrackerMode::kOff;
   EXPECT_EQ(Judge(wrapped, true), SurpriseKind::kNone);
-  // A predicted escape excuses no other verdict.
-  CaseOutcome unwritten =
-      Fired(FaultSite::kDoubleFree, TrackerMode::kTags, AccessVerdict::kUnwritten, 1);
-  unwritten.escapes_predicted = 3;
-  EXPECT_EQ(Judge(unwritten, true), SurpriseKind::kSilentCorruption);
+  // Past a predicted escape the escaped bug acts as though unchecked: what it may cause then (a
+  // stale write cached and read back as another prefix's content) is excused, and nothing else.
+  CaseOutcome content =
+      Fired(FaultSite::kDoubleFree, TrackerMode::kTags, AccessVerdict::kWrongContent, 1);
+  EXPECT_EQ(Judge(content, true), SurpriseKind::kSilentCorruption);  // no escape: nothing passed
+  content.escapes_predicted = 3;
+  EXPECT_EQ(Judge(content, true), SurpriseKind::kNone);
+  EXPECT_EQ(Judge(content, false), SurpriseKind::kSilentCorruption);  // 64-bit tags never wrap
+  content.escapes_unpredicted = 1;
+  EXPECT_EQ(Judge(content, true), SurpriseKind::kSilentCorruption);
+  // An S bug's unwritten slots are the seal's: an escape of the tags does not excuse them there.
+  CaseOutcome sealed =
+      Fired(FaultSite::kReadPastLength, TrackerMode::kSeal, AccessVerdict::kUnwritten, 1);
+  sealed.escapes_predicted = 3;
+  EXPECT_EQ(Judge(sealed, true), SurpriseKind::kSilentCorruption);
+  // Nor does it excuse what no fired bug may cause: an S bug reads unwritten slots, never another
+  // sequence's content.
+  CaseOutcome foreign =
+      Fired(FaultSite::kReadPastLength, TrackerMode::kTags, AccessVerdict::kWrongContent, 1);
+  foreign.escapes_predicted = 3;
+  EXPECT_EQ(Judge(foreign, true), SurpriseKind::kSilentCorruption);
 }
 
 TEST(OutcomeTest, OutputsOutOfBoundAreExcusedOnlyBesideExcusedAccesses) {

@@ -1,0 +1,194 @@
+// The server's run and its report: each request's end, the invariants checked between events,
+// and the summaries a run ends with.
+#include "sim/server/server.h"
+
+#include <optional>
+#include <utility>
+
+#include "base/check.h"
+#include "sim/server/invariants.h"
+
+namespace kvsim::sim {
+namespace {
+
+// Pending events at once, at most: an arrival, a cancellation, a transfer and a copy to the KV
+// store per request the pools can hold, a step end and a schedule per pool.
+constexpr size_t kMaxPendingEvents = 4 * static_cast<size_t>(kMaxSchedulerRequests) + 16;
+
+}  // namespace
+
+void Server::RecordEnd(size_t pool, int32_t slot, EventQueue& queue) {
+  Pool& p = *pools_[pool];
+  const SimRequest& r = p.scheduler.request(slot);
+  RequestRecord record;
+  record.id = r.spec.id;
+  record.client = r.spec.client;
+  record.retry_of = r.spec.retry_of;
+  // A request whose KV is being copied out to the store has finished.
+  record.phase = r.phase == RequestPhase::kStoring ? RequestPhase::kFinished : r.phase;
+  record.reason = r.end_reason;
+  record.prompt_tokens = r.spec.prompt_tokens;
+  record.output_tokens = r.spec.output_tokens;
+  record.generated = r.generated;
+  record.cached_tokens = r.cached_tokens;
+  record.preemptions = r.preemptions;
+  record.arrival_ns = r.spec.arrival_ns;
+  record.first_scheduled_ns = r.first_scheduled_ns;
+  record.first_token_ns = r.first_token_ns;
+  record.last_token_ns = r.last_token_ns;
+  record.end_ns = r.end_ns;
+  switch (record.phase) {
+    case RequestPhase::kFinished:
+      ++report_.finished;
+      ttft_.push_back(r.first_token_ns - r.spec.arrival_ns);
+      e2e_.push_back(r.end_ns - r.spec.arrival_ns);
+      if (r.generated >= 2) {
+        tpot_.push_back((r.last_token_ns - r.first_token_ns) / (r.generated - 1));
+      }
+      break;
+    case RequestPhase::kCancelled:
+      ++report_.cancelled;
+      break;
+    case RequestPhase::kRejected:
+      ++report_.rejected;
+      break;
+    case RequestPhase::kAborted:
+      ++report_.aborted;
+      break;
+    case RequestPhase::kWaiting:
+    case RequestPhase::kRunning:
+    case RequestPhase::kTransferring:
+    case RequestPhase::kReceiving:
+    case RequestPhase::kTransferred:
+    case RequestPhase::kStoring:
+      KVSIM_CHECK(false) << "recording the end of a live request";
+  }
+  if (r.first_scheduled_ns >= 0) {
+    queueing_.push_back(r.first_scheduled_ns - r.spec.arrival_ns);
+    report_.prompt_tokens += r.spec.prompt_tokens;
+    report_.cached_tokens += r.cached_tokens;
+  }
+  if (trace_ != nullptr) {
+    trace_->Request(r.spec.id, r.spec.arrival_ns, r.first_scheduled_ns, r.first_token_ns, r.end_ns,
+                    RequestPhaseName(record.phase));
+  }
+  MixHash(static_cast<uint64_t>(r.spec.id) * 16 + static_cast<uint64_t>(record.phase));
+  MixHash((static_cast<uint64_t>(r.generated) << 40) ^ static_cast<uint64_t>(r.end_ns));
+  report_.requests.push_back(std::move(record));
+  Location& at = where_[static_cast<size_t>(r.spec.id)];
+  (pool == 0 ? at.first : at.decode) = -1;
+  // A zombie's slot waits for the write still to land through its tables; a storing request's for
+  // the copy out to the store to read its pages.
+  const bool lingering = r.zombie || r.phase == RequestPhase::kStoring;
+  if (p.auditor != nullptr && !lingering) p.auditor->Forget(slot, r.spec.id);
+  std::optional<RequestSpec> retry;
+  if (r.phase == RequestPhase::kCancelled) retry = workload_.RetryOf(r.spec, queue.now());
+  if (retry) {
+    ++report_.retries;
+    Issue(*retry, queue);
+  } else if (r.spec.client >= 0) {
+    if (std::optional<RequestSpec> next = workload_.NextForClient(r.spec.client, queue.now())) {
+      Issue(*next, queue);
+    }
+  }
+  if (!lingering) p.scheduler.Retire(slot);
+}
+
+Status Server::CheckCheapInvariants() const {
+  RequestCounts counts;
+  counts.arrived = report_.arrived;
+  for (size_t i = 0; i < pools_.size(); ++i) {
+    const Scheduler& s = pools_[i]->scheduler;
+    counts.waiting += static_cast<int64_t>(s.waiting().size());
+    counts.running += static_cast<int64_t>(s.running().size());
+    // A request in transfer is counted once, by its prefill half.
+    counts.running += static_cast<int64_t>(s.transferring().size());
+    const PagePool& pool = s.pool();
+    // A planted double free lists pages twice: the count no longer balances, by design.
+    if (!pool.double_freed()) {
+      KVSIM_RETURN_IF_ERROR(
+          CheckPagesConserved(pool.pages_free(), pool.pages_owned(), pool.capacity()));
+    }
+    if (static_cast<int64_t>(s.running().size() + s.receiving().size()) > s.config().max_running) {
+      return InternalError(pools_[i]->name +
+                           " pool: " + std::to_string(s.running().size() + s.receiving().size()) +
+                           " requests run; the cap is " + std::to_string(s.config().max_running));
+    }
+  }
+  counts.finished = report_.finished;
+  counts.cancelled = report_.cancelled;
+  counts.rejected = report_.rejected;
+  counts.aborted = report_.aborted;
+  return CheckRequestsConserved(counts);
+}
+
+Status Server::CheckSweepInvariants() const {
+  for (const auto& pool : pools_) {
+    KVSIM_RETURN_IF_ERROR(pool->scheduler.CheckSweep().WithContext(pool->name + " pool"));
+  }
+  return Status::Ok();
+}
+
+Result<RunReport> Server::Run() {
+  EventQueue queue(kMaxPendingEvents);
+  queue_ = &queue;
+  for (const RequestSpec& spec : workload_.Start()) Issue(spec, queue);
+  Result<RunOutcome> outcome = RunEvents(*this, queue, config_.limits);
+  if (!outcome.ok()) {
+    queue_ = nullptr;
+    return outcome.status();
+  }
+  report_.seed = config_.seed;
+  report_.tracker = pools_[0]->tracker->name();
+  report_.oracle = pools_[0]->auditor != nullptr;
+  report_.seal = config_.seal;
+  report_.stop = outcome->reason;
+  report_.events = outcome->events;
+  report_.end_ns = outcome->end_ns;
+  for (const auto& pool : pools_) {
+    const Scheduler& s = pool->scheduler;
+    report_.unfinished +=
+        static_cast<int64_t>(s.waiting().size() + s.running().size() + s.transferring().size());
+    report_.cache_insert_refusals += s.cache_insert_refusals();
+    report_.pool_refusals += s.pool_refusals();
+    report_.pool_pages += s.pool().capacity();
+  }
+  report_.page_size = pools_[0]->scheduler.config().page_size;
+  report_.ttft = Summarize(ttft_);
+  report_.tpot = Summarize(tpot_);
+  report_.e2e = Summarize(e2e_);
+  report_.queueing = Summarize(queueing_);
+  report_.transfer = Summarize(transfers_);
+  report_.itl = itl_.Summary();
+  report_.pool_series = series_.samples();
+  for (const auto& pool : pools_) {
+    if (pool->auditor != nullptr) pool->auditor->AddTotals(report_);
+  }
+  if (faults_) {
+    for (int site = 0; site < kFaultSites; ++site) {
+      report_.faults_fired[static_cast<size_t>(site)] =
+          faults_->fired(static_cast<FaultSite>(site));
+      report_.faults_drawn[static_cast<size_t>(site)] =
+          faults_->drawn(static_cast<FaultSite>(site));
+      MixHash(static_cast<uint64_t>(report_.faults_fired[static_cast<size_t>(site)]));
+    }
+  }
+  // The final bookkeeping: every page's tag and holders.
+  for (const auto& pool : pools_) {
+    const PagePool& pages = pool->scheduler.pool();
+    for (int32_t page = 0; page < pages.num_pages(); ++page) {
+      MixHash(pages.tag(page));
+      MixHash(static_cast<uint64_t>(pages.refcount(page)));
+    }
+  }
+  MixHash(static_cast<uint64_t>(report_.events));
+  // The verdicts: the check's and the oracle's.
+  for (int64_t count : report_.integrity.aborts) MixHash(static_cast<uint64_t>(count));
+  for (int64_t count : report_.integrity.writes) MixHash(static_cast<uint64_t>(count));
+  for (int64_t count : report_.integrity.reads) MixHash(static_cast<uint64_t>(count));
+  report_.state_hash = hash_;
+  queue_ = nullptr;
+  return std::move(report_);
+}
+
+}  // namespace kvsim::sim
