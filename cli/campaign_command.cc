@@ -14,7 +14,7 @@
 #include "cli/configs_root.h"
 #include "cli/sim_run.h"
 #include "cli/text_table.h"
-#include "sim/campaign/campaign_runner.h"
+#include "runner/campaign_runner.h"
 #include "sim/scenario/scenario_yaml.h"
 
 namespace kvsim::cli {

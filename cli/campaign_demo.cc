@@ -11,7 +11,7 @@
 #include "cli/campaign_report.h"
 #include "cli/sim_run.h"
 #include "cli/text_table.h"
-#include "sim/campaign/campaign_runner.h"
+#include "runner/campaign_runner.h"
 
 namespace kvsim::cli {
 namespace {}  // namespace

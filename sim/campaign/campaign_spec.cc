@@ -189,4 +189,12 @@ Status ShardFromEnvironment(int32_t& index, int32_t& count, std::string& source)
       "JOB_COMPLETION_INDEX)");
 }
 
+std::vector<int64_t> ShardCases(const CampaignSpec& spec) {
+  std::vector<int64_t> cases;
+  for (int64_t k = 0; k < spec.cases; ++k) {
+    if (spec.InShard(k)) cases.push_back(k);
+  }
+  return cases;
+}
+
 }  // namespace kvsim::sim

@@ -85,4 +85,7 @@ Status ParseShard(const std::string& text, int32_t& index, int32_t& count);
 // NotFound when none is set; InvalidArgument when one is set but malformed.
 Status ShardFromEnvironment(int32_t& index, int32_t& count, std::string& source);
 
+// The cases of the shard, in order.
+std::vector<int64_t> ShardCases(const CampaignSpec& spec);
+
 }  // namespace kvsim::sim

@@ -20,8 +20,8 @@
 #include "kernels/backend.h"
 #include "kernels/gemm/gemm.h"
 #include "sim/dataplane/kernel_spec.h"
-#include "sim/server/oracle_auditor.h"
-#include "sim/server/step_table.h"
+#include "sim/access/oracle_auditor.h"
+#include "sim/access/step_table.h"
 
 namespace kvsim::sim {
 

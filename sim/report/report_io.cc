@@ -98,8 +98,10 @@ void WriteReportJson(const RunReport& r, const ReportContext& context, std::ostr
   ordered_json fired;
   ordered_json drawn;
   for (int site = 0; site < kFaultSites; ++site) {
-    fired[FaultSiteName(static_cast<FaultSite>(site))] = r.faults_fired[static_cast<size_t>(site)];
-    drawn[FaultSiteName(static_cast<FaultSite>(site))] = r.faults_drawn[static_cast<size_t>(site)];
+    fired[FaultRowOf(static_cast<FaultSite>(site)).name] =
+        r.faults_fired[static_cast<size_t>(site)];
+    drawn[FaultRowOf(static_cast<FaultSite>(site)).name] =
+        r.faults_drawn[static_cast<size_t>(site)];
   }
   j["faults"] = {{"fired", fired}, {"drawn", drawn}, {"pool_refusals", r.pool_refusals}};
   j["integrity"] = {{"caught", r.integrity.caught},

@@ -10,9 +10,9 @@
 
 #include "sim/engine/event_queue.h"
 #include "sim/engine/run_loop.h"
-#include "sim/faults/fault_plan.h"
+#include "sim/faults/fault_registry.h"
 #include "sim/report/metrics.h"
-#include "sim/sched/scheduler.h"
+#include "sim/workload/request_phase.h"
 
 namespace kvsim::sim {
 

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "model/calibration.h"
-#include "sim/server/oracle_auditor.h"
+#include "sim/access/oracle_auditor.h"
 #include "sim/workload/request_spec.h"
 
 namespace kvsim::sim {

@@ -16,6 +16,7 @@
 #include "sim/report/chrome_trace.h"
 #include "sim/report/run_report.h"
 #include "sim/scenario/scenario.h"
+#include "sim/server/server.h"
 
 namespace kvsim::sim {
 

@@ -11,7 +11,7 @@
 #include "base/status.h"
 #include "model/plan_settings.h"
 #include "sim/dataplane/kernel_spec.h"
-#include "sim/server/server.h"
+#include "sim/server/server_config.h"
 
 namespace kvsim::sim {
 

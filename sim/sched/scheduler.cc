@@ -9,32 +9,6 @@
 
 namespace kvsim::sim {
 
-const char* RequestPhaseName(RequestPhase phase) {
-  switch (phase) {
-    case RequestPhase::kWaiting:
-      return "waiting";
-    case RequestPhase::kRunning:
-      return "running";
-    case RequestPhase::kFinished:
-      return "finished";
-    case RequestPhase::kCancelled:
-      return "cancelled";
-    case RequestPhase::kRejected:
-      return "rejected";
-    case RequestPhase::kAborted:
-      return "aborted";
-    case RequestPhase::kTransferring:
-      return "transferring";
-    case RequestPhase::kReceiving:
-      return "receiving";
-    case RequestPhase::kTransferred:
-      return "transferred";
-    case RequestPhase::kStoring:
-      return "storing";
-  }
-  return "unknown";
-}
-
 bool Scheduler::HoldsPages(RequestPhase phase) {
   return phase == RequestPhase::kRunning || phase == RequestPhase::kTransferring ||
          phase == RequestPhase::kReceiving || phase == RequestPhase::kStoring;

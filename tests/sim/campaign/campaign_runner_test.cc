@@ -1,7 +1,7 @@
 // Running a campaign: shards merged give exactly the campaign run whole (in any number of worker
 // processes), reports round-trip through JSON, and merging refuses shards of another campaign or
 // a shard given twice.
-#include "sim/campaign/campaign_runner.h"
+#include "runner/campaign_runner.h"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "sim/campaign/campaign_runner.h"
+#include "runner/campaign_runner.h"
 #include "tests/sim/campaign/campaign_fixtures.h"
 
 namespace kvsim::sim {

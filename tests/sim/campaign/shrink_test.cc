@@ -2,7 +2,7 @@
 // not, and the result names what it removed.
 #include <gtest/gtest.h>
 
-#include "sim/campaign/campaign_runner.h"
+#include "sim/campaign/shrink.h"
 #include "sim/campaign/swarm.h"
 #include "sim/scenario/scenario.h"
 

@@ -1,5 +1,5 @@
 // The oracle's view of a simulated server's accesses.
-#include "sim/server/oracle_auditor.h"
+#include "sim/access/oracle_auditor.h"
 
 #include <algorithm>
 #include <utility>
@@ -200,6 +200,15 @@ void OracleAuditor::CountEscape(int32_t page, const Allocation& claim,
   ++(predicted ? counts.escapes_predicted : counts.escapes_unpredicted);
 }
 
+OracleAuditor::Truth& OracleAuditor::RowTruth(const StepAccess& access, size_t b) {
+  const ScheduledRow& row = access.row(b);
+  const SimRequest& request = access.request(b);
+  Extend(request, row.slot, row.first_token + row.tokens);
+  Truth& truth = truths_[static_cast<size_t>(row.slot)];
+  FollowLife(truth, request.spec.id);
+  return truth;
+}
+
 Status OracleAuditor::Writes(const StepAccess& access, IntegrityCounts& counts,
                              std::vector<Finding>& findings) {
   const int32_t page_size = oracle_.page_size();
@@ -209,9 +218,7 @@ Status OracleAuditor::Writes(const StepAccess& access, IntegrityCounts& counts,
     const ScheduledRow& row = access.row(b);
     const SimRequest& request = access.request(b);
     const int32_t end = row.first_token + row.tokens;
-    Extend(request, row.slot, end);
-    Truth& truth = truths_[static_cast<size_t>(row.slot)];
-    FollowLife(truth, request.spec.id);
+    Truth& truth = RowTruth(access, b);
     bool reported = false;
     // The mapping's origin and the verdict are the same for every token of a logical page.
     int32_t logical = -1;
@@ -257,9 +264,7 @@ Status OracleAuditor::Reads(const StepAccess& access, IntegrityCounts& counts,
     const ScheduledRow& row = access.row(b);
     const SimRequest& request = access.request(b);
     const int32_t end = row.first_token + row.tokens;
-    Extend(request, row.slot, end);
-    Truth& truth = truths_[static_cast<size_t>(row.slot)];
-    FollowLife(truth, request.spec.id);
+    Truth& truth = RowTruth(access, b);
     const int32_t pages = (end + page_size - 1) / page_size;
     if (truth.verified.size() < static_cast<size_t>(pages)) {
       truth.verified.resize(static_cast<size_t>(pages), {-1, 0});

@@ -1,5 +1,5 @@
 // Checking an access's launch table.
-#include "sim/server/step_checks.h"
+#include "sim/access/step_checks.h"
 
 #include <algorithm>
 

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "base/status.h"
+#include "sim/access/access_auditor.h"
 #include "sim/oracle/claim_ledger.h"
 #include "sim/oracle/ownership_oracle.h"
-#include "sim/server/access_auditor.h"
 
 namespace kvsim::sim {
 
@@ -93,6 +93,8 @@ class OracleAuditor final : public AccessAuditor {
                             const uint64_t* expected, uint64_t digest) const;
   // Starts `truth`'s mappings over when `request` is in a new life.
   void FollowLife(Truth& truth, int64_t request) const;
+  // The truth of packed row `b`'s request, extended to the row's end and in its current life.
+  Truth& RowTruth(const StepAccess& access, size_t b);
   // The digest of `slots` positions of logical page `logical` of `truth`'s sequence.
   uint64_t DigestOf(const Truth& truth, int32_t logical, int32_t slots) const;
   // Counts a wrong-page access to `page` by `claim` as an escape of the tag check, when it ran.

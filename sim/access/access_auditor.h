@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "base/status.h"
+#include "sim/access/step_table.h"
 #include "sim/memory/page_pool.h"
 #include "sim/report/run_report.h"
 #include "sim/sched/scheduler.h"
-#include "sim/server/step_table.h"
 
 namespace kvsim::sim {
 

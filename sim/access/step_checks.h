@@ -8,9 +8,9 @@
 
 #include "base/status.h"
 #include "kernels/backend.h"
+#include "sim/access/step_table.h"
 #include "sim/integrity/integrity_tracker.h"
 #include "sim/sched/scheduler.h"
-#include "sim/server/step_table.h"
 
 namespace kvsim::sim {
 

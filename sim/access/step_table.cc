@@ -1,5 +1,5 @@
 // Building an access's page table, and the rows of it that launch.
-#include "sim/server/step_table.h"
+#include "sim/access/step_table.h"
 
 #include <algorithm>
 

@@ -16,6 +16,7 @@
 #include "kernels/backend.h"
 #include "sim/campaign/campaign_results.h"
 #include "sim/campaign/case_runner.h"
+#include "sim/campaign/shrink.h"
 
 namespace kvsim::sim {
 
@@ -36,15 +37,5 @@ struct CampaignOptions {
 // parsed).
 Result<CampaignResults> RunCampaign(const CampaignSpec& spec, const std::vector<Scenario>& bases,
                                     const CampaignOptions& options);
-
-// The cases of the shard, in order.
-std::vector<int64_t> ShardCases(const CampaignSpec& spec);
-
-// Shrinks `scenario`, whose run in `mode` and `run_mode` showed `kind`, by trying smaller forms
-// and keeping each that still shows it; `still` runs a trial. Returns the smallest found and a
-// line naming what it removed.
-Scenario ShrinkCase(const Scenario& scenario, SurpriseKind kind,
-                    const std::function<SurpriseKind(const Scenario&)>& still,
-                    std::string& summary);
 
 }  // namespace kvsim::sim
