@@ -489,15 +489,15 @@ void RetireEnded(Scheduler& s, std::vector<RequestEnd>& ended, std::vector<int32
 // as the server does) or is cancelled while in flight; then completed.
 void Step(Scheduler& s, FuzzInput* in, sim::SimNs& now, std::vector<int32_t>& live) {
   std::vector<RequestEnd> ended;
-  const sim::StepPlan plan = s.ScheduleStep(now, ended);
+  const sim::FormedStep step = s.ScheduleStep(now, ended);
   RetireEnded(s, ended, live);
-  const bool formed = !plan.rows.empty() || plan.preempted > 0;
+  const bool formed = !step.rows.empty() || step.preempted > 0;
   const Status idle = sim::CheckNotIdle(formed, static_cast<int64_t>(s.waiting().size()),
                                         static_cast<int64_t>(s.running().size()));
   KVSIM_CHECK(idle.ok()) << idle.ToString();
-  std::vector<bool> ran(plan.rows.size(), true);
-  for (size_t i = 0; in != nullptr && i < plan.rows.size(); ++i) {
-    const int32_t slot = plan.rows[i].slot;
+  std::vector<bool> ran(step.rows.size(), true);
+  for (size_t i = 0; in != nullptr && i < step.rows.size(); ++i) {
+    const int32_t slot = step.rows[i].slot;
     switch (in->In(0, 8)) {
       case 0:
         s.Abort(slot, now, "planted by the fuzzer");
@@ -513,7 +513,7 @@ void Step(Scheduler& s, FuzzInput* in, sim::SimNs& now, std::vector<int32_t>& li
     }
   }
   now += 1'000'000;
-  s.CompleteStep(plan, ran, now, ended);
+  s.CompleteStep(step, ran, now, ended);
   RetireEnded(s, ended, live);
 }
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "sim/faults/fault_plan.h"
+#include "sim/faults/fault_mix.h"
 #include "sim/faults/weakness.h"
 
 namespace kvsim::sim {

@@ -137,21 +137,21 @@ Result<Scenario> DrawCase(const std::vector<Scenario>& bases, const Arm& arm, ui
   }
 
   // The planted bugs.
-  FaultPlan& plan = s.server.faults;
-  plan = FaultPlan{};
+  FaultMix& mix = s.server.faults;
+  mix = FaultMix{};
   switch (arm.kind) {
     case Arm::Kind::kClean:
       break;
     case Arm::Kind::kSingle:
-      plan.ppm[static_cast<size_t>(arm.site)] = DrawPpm(prng);
+      mix.ppm[static_cast<size_t>(arm.site)] = DrawPpm(prng);
       break;
     case Arm::Kind::kSwarm:
-      for (int64_t& ppm : plan.ppm) ppm = prng.chance(1, 2) ? DrawPpm(prng) : 0;
-      if (!plan.any()) plan.ppm[prng.below(kFaultSites)] = DrawPpm(prng);
+      for (int64_t& ppm : mix.ppm) ppm = prng.chance(1, 2) ? DrawPpm(prng) : 0;
+      if (!mix.any()) mix.ppm[prng.below(kFaultSites)] = DrawPpm(prng);
       break;
     case Arm::Kind::kNarrowTags: {
       const std::vector<FaultSite> sites = TagCaughtSites();
-      plan.ppm[static_cast<size_t>(sites[prng.below(sites.size())])] = DrawPpm(prng);
+      mix.ppm[static_cast<size_t>(sites[prng.below(sites.size())])] = DrawPpm(prng);
       break;
     }
   }

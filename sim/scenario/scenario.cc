@@ -371,12 +371,12 @@ Status ParseDisaggregation(const YamlMap& map, Scenario& scenario) {
   return Status::Ok();
 }
 
-Status ParseFaults(const YamlMap& map, FaultPlan& plan) {
+Status ParseFaults(const YamlMap& map, FaultMix& mix) {
   for (const std::string& key : map.Keys()) {
     Result<FaultSite> site = ParseFaultSite(key);
     if (!site.ok()) return map.KeyError(key, site.status().message());
     KVSIM_ASSIGN_OR_RETURN(const double probability, map.Double(key, 0, 1));
-    plan.ppm[static_cast<size_t>(*site)] = PartsPerMillion(probability);
+    mix.ppm[static_cast<size_t>(*site)] = PartsPerMillion(probability);
   }
   return Status::Ok();
 }

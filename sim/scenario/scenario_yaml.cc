@@ -267,11 +267,11 @@ void WriteDisaggregation(YAML::Emitter& out, const Disaggregation& d) {
   out << YAML::EndMap;
 }
 
-void WriteFaults(YAML::Emitter& out, const FaultPlan& plan) {
-  if (!plan.any()) return;
+void WriteFaults(YAML::Emitter& out, const FaultMix& mix) {
+  if (!mix.any()) return;
   out << YAML::Key << "faults" << YAML::Value << YAML::BeginMap;
   for (int site = 0; site < kFaultSites; ++site) {
-    const int64_t ppm = plan.ppm[static_cast<size_t>(site)];
+    const int64_t ppm = mix.ppm[static_cast<size_t>(site)];
     if (ppm > 0) Field(out, FaultSiteName(static_cast<FaultSite>(site)), Probability(ppm));
   }
   out << YAML::EndMap;

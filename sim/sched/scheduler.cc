@@ -126,12 +126,12 @@ void Scheduler::GrantNewPage(int32_t slot) {
   }
 }
 
-bool Scheduler::MakeRoom(int32_t pages, size_t protect, StepPlan& plan) {
+bool Scheduler::MakeRoom(int32_t pages, size_t protect, FormedStep& step) {
   if (cache_.evictable_pages() > 0) {
     // One pass for all the pages wanted: each call orders every evictable leaf again.
     Result<int32_t> evicted = cache_.Evict(pages, pool_);
     if (evicted.ok()) {
-      plan.evicted_pages += *evicted;
+      step.evicted_pages += *evicted;
       return *evicted > 0;
     }
     Refused(evicted.status());
@@ -148,11 +148,11 @@ bool Scheduler::MakeRoom(int32_t pages, size_t protect, StepPlan& plan) {
   }
   if (victim < 0) return false;
   Preempt(victim);
-  ++plan.preempted;
+  ++step.preempted;
   return true;
 }
 
-bool Scheduler::EnsurePages(int32_t slot, int32_t end_tokens, size_t protect, StepPlan& plan) {
+bool Scheduler::EnsurePages(int32_t slot, int32_t end_tokens, size_t protect, FormedStep& step) {
   const size_t needed = static_cast<size_t>(PagesFor(end_tokens));
   while (requests_[static_cast<size_t>(slot)].recorded.size() < needed) {
     const SimRequest& r = requests_[static_cast<size_t>(slot)];
@@ -165,9 +165,9 @@ bool Scheduler::EnsurePages(int32_t slot, int32_t end_tokens, size_t protect, St
     }
     const int32_t missing =
         static_cast<int32_t>(needed - requests_[static_cast<size_t>(slot)].recorded.size());
-    if (!MakeRoom(missing, protect, plan)) {
+    if (!MakeRoom(missing, protect, step)) {
       Preempt(slot);
-      ++plan.preempted;
+      ++step.preempted;
       return false;
     }
   }
@@ -272,7 +272,7 @@ int64_t Scheduler::AvailablePages() const {
          config_.watermark_pages;
 }
 
-int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, StepPlan& plan,
+int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, FormedStep& step,
                              std::vector<RequestEnd>& ended) {
   const int32_t slot = waiting_.front();
   SimRequest& r = requests_[static_cast<size_t>(slot)];
@@ -281,7 +281,7 @@ int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, StepPlan& plan,
     waiting_.pop_front();
     End(slot, RequestPhase::kRejected, now);
     r.end_reason = never;
-    ++plan.rejected;
+    ++step.rejected;
     ended.push_back({slot, RequestPhase::kRejected});
     return 0;
   }
@@ -348,7 +348,7 @@ int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, StepPlan& plan,
     reserved_total_ += pages_total;
   }
   // The availability check covers these pages; admission never preempts.
-  KVSIM_CHECK(EnsurePages(slot, start + tokens, running_.size(), plan) || FaultsFired())
+  KVSIM_CHECK(EnsurePages(slot, start + tokens, running_.size(), step) || FaultsFired())
       << "admission ran out of pages it had counted";
   if (r.phase != RequestPhase::kRunning) return 0;  // the books were off: it preempted itself
   if (matched == 0 && faults_ != nullptr && faults_->Fires(FaultSite::kNoHitTableZeroed)) {
@@ -372,7 +372,7 @@ int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, StepPlan& plan,
       faults_->Fires(FaultSite::kPublishBeforeWritten)) {
     // The planted bug: the whole prompt's pages are granted and published now, before the chunks
     // that write them run; a request matching them reads slots nobody has written yet.
-    if (!EnsurePages(slot, whole * config_.page_size, running_.size(), plan)) return 0;
+    if (!EnsurePages(slot, whole * config_.page_size, running_.size(), step)) return 0;
     if (CachePrefill(slot, whole)) {
       std::vector<int32_t> published;
       for (int32_t i = 0; i < whole; ++i) published.push_back(r.block_row[static_cast<size_t>(i)]);
@@ -381,8 +381,8 @@ int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, StepPlan& plan,
   }
   r.in_step = true;
   if (r.first_scheduled_ns < 0) r.first_scheduled_ns = now;
-  plan.rows.push_back({slot, start, tokens});
-  ++plan.admitted;
+  step.rows.push_back({slot, start, tokens});
+  ++step.admitted;
   return tokens;
 }
 
@@ -392,8 +392,8 @@ int32_t Scheduler::ChunkOf(int32_t budget) const {
              : budget;
 }
 
-StepPlan Scheduler::ScheduleStep(SimNs now, std::vector<RequestEnd>& ended) {
-  StepPlan plan;
+FormedStep Scheduler::ScheduleStep(SimNs now, std::vector<RequestEnd>& ended) {
+  FormedStep step;
   int32_t budget = config_.token_budget;
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     const int32_t slot = running_[i];
@@ -402,21 +402,21 @@ StepPlan Scheduler::ScheduleStep(SimNs now, std::vector<RequestEnd>& ended) {
     KVSIM_CHECK_GE(want, 1) << "a running request with nothing to compute";
     if (!config_.chunked_prefill && want > budget) continue;
     const int32_t tokens = std::min(want, ChunkOf(budget));
-    if (!EnsurePages(slot, r.computed + tokens, i, plan)) break;
+    if (!EnsurePages(slot, r.computed + tokens, i, step)) break;
     r.in_step = true;
     if (r.first_scheduled_ns < 0) r.first_scheduled_ns = now;
-    plan.rows.push_back({slot, r.computed, tokens});
+    step.rows.push_back({slot, r.computed, tokens});
     budget -= tokens;
   }
   // As vLLM v1: a step that had to preempt admits nobody.
-  while (plan.preempted == 0 && budget > 0 && !waiting_.empty() &&
+  while (step.preempted == 0 && budget > 0 && !waiting_.empty() &&
          static_cast<int32_t>(running_.size() + receiving_.size()) < config_.max_running) {
-    const int32_t tokens = AdmitHead(budget, now, plan, ended);
+    const int32_t tokens = AdmitHead(budget, now, step, ended);
     if (tokens < 0) break;
     budget -= tokens;
   }
-  if (config_.role == PoolRole::kDecode && plan.preempted == 0) AdmitTransfers(plan);
-  return plan;
+  if (config_.role == PoolRole::kDecode && step.preempted == 0) AdmitTransfers(step);
+  return step;
 }
 
 bool Scheduler::CachePrefill(int32_t slot, int32_t pages) {
@@ -461,12 +461,12 @@ bool Scheduler::CachePrefill(int32_t slot, int32_t pages) {
   return true;
 }
 
-void Scheduler::CompleteStep(const StepPlan& plan, const std::vector<bool>& ran, SimNs now,
+void Scheduler::CompleteStep(const FormedStep& step, const std::vector<bool>& ran, SimNs now,
                              std::vector<RequestEnd>& ended) {
-  KVSIM_CHECK_EQ(ran.size(), plan.rows.size());
-  for (size_t i = 0; i < plan.rows.size(); ++i) {
+  KVSIM_CHECK_EQ(ran.size(), step.rows.size());
+  for (size_t i = 0; i < step.rows.size(); ++i) {
     if (!ran[i]) continue;
-    const ScheduledRow& row = plan.rows[i];
+    const ScheduledRow& row = step.rows[i];
     SimRequest& r = requests_[static_cast<size_t>(row.slot)];
     KVSIM_CHECK(r.in_step && r.phase == RequestPhase::kRunning) << "slot " << row.slot;
     KVSIM_CHECK_EQ(r.computed, row.first_token);

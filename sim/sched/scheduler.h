@@ -24,7 +24,7 @@
 
 #include "base/status.h"
 #include "sim/engine/event_queue.h"
-#include "sim/faults/fault_plan.h"
+#include "sim/faults/fault_mix.h"
 #include "sim/memory/page_pool.h"
 #include "sim/memory/prefix_cache.h"
 #include "sim/sched/scheduler_config.h"
@@ -79,7 +79,7 @@ struct ScheduledRow {
 };
 
 // What one step runs, and what forming it did.
-struct StepPlan {
+struct FormedStep {
   std::vector<ScheduledRow> rows;
   // Decode pool: requests granted their pages whose KV transfer may start now.
   std::vector<int32_t> transfers;
@@ -87,7 +87,7 @@ struct StepPlan {
   int32_t preempted = 0;
   int32_t rejected = 0;
   int32_t evicted_pages = 0;
-  void clear() { *this = StepPlan(); }
+  void clear() { *this = FormedStep(); }
 };
 
 // What happened to requests at a step end or a cancellation, for the server's metrics.
@@ -119,11 +119,11 @@ class Scheduler {
   void ReleaseStored(int32_t slot);
   // Forms the next step (empty when nothing can run). Requests that can never fit are rejected
   // here and listed in `ended`.
-  StepPlan ScheduleStep(SimNs now, std::vector<RequestEnd>& ended);
-  // The step ended at `now`; `ran[i]` says whether plan.rows[i] ran (an aborted row did not:
+  FormedStep ScheduleStep(SimNs now, std::vector<RequestEnd>& ended);
+  // The step ended at `now`; `ran[i]` says whether step.rows[i] ran (an aborted row did not:
   // Abort it before calling). Advances the rows that ran, produces tokens, caches completed
   // prefills, finishes requests, and carries out cancellations that waited for the step.
-  void CompleteStep(const StepPlan& plan, const std::vector<bool>& ran, SimNs now,
+  void CompleteStep(const FormedStep& step, const std::vector<bool>& ran, SimNs now,
                     std::vector<RequestEnd>& ended);
   // Cancels request `slot` at `now`: a waiting one leaves the queue, a running one releases its
   // pages now, or after the step in flight if it is part of it; one in a transfer is marked and
@@ -186,20 +186,20 @@ class Scheduler {
   // Grants pages to `slot` until its table covers `end_tokens`, evicting and then preempting
   // requests after running_[protect] when the pool is out. False when it had to preempt `slot`
   // itself.
-  bool EnsurePages(int32_t slot, int32_t end_tokens, size_t protect, StepPlan& plan);
+  bool EnsurePages(int32_t slot, int32_t end_tokens, size_t protect, FormedStep& step);
   // One page for `slot`: allocated, and recorded in its table and block row.
   void GrantNewPage(int32_t slot);
   // Makes room for up to `pages` pages: evicts that many cached pages in one pass of the cache,
   // or preempts a running request after position `protect` of running_. False when neither is
   // possible.
-  bool MakeRoom(int32_t pages, size_t protect, StepPlan& plan);
+  bool MakeRoom(int32_t pages, size_t protect, FormedStep& step);
   void Preempt(int32_t slot);
   // Releases every page `slot` records and its lock; clears its table.
   void ReleaseAll(int32_t slot);
   void RemoveFromRunning(int32_t slot);
   // Tries to admit the head of the waiting queue within `budget`; returns the tokens scheduled
   // (0 when it stopped admitting).
-  int32_t AdmitHead(int32_t budget, SimNs now, StepPlan& plan, std::vector<RequestEnd>& ended);
+  int32_t AdmitHead(int32_t budget, SimNs now, FormedStep& step, std::vector<RequestEnd>& ended);
   // The most tokens one request computes in a step with `budget` tokens left.
   int32_t ChunkOf(int32_t budget) const;
   // Caches the first `pages` whole pages of `slot`'s sequence and swaps its duplicates for the
@@ -211,7 +211,7 @@ class Scheduler {
   // Pages admission counts as available: free and evictable, less reservations and the watermark.
   int64_t AvailablePages() const;
   // Decode pool: grants pages to the incoming transfers at the head of their queue while they fit.
-  void AdmitTransfers(StepPlan& plan);
+  void AdmitTransfers(FormedStep& step);
   // Whether the request holds pages (running, or in a transfer).
   static bool HoldsPages(RequestPhase phase);
   // A pool or cache operation failed: only a planted bug can cause that (checked); counted.

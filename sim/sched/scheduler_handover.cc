@@ -25,7 +25,7 @@ int32_t Scheduler::EnqueueTransfer(const SimRequest& prefilled) {
   return slot;
 }
 
-void Scheduler::AdmitTransfers(StepPlan& plan) {
+void Scheduler::AdmitTransfers(FormedStep& step) {
   while (!incoming_.empty() &&
          static_cast<int32_t>(running_.size() + receiving_.size()) < config_.max_running) {
     const int32_t slot = incoming_.front();
@@ -42,9 +42,9 @@ void Scheduler::AdmitTransfers(StepPlan& plan) {
       r.reserved_pages = pages_total;
       reserved_total_ += pages_total;
     }
-    KVSIM_CHECK(EnsurePages(slot, r.spec.prompt_tokens, running_.size(), plan) || FaultsFired())
+    KVSIM_CHECK(EnsurePages(slot, r.spec.prompt_tokens, running_.size(), step) || FaultsFired())
         << "a transfer ran out of pages admission had counted";
-    plan.transfers.push_back(slot);
+    step.transfers.push_back(slot);
   }
 }
 

@@ -231,18 +231,18 @@ Status Server::StartStep(size_t pool, EventQueue& queue) {
   Pool& p = *pools_[pool];
   const SimNs now = queue.now();
   std::vector<RequestEnd> ended;
-  p.plan = p.scheduler.ScheduleStep(now, ended);
+  p.formed = p.scheduler.ScheduleStep(now, ended);
   for (const RequestEnd& end : ended) RecordEnd(pool, end.slot, queue);
   // Writes dispatched before the step just formed land while it runs: after its grants.
   KVSIM_RETURN_IF_ERROR(LandGhostWrites(pool));
-  report_.preemptions += p.plan.preempted;
-  report_.evicted_pages += p.plan.evicted_pages;
-  const std::vector<int32_t> transfers = p.plan.transfers;
+  report_.preemptions += p.formed.preempted;
+  report_.evicted_pages += p.formed.evicted_pages;
+  const std::vector<int32_t> transfers = p.formed.transfers;
   for (int32_t slot : transfers) KVSIM_RETURN_IF_ERROR(StartTransfer(slot, queue));
   // A pool whose pages wait for transfers out of it, or into it, or for copies out to the KV store,
   // may rightly admit nobody; one that preempted its only running request schedules again at
   // once, to readmit it.
-  bool formed = !p.plan.rows.empty() || !transfers.empty() || p.plan.preempted > 0 ||
+  bool formed = !p.formed.rows.empty() || !transfers.empty() || p.formed.preempted > 0 ||
                 !p.scheduler.transferring().empty() || !p.scheduler.receiving().empty() ||
                 p.stores_in_flight > 0;
   if (!formed && faults_ && faults_->fired_corrupting() > 0 && p.scheduler.running().empty()) {
@@ -261,30 +261,30 @@ Status Server::StartStep(size_t pool, EventQueue& queue) {
           .WithContext(p.name + " pool (" + std::to_string(p.scheduler.pool().pages_free()) +
                        " pages free, " + std::to_string(p.scheduler.reserved_pages()) +
                        " reserved)"));
-  if (p.plan.rows.empty()) {
-    if (p.plan.preempted > 0) RequestSchedule(pool, queue);
+  if (p.formed.rows.empty()) {
+    if (p.formed.preempted > 0) RequestSchedule(pool, queue);
     return Status::Ok();
   }
   ++report_.steps;
   if (progress_ && report_.steps % 1024 == 0) progress_(now, report_.steps);
   MixHash(static_cast<uint64_t>(now) * 4 + pool);
   PlantRowBugs(pool);
-  p.proceed.assign(p.plan.rows.size(), true);
+  p.proceed.assign(p.formed.rows.size(), true);
   p.generated_before.clear();
-  for (const ScheduledRow& row : p.plan.rows) {
+  for (const ScheduledRow& row : p.formed.rows) {
     const SimRequest& r = p.scheduler.request(row.slot);
     MixHash(static_cast<uint64_t>(r.spec.id));
     MixHash((static_cast<uint64_t>(row.first_token) << 32) ^ static_cast<uint64_t>(row.tokens));
     p.generated_before.push_back(r.generated);
     if (row.first_token < r.prefill_end) report_.prefill_tokens += row.tokens;
   }
-  KVSIM_RETURN_IF_ERROR(RunAccess(pool, KvAccess::kWrite, p.plan.rows, p.proceed));
-  KVSIM_RETURN_IF_ERROR(RunAccess(pool, KvAccess::kRead, p.plan.rows, p.proceed));
+  KVSIM_RETURN_IF_ERROR(RunAccess(pool, KvAccess::kWrite, p.formed.rows, p.proceed));
+  KVSIM_RETURN_IF_ERROR(RunAccess(pool, KvAccess::kRead, p.formed.rows, p.proceed));
   batch_.clear();
   p.prefill_tokens = 0;
-  for (size_t i = 0; i < p.plan.rows.size(); ++i) {
+  for (size_t i = 0; i < p.formed.rows.size(); ++i) {
     if (!p.proceed[i]) continue;
-    const ScheduledRow& row = p.plan.rows[i];
+    const ScheduledRow& row = p.formed.rows[i];
     if (row.tokens == 1) {
       batch_.decode_contexts.push_back(row.first_token + 1);
     } else {
@@ -332,15 +332,15 @@ Status Server::OnStepEnd(size_t pool, EventQueue& queue) {
                  operator_us);
   }
   std::vector<SimNs> last_token_before;
-  for (size_t i = 0; i < p.plan.rows.size(); ++i) {
+  for (size_t i = 0; i < p.formed.rows.size(); ++i) {
     last_token_before.push_back(
-        p.proceed[i] ? p.scheduler.request(p.plan.rows[i].slot).last_token_ns : -1);
+        p.proceed[i] ? p.scheduler.request(p.formed.rows[i].slot).last_token_ns : -1);
   }
   std::vector<RequestEnd> ended;
-  p.scheduler.CompleteStep(p.plan, p.proceed, now, ended);
-  for (size_t i = 0; i < p.plan.rows.size(); ++i) {
+  p.scheduler.CompleteStep(p.formed, p.proceed, now, ended);
+  for (size_t i = 0; i < p.formed.rows.size(); ++i) {
     if (!p.proceed[i]) continue;
-    const SimRequest& r = p.scheduler.request(p.plan.rows[i].slot);
+    const SimRequest& r = p.scheduler.request(p.formed.rows[i].slot);
     if (r.generated == p.generated_before[i]) continue;
     ++report_.output_tokens;
     if (last_token_before[i] >= 0) itl_.Add(now - last_token_before[i]);

@@ -25,7 +25,7 @@
 #include "sim/access/step_checks.h"
 #include "sim/access/step_table.h"
 #include "sim/engine/run_loop.h"
-#include "sim/faults/fault_plan.h"
+#include "sim/faults/fault_mix.h"
 #include "sim/integrity/integrity_tracker.h"
 #include "sim/integrity/written_seal.h"
 #include "sim/report/chrome_trace.h"
@@ -114,7 +114,7 @@ class Server final : public EventHandler {
     bool schedule_pending = false;
     bool in_flight = false;
     SimNs step_start_ns = 0;
-    StepPlan plan;
+    FormedStep formed;  // the step in flight, as the scheduler formed it
     std::vector<bool> proceed;
     std::vector<int32_t> generated_before;
     int32_t decode_rows = 0;             // of the step in flight

@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "sim/engine/run_loop.h"
-#include "sim/faults/fault_plan.h"
+#include "sim/faults/fault_mix.h"
 #include "sim/faults/weakness.h"
 #include "sim/sched/scheduler_config.h"
 #include "sim/workload/workload.h"
@@ -34,7 +34,7 @@ struct ServerConfig {
   RunLimits limits;
   uint64_t seed = 0;
   // Bugs planted at the scheduler's decision points; none by default.
-  FaultPlan faults;
+  FaultMix faults;
   // A flaw planted in the checks themselves, to show a campaign fails (none by default).
   Weakness weakness = Weakness::kNone;
   // Set: every finished request's KV is copied out to the store.

@@ -11,7 +11,7 @@ void Server::PlantRowBugs(size_t pool) {
   if (!past && !skip) return;
   Pool& p = *pools_[pool];
   const int32_t page_size = p.scheduler.config().page_size;
-  for (ScheduledRow& row : p.plan.rows) {
+  for (ScheduledRow& row : p.formed.rows) {
     if (row.tokens != 1) continue;  // decode rows
     const int32_t end = row.first_token + 1;
     const int64_t id = p.scheduler.request(row.slot).spec.id;

@@ -220,7 +220,7 @@ rc::Gen<Scenario> GenScenarioWithPlantedBugs() {
     TagConfig& tags = s.server.scheduler.pool.tags;
     tags.width_bits = tags.policy == TagPolicy::kGeneration ? *rc::gen::element(64, 32, 16)
                                                             : *rc::gen::element(64, 32);
-    FaultPlan& plan = s.server.faults;
+    FaultMix& plan = s.server.faults;
     // Each site always fires (the simplest case, where a shrink heads), or half or an eighth of
     // the times it is reached.
     const auto probability = [] {

@@ -27,16 +27,16 @@ TEST(SwarmTest, TheSameSeedDrawsTheSameCaseAndArmsGetTheirKnobs) {
       EXPECT_EQ(ScenarioToYaml(*a), ScenarioToYaml(*b));
       EXPECT_EQ(a->seed, seed);
       EXPECT_TRUE(a->oracle);
-      const FaultPlan& plan = a->server.faults;
+      const FaultMix& mix = a->server.faults;
       const int32_t width = a->server.scheduler.pool.tags.width_bits;
       switch (arm.kind) {
         case Arm::Kind::kClean:
-          EXPECT_FALSE(plan.any());
+          EXPECT_FALSE(mix.any());
           EXPECT_EQ(width, 64);
           break;
         case Arm::Kind::kSingle:
           for (int site = 0; site < kFaultSites; ++site) {
-            EXPECT_EQ(plan.ppm[static_cast<size_t>(site)] > 0,
+            EXPECT_EQ(mix.ppm[static_cast<size_t>(site)] > 0,
                       static_cast<FaultSite>(site) == arm.site);
           }
           if (arm.site == FaultSite::kTransferAbortFrees) {
@@ -50,11 +50,11 @@ TEST(SwarmTest, TheSameSeedDrawsTheSameCaseAndArmsGetTheirKnobs) {
           EXPECT_EQ(width, 64);
           break;
         case Arm::Kind::kSwarm:
-          EXPECT_TRUE(plan.any());
+          EXPECT_TRUE(mix.any());
           EXPECT_EQ(width, 64);
           break;
         case Arm::Kind::kNarrowTags:
-          EXPECT_TRUE(plan.any());
+          EXPECT_TRUE(mix.any());
           EXPECT_LE(width, 8);
           EXPECT_TRUE(NarrowTags(*a));
           break;

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "sim/faults/fault_plan.h"
+#include "sim/faults/fault_mix.h"
 
 namespace kvsim::sim {
 namespace {

@@ -40,18 +40,18 @@ RequestSpec Request(int64_t id, int32_t prompt, int32_t output, uint64_t seed = 
 struct Driver {
   explicit Driver(const SchedulerConfig& config) : scheduler(Scheduler::Create(config).value()) {}
 
-  StepPlan Step() {
+  FormedStep Step() {
     std::vector<RequestEnd> ended;
-    StepPlan plan = scheduler.ScheduleStep(now, ended);
+    FormedStep step = scheduler.ScheduleStep(now, ended);
     rejected += static_cast<int>(ended.size());
     now += 10;
-    scheduler.CompleteStep(plan, std::vector<bool>(plan.rows.size(), true), now, ended);
+    scheduler.CompleteStep(step, std::vector<bool>(step.rows.size(), true), now, ended);
     for (const RequestEnd& end : ended) {
       if (end.phase == RequestPhase::kFinished) ++finished;
       scheduler.Retire(end.slot);
     }
     EXPECT_TRUE(scheduler.CheckSweep().ok()) << scheduler.CheckSweep().ToString();
-    return plan;
+    return step;
   }
 
   Scheduler scheduler;
@@ -66,7 +66,7 @@ TEST(SchedulerTest, FullReservationAdmitsExactlyWhatFitsAndTheNextWaits) {
   Driver d(SmallConfig(10));
   // Request 0 stops after 2 tokens; the others run their 4.
   for (int i = 0; i < 5; ++i) d.scheduler.Enqueue(Request(i, 6, i == 0 ? 2 : 4));
-  const StepPlan first = d.Step();
+  const FormedStep first = d.Step();
   EXPECT_EQ(first.admitted, 3);
   EXPECT_EQ(d.scheduler.running().size(), 3u);
   EXPECT_EQ(d.scheduler.waiting().size(), 2u);
@@ -109,10 +109,10 @@ TEST(SchedulerTest, WithoutChunkingAPromptOverTheBudgetIsRejected) {
   Driver d(config);
   d.scheduler.Enqueue(Request(0, 17, 2));
   d.scheduler.Enqueue(Request(1, 16, 2));
-  const StepPlan plan = d.Step();
+  const FormedStep step = d.Step();
   EXPECT_EQ(d.rejected, 1);
-  ASSERT_EQ(plan.rows.size(), 1u);
-  EXPECT_EQ(plan.rows[0].tokens, 16);
+  ASSERT_EQ(step.rows.size(), 1u);
+  EXPECT_EQ(step.rows[0].tokens, 16);
 }
 
 // Found by the properties over generated scenarios: without chunking, a preempted request is
@@ -191,11 +191,11 @@ TEST(SchedulerTest, APrefixCacheHitSkipsTheCachedPagesAndLocksThem) {
   EXPECT_EQ(d.finished, 1);
   EXPECT_EQ(d.scheduler.cache().pages_held(), 2);
   const int32_t slot = d.scheduler.Enqueue(Request(1, 10, 2, /*seed=*/5));
-  const StepPlan plan = d.Step();
+  const FormedStep step = d.Step();
   const SimRequest& r = d.scheduler.request(slot);
   EXPECT_EQ(r.cached_tokens, 8);
-  EXPECT_EQ(plan.rows.at(0).first_token, 8);
-  EXPECT_EQ(plan.rows.at(0).tokens, 2);
+  EXPECT_EQ(step.rows.at(0).first_token, 8);
+  EXPECT_EQ(step.rows.at(0).tokens, 2);
   EXPECT_EQ(d.scheduler.cache().evictable_pages(), 0);  // locked while it runs
 }
 
@@ -225,12 +225,12 @@ TEST(SchedulerTest, CancellationsOfWaitingRunningAndInFlightRequests) {
   const int32_t b = d.scheduler.Enqueue(Request(1, 6, 8));
   const int32_t c = d.scheduler.Enqueue(Request(2, 6, 8));
   std::vector<RequestEnd> ended;
-  const StepPlan plan = d.scheduler.ScheduleStep(0, ended);  // a and b fit; c waits
-  ASSERT_EQ(plan.rows.size(), 2u);
+  const FormedStep step = d.scheduler.ScheduleStep(0, ended);  // a and b fit; c waits
+  ASSERT_EQ(step.rows.size(), 2u);
   EXPECT_TRUE(d.scheduler.Cancel(c, 1));   // waiting: ends now
   EXPECT_FALSE(d.scheduler.Cancel(a, 1));  // in the step in flight: after it
   EXPECT_EQ(d.scheduler.request(a).recorded.size(), 2u);
-  d.scheduler.CompleteStep(plan, {true, true}, 2, ended);
+  d.scheduler.CompleteStep(step, {true, true}, 2, ended);
   ASSERT_EQ(ended.size(), 1u);
   EXPECT_EQ(ended[0].slot, a);
   EXPECT_EQ(d.scheduler.request(a).phase, RequestPhase::kCancelled);
@@ -244,7 +244,7 @@ TEST(SchedulerTest, AnAbortReleasesOnlyThePagesWhoseGrantStillVerifies) {
   Driver d(SmallConfig(8));
   const int32_t a = d.scheduler.Enqueue(Request(0, 8, 4));
   std::vector<RequestEnd> ended;
-  const StepPlan plan = d.scheduler.ScheduleStep(0, ended);
+  const FormedStep step = d.scheduler.ScheduleStep(0, ended);
   // A bookkeeping bug frees a's second page and the pool hands it out again.
   PagePool& pool = d.scheduler.mutable_pool();
   const int32_t page = d.scheduler.request(a).recorded[1].page;

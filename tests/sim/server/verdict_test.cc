@@ -19,7 +19,7 @@ const model::Catalog& Configs() {
 
 // The storm scenario with the oracle on, the tag check as `tags` says, `faults` planted and
 // `weakness` in the checks.
-Scenario Storm(bool tags, const FaultPlan& faults, Weakness weakness) {
+Scenario Storm(bool tags, const FaultMix& faults, Weakness weakness) {
   Scenario scenario = LoadScenario("configs/scenarios/page-reuse-storm.yaml").value();
   scenario.oracle = true;
   scenario.server.tag_tracker = tags;
@@ -45,10 +45,10 @@ int64_t Silent(const std::array<int64_t, kAccessVerdicts>& verdicts) {
   return total;
 }
 
-FaultPlan Plant(FaultSite site, int64_t ppm) {
-  FaultPlan plan;
-  plan.ppm[static_cast<size_t>(site)] = ppm;
-  return plan;
+FaultMix Plant(FaultSite site, int64_t ppm) {
+  FaultMix mix;
+  mix.ppm[static_cast<size_t>(site)] = ppm;
+  return mix;
 }
 
 TEST(VerdictTest, ATableChangedAfterTheCheckIsWhatTheOracleJudges) {
@@ -66,7 +66,7 @@ TEST(VerdictTest, ATableChangedAfterTheCheckIsWhatTheOracleJudges) {
 TEST(VerdictTest, BooksThatAgreeWithTheTagsBlindTheCheckButNotTheOracle) {
   for (FaultSite site : {FaultSite::kDuplicateNotRewritten, FaultSite::kDoubleFree,
                          FaultSite::kAsyncFreeBeforeWrite}) {
-    const FaultPlan faults = Plant(site, 500'000);
+    const FaultMix faults = Plant(site, 500'000);
     const RunReport unchecked = Simulate(Storm(false, faults, Weakness::kNone));
     const RunReport checked = Simulate(Storm(true, faults, Weakness::kNone));
     const RunReport lying = Simulate(Storm(true, faults, Weakness::kBooksFollowTags));
@@ -88,7 +88,7 @@ TEST(VerdictTest, BooksThatAgreeWithTheTagsBlindTheCheckButNotTheOracle) {
 }
 
 TEST(VerdictTest, EveryRefusalIsJudged) {
-  const FaultPlan faults = Plant(FaultSite::kDuplicateNotRewritten, 1'000'000);
+  const FaultMix faults = Plant(FaultSite::kDuplicateNotRewritten, 1'000'000);
   // The check as built: every refusal is of an access the oracle finds wrong, or of one a fired
   // bug touched.
   const RunReport sound = Simulate(Storm(true, faults, Weakness::kNone));
@@ -110,7 +110,7 @@ TEST(VerdictTest, EveryRefusalIsJudged) {
 // copy starts, the copy reads other requests' pages when it completes: silent with no check, and
 // refused by the check at its completion; a check at its start alone passes every copy.
 TEST(VerdictTest, TheCopyToTheStoreIsCheckedWhenItCompletes) {
-  const auto stored = [](bool tags, const FaultPlan& faults, Weakness weakness) {
+  const auto stored = [](bool tags, const FaultMix& faults, Weakness weakness) {
     Scenario scenario = Storm(tags, faults, weakness);
     scenario.server.kv_store = KvStoreSpec{0.05, 20'000};
     return Simulate(scenario);
@@ -125,7 +125,7 @@ TEST(VerdictTest, TheCopyToTheStoreIsCheckedWhenItCompletes) {
   const RunReport without = Simulate(Storm(true, {}, Weakness::kNone));
   EXPECT_EQ(without.finished, right.finished);
 
-  const FaultPlan freed = Plant(FaultSite::kStoreReadsFreedPages, 1'000'000);
+  const FaultMix freed = Plant(FaultSite::kStoreReadsFreedPages, 1'000'000);
   const RunReport unchecked = stored(false, freed, Weakness::kNone);
   EXPECT_GT(unchecked.faults_fired[static_cast<size_t>(FaultSite::kStoreReadsFreedPages)], 0);
   EXPECT_GT(unchecked.integrity.reads[static_cast<size_t>(AccessVerdict::kWrongPage)], 0);

@@ -1,13 +1,13 @@
 // Fault sites: names round-trip; a site that is off never fires and draws nothing; a site that
 // is on fires at its probability, deterministically from its seed.
-#include "sim/faults/fault_plan.h"
+#include "sim/faults/fault_mix.h"
 
 #include <gtest/gtest.h>
 
 namespace kvsim::sim {
 namespace {
 
-TEST(FaultPlanTest, NamesRoundTripAndUnknownNamesListTheSites) {
+TEST(FaultMixTest, NamesRoundTripAndUnknownNamesListTheSites) {
   for (int i = 0; i < kFaultSites; ++i) {
     const FaultSite site = static_cast<FaultSite>(i);
     EXPECT_EQ(ParseFaultSite(FaultSiteName(site)).value(), site);
@@ -17,15 +17,16 @@ TEST(FaultPlanTest, NamesRoundTripAndUnknownNamesListTheSites) {
           << FaultSiteName(site);
     }
   }
-  EXPECT_EQ(ParseFaultSite("typo").status().message(),
-            "unknown fault site 'typo'; allowed: duplicate_not_rewritten, rematch_keeps_length, "
-            "abort_frees_tree_pages, transfer_abort_frees, async_free_before_write, "
-            "publish_before_written, no_hit_table_zeroed, read_past_length, "
-            "committed_ahead_of_writes, prefix_hash_collision, double_free, store_reads_freed_pages, "
-            "batch_composition_noise");
+  EXPECT_EQ(
+      ParseFaultSite("typo").status().message(),
+      "unknown fault site 'typo'; allowed: duplicate_not_rewritten, rematch_keeps_length, "
+      "abort_frees_tree_pages, transfer_abort_frees, async_free_before_write, "
+      "publish_before_written, no_hit_table_zeroed, read_past_length, "
+      "committed_ahead_of_writes, prefix_hash_collision, double_free, store_reads_freed_pages, "
+      "batch_composition_noise");
 }
 
-TEST(FaultPlanTest, TheCatalogueClassesEverySite) {
+TEST(FaultMixTest, TheCatalogueClassesEverySite) {
   // Written before any run (docs/faults.md): which layer is expected to catch each bug.
   EXPECT_EQ(FaultSiteExpected(FaultSite::kDuplicateNotRewritten), FaultClass::kRead);
   EXPECT_EQ(FaultSiteExpected(FaultSite::kTransferAbortFrees), FaultClass::kWrite);
@@ -39,11 +40,11 @@ TEST(FaultPlanTest, TheCatalogueClassesEverySite) {
   EXPECT_STREQ(FaultClassName(FaultClass::kWrittenState), "S");
 }
 
-TEST(FaultPlanTest, TheControlDoesNotCountAsCorrupting) {
-  FaultPlan plan;
-  plan.ppm[static_cast<size_t>(FaultSite::kBatchCompositionNoise)] = 1'000'000;
-  plan.ppm[static_cast<size_t>(FaultSite::kDoubleFree)] = 1'000'000;
-  FaultInjector faults(plan, 3);
+TEST(FaultMixTest, TheControlDoesNotCountAsCorrupting) {
+  FaultMix mix;
+  mix.ppm[static_cast<size_t>(FaultSite::kBatchCompositionNoise)] = 1'000'000;
+  mix.ppm[static_cast<size_t>(FaultSite::kDoubleFree)] = 1'000'000;
+  FaultInjector faults(mix, 3);
   EXPECT_TRUE(faults.Fires(FaultSite::kBatchCompositionNoise));
   faults.Changed(FaultSite::kBatchCompositionNoise, {});
   EXPECT_EQ(faults.fired_total(), 1);
@@ -53,10 +54,10 @@ TEST(FaultPlanTest, TheControlDoesNotCountAsCorrupting) {
   EXPECT_EQ(faults.fired_corrupting(), 1);
 }
 
-TEST(FaultPlanTest, ABugCountsAsFiredOnlyOnceItChangedSomething) {
-  FaultPlan plan;
-  plan.ppm[static_cast<size_t>(FaultSite::kAbortFreesTreePages)] = 1'000'000;
-  FaultInjector faults(plan, 11);
+TEST(FaultMixTest, ABugCountsAsFiredOnlyOnceItChangedSomething) {
+  FaultMix mix;
+  mix.ppm[static_cast<size_t>(FaultSite::kAbortFreesTreePages)] = 1'000'000;
+  FaultInjector faults(mix, 11);
   // Drawn, but the cancelled request shared no page with the tree: nothing changed.
   EXPECT_TRUE(faults.Fires(FaultSite::kAbortFreesTreePages));
   EXPECT_EQ(faults.drawn(FaultSite::kAbortFreesTreePages), 1);
@@ -75,13 +76,13 @@ TEST(FaultPlanTest, ABugCountsAsFiredOnlyOnceItChangedSomething) {
   EXPECT_FALSE(faults.Touched(1, 8, {2, 4}));
 }
 
-TEST(FaultPlanTest, SitesFireAtTheirProbabilityAndOffSitesNever) {
-  FaultPlan plan;
-  EXPECT_FALSE(plan.any());
-  plan.ppm[static_cast<size_t>(FaultSite::kNoHitTableZeroed)] = 250'000;
-  EXPECT_TRUE(plan.any());
-  FaultInjector a(plan, 7);
-  FaultInjector b(plan, 7);
+TEST(FaultMixTest, SitesFireAtTheirProbabilityAndOffSitesNever) {
+  FaultMix mix;
+  EXPECT_FALSE(mix.any());
+  mix.ppm[static_cast<size_t>(FaultSite::kNoHitTableZeroed)] = 250'000;
+  EXPECT_TRUE(mix.any());
+  FaultInjector a(mix, 7);
+  FaultInjector b(mix, 7);
   int fired = 0;
   for (int i = 0; i < 20000; ++i) {
     EXPECT_FALSE(a.Fires(FaultSite::kDuplicateNotRewritten));

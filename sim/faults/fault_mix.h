@@ -1,6 +1,6 @@
-// FaultPlan: bookkeeping bugs planted on purpose at the simulated server's decision points, as
-// FoundationDB's BUGGIFY plants them: each site is switched on by the plan and then fires with its
-// probability, drawn from the run's fault stream. With no plan the sites cost one null check.
+// FaultMix: bookkeeping bugs planted on purpose at the simulated server's decision points, as
+// FoundationDB's BUGGIFY plants them: each site is switched on by the mix and then fires with its
+// probability, drawn from the run's fault stream. With no mix the sites cost one null check.
 //
 // A planted bug that the server then commits is not an error of the run: what follows (a check
 // that catches it, or a silent corruption the oracle sees) is what the run reports. Each site's
@@ -28,7 +28,7 @@ inline const char* FaultSiteBug(FaultSite site) { return FaultRowOf(site).bug; }
 inline FaultClass FaultSiteExpected(FaultSite site) { return FaultRowOf(site).expected; }
 
 // The probability, in parts per million, that each site fires when the server reaches it.
-struct FaultPlan {
+struct FaultMix {
   std::array<int64_t, kFaultSites> ppm{};
   bool any() const;
 };
@@ -47,7 +47,7 @@ struct FaultEffect {
 // can be drawn and find nothing to change (docs/faults.md lists which).
 class FaultInjector {
  public:
-  FaultInjector(const FaultPlan& plan, uint64_t seed);
+  FaultInjector(const FaultMix& mix, uint64_t seed);
   // Whether the bug at `site` is drawn to fire now; draws from the stream only for a site that is
   // on. The site then acts, and calls Changed if its action changed anything.
   bool Fires(FaultSite site);
@@ -57,7 +57,7 @@ class FaultInjector {
   // an access there refuses what a bug touched.
   bool Touched(int32_t pool, int64_t request, const std::vector<int32_t>& pages) const;
   // Whether `site` is on at all (a decision point that needs preparation asks first).
-  bool On(FaultSite site) const { return plan_.ppm[static_cast<size_t>(site)] > 0; }
+  bool On(FaultSite site) const { return mix_.ppm[static_cast<size_t>(site)] > 0; }
   // Bugs at `site` that fired and changed something.
   int64_t fired(FaultSite site) const { return fired_[static_cast<size_t>(site)]; }
   // Times `site` was drawn to fire, with or without an effect.
@@ -65,10 +65,10 @@ class FaultInjector {
   int64_t fired_total() const;
   // Fired bugs that corrupt bookkeeping: all but the negative control's.
   int64_t fired_corrupting() const;
-  const FaultPlan& plan() const { return plan_; }
+  const FaultMix& mix() const { return mix_; }
 
  private:
-  FaultPlan plan_;
+  FaultMix mix_;
   Prng prng_;
   // The negative control's own stream: it is reached in kernel mode only, so drawing it from the
   // shared stream would make the other sites fire differently in kernel and timing mode.

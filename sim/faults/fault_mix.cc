@@ -1,5 +1,5 @@
 // Parsing fault sites, and the injector.
-#include "sim/faults/fault_plan.h"
+#include "sim/faults/fault_mix.h"
 
 #include "base/check.h"
 
@@ -15,7 +15,7 @@ Result<FaultSite> ParseFaultSite(const std::string& name) {
   return InvalidArgumentError("unknown fault site '" + name + "'; allowed: " + names);
 }
 
-bool FaultPlan::any() const {
+bool FaultMix::any() const {
   for (int64_t p : ppm) {
     if (p > 0) return true;
   }
@@ -25,11 +25,11 @@ bool FaultPlan::any() const {
 // Any other seed gives the control an independent stream (Prng expands its seed by SplitMix64).
 constexpr uint64_t kControlStream = 0xc0a7'2015'0000'0015;
 
-FaultInjector::FaultInjector(const FaultPlan& plan, uint64_t seed)
-    : plan_(plan), prng_(seed), control_prng_(seed ^ kControlStream) {}
+FaultInjector::FaultInjector(const FaultMix& mix, uint64_t seed)
+    : mix_(mix), prng_(seed), control_prng_(seed ^ kControlStream) {}
 
 bool FaultInjector::Fires(FaultSite site) {
-  const int64_t ppm = plan_.ppm[static_cast<size_t>(site)];
+  const int64_t ppm = mix_.ppm[static_cast<size_t>(site)];
   if (ppm <= 0) return false;
   Prng& stream = FaultSiteExpected(site) == FaultClass::kControl ? control_prng_ : prng_;
   if (!stream.chance(static_cast<uint64_t>(ppm), 1'000'000)) return false;
