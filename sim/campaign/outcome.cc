@@ -117,15 +117,15 @@ SurpriseKind Judge(const CaseOutcome& outcome, bool narrow_tags) {
   // Every class of access that ran wrong needs a fired bug that may cause it past the layers that
   // held. With narrow tags whose every escape the escape condition predicts, wrong-page accesses
   // and reads of foreign writes are those escapes, and the escaped bugs' other effects follow.
-  const bool escapes_predicted =
+  const bool every_escape_predicted =
       outcome.mode != TrackerMode::kOff && narrow_tags && outcome.escapes_unpredicted == 0;
-  const bool tags_escaped = escapes_predicted && outcome.escapes_predicted > 0;
+  const bool tags_escaped = every_escape_predicted && outcome.escapes_predicted > 0;
   for (int v = 1; v < kAccessVerdicts; ++v) {
     const AccessVerdict verdict = static_cast<AccessVerdict>(v);
     if (outcome.silent_with(verdict) == 0) continue;
     const bool stale =
         verdict == AccessVerdict::kWrongPage || verdict == AccessVerdict::kForeignWrite;
-    if (stale && escapes_predicted) continue;
+    if (stale && every_escape_predicted) continue;
     if (!Excused(outcome, verdict, tags_escaped)) return SurpriseKind::kSilentCorruption;
   }
   // Kernel outputs out of their bound follow from accesses that ran wrong; with none, the
