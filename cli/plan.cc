@@ -174,12 +174,12 @@ class PlanCommand : public Command {
                            ParseConcurrencyList(concurrency_text_));
     KVSIM_ASSIGN_OR_RETURN(const std::vector<LabeledSettings> configurations,
                            ExpandCompare(base, compares_));
-    std::vector<model::Trace> traces;
+    std::vector<model::Derivation> derivations;
     KVSIM_ASSIGN_OR_RETURN(const std::vector<LabeledPlan> plans,
                            RunPlans(catalog, calibration.params, configurations, concurrencies,
-                                    explain_ ? &traces : nullptr));
+                                    explain_ ? &derivations : nullptr));
     if (json_) {
-      PrintPlanJson(out, plans, explain_ ? &traces : nullptr);
+      PrintPlanJson(out, plans, explain_ ? &derivations : nullptr);
     } else if (csv_) {
       PrintPlanCsv(out, plans);
     } else {
@@ -187,7 +187,7 @@ class PlanCommand : public Command {
       if (explain_) {
         for (size_t i = 0; i < plans.size(); ++i) {
           out << "\n";
-          PrintExplanation(out, plans[i].label, traces[i]);
+          PrintExplanation(out, plans[i].label, derivations[i]);
         }
       }
     }

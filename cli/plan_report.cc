@@ -377,9 +377,9 @@ nlohmann::json PlanJson(const LabeledPlan& plan) {
   };
 }
 
-nlohmann::json TraceJson(const model::Trace& trace) {
+nlohmann::json DerivationJson(const model::Derivation& derivation) {
   nlohmann::json sections = nlohmann::json::array();
-  for (const auto& group : trace.groups()) {
+  for (const auto& group : derivation.groups()) {
     nlohmann::json terms = nlohmann::json::array();
     for (const auto& term : group.terms) {
       terms.push_back(
@@ -403,12 +403,13 @@ void PrintPlanText(std::ostream& out, const std::vector<LabeledPlan>& plans) {
 }
 
 void PrintPlanJson(std::ostream& out, const std::vector<LabeledPlan>& plans,
-                   const std::vector<model::Trace>* traces) {
-  KVSIM_CHECK(traces == nullptr || traces->size() == plans.size());
+                   const std::vector<model::Derivation>* derivations) {
+  KVSIM_CHECK(derivations == nullptr || derivations->size() == plans.size());
   nlohmann::json configurations = nlohmann::json::array();
   for (size_t i = 0; i < plans.size(); ++i) {
     configurations.push_back(PlanJson(plans[i]));
-    if (traces != nullptr) configurations.back()["explain"] = TraceJson((*traces)[i]);
+    if (derivations != nullptr)
+      configurations.back()["explain"] = DerivationJson((*derivations)[i]);
   }
   // Labels and names come from flags and files and need not be UTF-8; JSON must be, so invalid
   // bytes become U+FFFD instead of an exception.
@@ -458,9 +459,10 @@ void PrintPlanCsv(std::ostream& out, const std::vector<LabeledPlan>& plans) {
   }
 }
 
-void PrintExplanation(std::ostream& out, const std::string& label, const model::Trace& trace) {
+void PrintExplanation(std::ostream& out, const std::string& label,
+                      const model::Derivation& derivation) {
   out << "explain" << (label.empty() ? "" : " " + label) << ":\n";
-  for (const auto& group : trace.groups()) {
+  for (const auto& group : derivation.groups()) {
     out << "  " << group.title << "\n";
     for (const auto& term : group.terms) {
       out << "    " << term.quantity << " = " << term.formula << "\n";

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "model/derivation.h"
 #include "model/plan.h"
-#include "model/trace.h"
 
 namespace kvsim::cli {
 
@@ -26,16 +26,17 @@ void PrintPlanText(std::ostream& out, const std::vector<LabeledPlan>& plans);
 // One JSON document: {"configurations": [...]} with every figure of every configuration, each
 // step's time by operator; one not planned has its "status", "does_not_fit" with the numbers,
 // and null where it has no figure.
-// With `traces` (one per plan), each configuration also has "explain": the --explain terms as
+// With `derivations` (one per plan), each configuration also has "explain": the --explain terms as
 // [{"section": ..., "terms": [{"quantity", "formula", "value"}, ...]}, ...].
 void PrintPlanJson(std::ostream& out, const std::vector<LabeledPlan>& plans,
-                   const std::vector<model::Trace>* traces = nullptr);
+                   const std::vector<model::Derivation>* derivations = nullptr);
 
 // CSV with a header: one row per configuration and concurrency (status and does_not_fit columns
 // say when a configuration was not planned; its figures are then empty).
 void PrintPlanCsv(std::ostream& out, const std::vector<LabeledPlan>& plans);
 
 // The terms of each configuration, formula and value, under the configuration's label.
-void PrintExplanation(std::ostream& out, const std::string& label, const model::Trace& trace);
+void PrintExplanation(std::ostream& out, const std::string& label,
+                      const model::Derivation& derivation);
 
 }  // namespace kvsim::cli

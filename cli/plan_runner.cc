@@ -106,15 +106,15 @@ Result<std::vector<LabeledPlan>> RunPlans(const model::Catalog& catalog,
                                           const model::StepTimeParams& params,
                                           const std::vector<LabeledSettings>& configurations,
                                           const std::vector<int64_t>& concurrencies,
-                                          std::vector<model::Trace>* traces) {
+                                          std::vector<model::Derivation>* derivations) {
   std::vector<LabeledPlan> plans;
-  if (traces != nullptr) traces->assign(configurations.size(), model::Trace());
+  if (derivations != nullptr) derivations->assign(configurations.size(), model::Derivation());
   bool any_planned = false;
   bool all_invalid = true;
   for (size_t i = 0; i < configurations.size(); ++i) {
     const LabeledSettings& config = configurations[i];
     auto result = model::PlanOrShortfall(config.settings, catalog, params, concurrencies,
-                                         traces != nullptr ? &(*traces)[i] : nullptr);
+                                         derivations != nullptr ? &(*derivations)[i] : nullptr);
     if (!result.ok()) {
       return config.label.empty() ? result.status() : result.status().WithContext(config.label);
     }

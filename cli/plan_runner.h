@@ -10,8 +10,8 @@
 #include "cli/plan_report.h"
 #include "model/calibration.h"
 #include "model/catalog.h"
+#include "model/derivation.h"
 #include "model/plan_settings.h"
-#include "model/trace.h"
 
 namespace kvsim::cli {
 
@@ -37,7 +37,7 @@ Result<std::vector<int64_t>> ParseConcurrencyList(const std::string& text);
 Result<model::Calibration> LoadCalibration(const model::Catalog& catalog,
                                            const std::string& name_or_path);
 
-// Plans every configuration. With `traces` not null, fills one trace per configuration.
+// Plans every configuration. With `derivations` not null, fills one derivation per configuration.
 // An error names the configuration it came from. A configuration that cannot be planned is a
 // result whose status says why (model::PlanStatus); when none can be, an error with each one's
 // reason: InvalidArgument when every deployment is invalid, FailedPrecondition otherwise.
@@ -45,6 +45,6 @@ Result<std::vector<LabeledPlan>> RunPlans(const model::Catalog& catalog,
                                           const model::StepTimeParams& params,
                                           const std::vector<LabeledSettings>& configurations,
                                           const std::vector<int64_t>& concurrencies,
-                                          std::vector<model::Trace>* traces);
+                                          std::vector<model::Derivation>* derivations);
 
 }  // namespace kvsim::cli

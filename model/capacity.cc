@@ -24,33 +24,34 @@ Status WeightsDoNotFitError(const GpuSpec& gpu, const Deployment& d, const Capac
 
 Result<Capacity> ComputeCapacity(const GpuSpec& gpu, const Deployment& d,
                                  const WeightBreakdown& weights, const KvBreakdown& kv,
-                                 Trace* trace) {
-  Capacity c = CapacityOrShortfall(gpu, d, weights, kv, trace);
+                                 Derivation* derivation) {
+  Capacity c = CapacityOrShortfall(gpu, d, weights, kv, derivation);
   if (!c.weights_fit) return WeightsDoNotFitError(gpu, d, c);
   return c;
 }
 
 Capacity CapacityOrShortfall(const GpuSpec& gpu, const Deployment& d,
-                             const WeightBreakdown& weights, const KvBreakdown& kv, Trace* trace) {
+                             const WeightBreakdown& weights, const KvBreakdown& kv,
+                             Derivation* derivation) {
   Capacity c;
   c.memory_bytes = gpu.memory_bytes;
   const auto fraction_bytes =
       static_cast<uint64_t>(std::floor(static_cast<double>(gpu.memory_bytes) * d.memory_fraction));
   c.budget_bytes = fraction_bytes > d.reserved_bytes ? fraction_bytes - d.reserved_bytes : 0;
   c.weight_bytes = weights.per_gpu_bytes();
-  if (trace != nullptr) {
-    trace->Section("capacity");
-    trace->Add("budget per GPU",
-               fmt::format("floor(memory {} B x fraction {}) - reserved {} B", gpu.memory_bytes,
-                           d.memory_fraction, d.reserved_bytes),
-               FormatBytes(c.budget_bytes));
+  if (derivation != nullptr) {
+    derivation->Section("capacity");
+    derivation->Add("budget per GPU",
+                    fmt::format("floor(memory {} B x fraction {}) - reserved {} B",
+                                gpu.memory_bytes, d.memory_fraction, d.reserved_bytes),
+                    FormatBytes(c.budget_bytes));
   }
   if (c.weight_bytes >= c.budget_bytes) {
     c.weights_fit = false;
-    if (trace != nullptr) {
-      trace->Add("KV budget per GPU",
-                 fmt::format("budget {} B - weights {} B", c.budget_bytes, c.weight_bytes),
-                 "none: the weights do not fit");
+    if (derivation != nullptr) {
+      derivation->Add("KV budget per GPU",
+                      fmt::format("budget {} B - weights {} B", c.budget_bytes, c.weight_bytes),
+                      "none: the weights do not fit");
     }
     return c;
   }
@@ -67,27 +68,29 @@ Capacity CapacityOrShortfall(const GpuSpec& gpu, const Deployment& d,
   c.max_requests_per_pool = c.pages_per_pool / c.pages_per_request;
   c.max_requests_total = c.max_requests_per_pool * c.pools;
 
-  if (trace != nullptr) {
-    trace->Add("KV budget per GPU",
-               fmt::format("budget {} B - weights {} B", c.budget_bytes, c.weight_bytes),
-               FormatBytes(c.kv_budget_bytes));
-    trace->Add("pages per pool",
-               fmt::format("floor(KV budget {} B / (KV bytes per token {} B x page {} tokens))",
-                           c.kv_budget_bytes, c.kv_bytes_per_token, d.page_size),
-               fmt::format("{}", c.pages_per_pool));
-    trace->Add("tokens per pool", fmt::format("pages {} x page {}", c.pages_per_pool, d.page_size),
-               fmt::format("{}", c.tokens_per_pool));
-    trace->Add("tokens in all pools",
-               fmt::format("tokens per pool {} x pools {}", c.tokens_per_pool, c.pools),
-               fmt::format("{}", c.tokens_total));
-    trace->Add("pages per request",
-               fmt::format("ceil(context {} / page {})", d.context_tokens, d.page_size),
-               fmt::format("{}", c.pages_per_request));
-    trace->Add("requests at once",
-               fmt::format("floor(pages per pool {} / pages per request {}) x pools {}",
-                           c.pages_per_pool, c.pages_per_request, c.pools),
-               fmt::format("{}; request {} is the first that does not fit", c.max_requests_total,
-                           c.max_requests_total + 1));
+  if (derivation != nullptr) {
+    derivation->Add("KV budget per GPU",
+                    fmt::format("budget {} B - weights {} B", c.budget_bytes, c.weight_bytes),
+                    FormatBytes(c.kv_budget_bytes));
+    derivation->Add(
+        "pages per pool",
+        fmt::format("floor(KV budget {} B / (KV bytes per token {} B x page {} tokens))",
+                    c.kv_budget_bytes, c.kv_bytes_per_token, d.page_size),
+        fmt::format("{}", c.pages_per_pool));
+    derivation->Add("tokens per pool",
+                    fmt::format("pages {} x page {}", c.pages_per_pool, d.page_size),
+                    fmt::format("{}", c.tokens_per_pool));
+    derivation->Add("tokens in all pools",
+                    fmt::format("tokens per pool {} x pools {}", c.tokens_per_pool, c.pools),
+                    fmt::format("{}", c.tokens_total));
+    derivation->Add("pages per request",
+                    fmt::format("ceil(context {} / page {})", d.context_tokens, d.page_size),
+                    fmt::format("{}", c.pages_per_request));
+    derivation->Add("requests at once",
+                    fmt::format("floor(pages per pool {} / pages per request {}) x pools {}",
+                                c.pages_per_pool, c.pages_per_request, c.pools),
+                    fmt::format("{}; request {} is the first that does not fit",
+                                c.max_requests_total, c.max_requests_total + 1));
   }
   return c;
 }

@@ -6,9 +6,9 @@
 
 #include "base/status.h"
 #include "model/deployment.h"
+#include "model/derivation.h"
 #include "model/gpu_spec.h"
 #include "model/kv_bytes.h"
-#include "model/trace.h"
 #include "model/weights.h"
 
 namespace kvsim::model {
@@ -38,12 +38,13 @@ struct Capacity {
 // weights do not fit in the budget is a FailedPrecondition error that gives both numbers.
 Result<Capacity> ComputeCapacity(const GpuSpec& gpu, const Deployment& deployment,
                                  const WeightBreakdown& weights, const KvBreakdown& kv,
-                                 Trace* trace);
+                                 Derivation* derivation);
 
 // The same, except that weights which do not fit are a result (weights_fit false, with the
 // memory, budget and weight bytes), not an error: a comparison shows them beside the others.
 Capacity CapacityOrShortfall(const GpuSpec& gpu, const Deployment& deployment,
-                             const WeightBreakdown& weights, const KvBreakdown& kv, Trace* trace);
+                             const WeightBreakdown& weights, const KvBreakdown& kv,
+                             Derivation* derivation);
 
 // The FailedPrecondition error for `capacity` (weights_fit false): both numbers and what to change.
 Status WeightsDoNotFitError(const GpuSpec& gpu, const Deployment& deployment,

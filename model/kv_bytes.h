@@ -6,8 +6,8 @@
 #include <cstdint>
 
 #include "model/deployment.h"
+#include "model/derivation.h"
 #include "model/model_spec.h"
-#include "model/trace.h"
 
 namespace kvsim::model {
 
@@ -32,6 +32,7 @@ struct KvBreakdown {
 // Per-token KV bytes on one GPU of `deployment` (validated): rows of the deployment's KV format
 // (KvRowSizeOf) times heads and layers. The indexer key cache is FP8 with one fp32 scale per token
 // and layer whatever the KV format (DeepSeek-V3.2's layout).
-KvBreakdown ComputeKvBytes(const ModelSpec& model, const Deployment& deployment, Trace* trace);
+KvBreakdown ComputeKvBytes(const ModelSpec& model, const Deployment& deployment,
+                           Derivation* derivation);
 
 }  // namespace kvsim::model

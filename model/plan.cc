@@ -26,7 +26,8 @@ void Unplanned(PlanResult& r, PlanStatus status, std::string shortfall,
 
 Result<PlanResult> PlanOrShortfallLoaded(const PlanSettings& settings, const ModelSpec& model,
                                          const GpuSpec& gpu, const StepTimeParams& params,
-                                         const std::vector<int64_t>& concurrencies, Trace* trace) {
+                                         const std::vector<int64_t>& concurrencies,
+                                         Derivation* derivation) {
   if (concurrencies.size() > kMaxConcurrencyPoints) {
     return OutOfRangeError(fmt::format("{} concurrency points; at most {} allowed",
                                        concurrencies.size(), kMaxConcurrencyPoints));
@@ -53,9 +54,9 @@ Result<PlanResult> PlanOrShortfallLoaded(const PlanSettings& settings, const Mod
   if (params.measured_int4.measured()) {
     r.step_time_source += "; INT4 experts from " + params.measured_int4.source;
   }
-  r.weights = ComputeWeights(model, d, trace);
-  r.kv = ComputeKvBytes(model, d, trace);
-  r.capacity = CapacityOrShortfall(gpu, d, r.weights, r.kv, trace);
+  r.weights = ComputeWeights(model, d, derivation);
+  r.kv = ComputeKvBytes(model, d, derivation);
+  r.capacity = CapacityOrShortfall(gpu, d, r.weights, r.kv, derivation);
   if (d.context_tokens > model.max_context_tokens) {
     Unplanned(r, PlanStatus::kContextTooLong,
               fmt::format("context {} tokens exceeds {}'s maximum of {}", d.context_tokens,
@@ -78,9 +79,9 @@ Result<PlanResult> PlanOrShortfallLoaded(const PlanSettings& settings, const Mod
     return r;
   }
   const BatchStepTime step_time(model, gpu, d, r.weights, r.kv, params);
-  r.prefill = EstimatePrefill(step_time, trace);
+  r.prefill = EstimatePrefill(step_time, derivation);
   for (int64_t c : concurrencies) {
-    DecodeEstimate e = EstimateDecode(step_time, r.capacity, c, 0, trace);
+    DecodeEstimate e = EstimateDecode(step_time, r.capacity, c, 0, derivation);
     e.longest_context = LongestContext(r.capacity, d, c, model.max_context_tokens);
     r.decode.push_back(std::move(e));
   }
@@ -122,15 +123,16 @@ int64_t LongestContext(const Capacity& capacity, const Deployment& deployment, i
 
 Result<PlanResult> PlanLoaded(const PlanSettings& settings, const ModelSpec& model,
                               const GpuSpec& gpu, const StepTimeParams& params,
-                              const std::vector<int64_t>& concurrencies, Trace* trace) {
-  KVSIM_ASSIGN_OR_RETURN(PlanResult r,
-                         PlanOrShortfallLoaded(settings, model, gpu, params, concurrencies, trace));
+                              const std::vector<int64_t>& concurrencies, Derivation* derivation) {
+  KVSIM_ASSIGN_OR_RETURN(
+      PlanResult r, PlanOrShortfallLoaded(settings, model, gpu, params, concurrencies, derivation));
   return ShortfallAsError(std::move(r));
 }
 
 Result<PlanResult> PlanOrShortfall(const PlanSettings& settings, const Catalog& catalog,
                                    const StepTimeParams& params,
-                                   const std::vector<int64_t>& concurrencies, Trace* trace) {
+                                   const std::vector<int64_t>& concurrencies,
+                                   Derivation* derivation) {
   // An error loading a model or GPU named in a deployment file names that file and line too.
   const auto located = [](const Status& status, const std::string& origin, const char* field) {
     return origin.empty() ? status
@@ -145,14 +147,14 @@ Result<PlanResult> PlanOrShortfall(const PlanSettings& settings, const Catalog& 
   StepTimeParams applied = params;
   KVSIM_ASSIGN_OR_RETURN(applied.measured_int4,
                          Int4SpeedForPlan(settings.kernel_table, catalog, model, gpu));
-  return PlanOrShortfallLoaded(settings, model, gpu, applied, concurrencies, trace);
+  return PlanOrShortfallLoaded(settings, model, gpu, applied, concurrencies, derivation);
 }
 
 Result<PlanResult> Plan(const PlanSettings& settings, const Catalog& catalog,
                         const StepTimeParams& params, const std::vector<int64_t>& concurrencies,
-                        Trace* trace) {
+                        Derivation* derivation) {
   KVSIM_ASSIGN_OR_RETURN(PlanResult r,
-                         PlanOrShortfall(settings, catalog, params, concurrencies, trace));
+                         PlanOrShortfall(settings, catalog, params, concurrencies, derivation));
   return ShortfallAsError(std::move(r));
 }
 

@@ -9,12 +9,12 @@
 #include "base/status.h"
 #include "model/capacity.h"
 #include "model/catalog.h"
+#include "model/derivation.h"
 #include "model/gpu_spec.h"
 #include "model/kv_bytes.h"
 #include "model/model_spec.h"
 #include "model/plan_settings.h"
 #include "model/step_time.h"
-#include "model/trace.h"
 #include "model/weights.h"
 
 namespace kvsim::model {
@@ -67,13 +67,14 @@ inline constexpr size_t kMaxConcurrencyPoints = 64;
 // a cache that holds no request (FailedPrecondition, with the numbers).
 Result<PlanResult> Plan(const PlanSettings& settings, const Catalog& catalog,
                         const StepTimeParams& params, const std::vector<int64_t>& concurrencies,
-                        Trace* trace);
+                        Derivation* derivation);
 
 // The same, except that a configuration that cannot be planned (PlanStatus) is a result, not an
 // error: --compare shows it beside the others. Unknown names and bad kernel tables stay errors.
 Result<PlanResult> PlanOrShortfall(const PlanSettings& settings, const Catalog& catalog,
                                    const StepTimeParams& params,
-                                   const std::vector<int64_t>& concurrencies, Trace* trace);
+                                   const std::vector<int64_t>& concurrencies,
+                                   Derivation* derivation);
 
 // The error Plan returns for a result that was not planned.
 Status NotPlannedError(const PlanResult& result);
@@ -82,6 +83,6 @@ Status NotPlannedError(const PlanResult& result);
 // `params.measured_int4` holds it: no kernel table is looked up.
 Result<PlanResult> PlanLoaded(const PlanSettings& settings, const ModelSpec& model,
                               const GpuSpec& gpu, const StepTimeParams& params,
-                              const std::vector<int64_t>& concurrencies, Trace* trace);
+                              const std::vector<int64_t>& concurrencies, Derivation* derivation);
 
 }  // namespace kvsim::model

@@ -243,12 +243,12 @@ StepTimeBreakdown BatchStepTime::Step(const StepBatch& batch) const {
   return Compute(batch, nullptr);
 }
 
-StepTimeBreakdown BatchStepTime::Explain(const StepBatch& batch, Trace* trace) const {
-  KVSIM_CHECK(trace != nullptr);
-  return Compute(batch, trace);
+StepTimeBreakdown BatchStepTime::Explain(const StepBatch& batch, Derivation* derivation) const {
+  KVSIM_CHECK(derivation != nullptr);
+  return Compute(batch, derivation);
 }
 
-StepTimeBreakdown BatchStepTime::Compute(const StepBatch& batch, Trace* trace) const {
+StepTimeBreakdown BatchStepTime::Compute(const StepBatch& batch, Derivation* derivation) const {
   KVSIM_CHECK(!batch.empty()) << "a step runs at least one request";
   const KernelProfile& k = *params_.kernels;
   const double latency = params_.kernel_latency_s;
@@ -309,8 +309,8 @@ StepTimeBreakdown BatchStepTime::Compute(const StepBatch& batch, Trace* trace) c
     const double launch_s = g.op == Operator::kIndexer ? 0 : kernel_s(g.op);
     add(g.op, std::max(memory_s, compute_s) + launch_s);
     e.weight_read_bytes += g.bytes;
-    if (trace != nullptr) {
-      trace->Add(
+    if (derivation != nullptr) {
+      derivation->Add(
           OperatorName(g.op),
           fmt::format("{}: max({} B / ({:.2f} TB/s x {} {:.2f}), 2 x {:.4g} params x {:g} "
                       "rows / ({:.0f} TFLOP/s {} x {:.2f})){}",
@@ -357,7 +357,7 @@ StepTimeBreakdown BatchStepTime::Compute(const StepBatch& batch, Trace* trace) c
           flop / (f.peak_flop_per_s * f.compute->At(rows_per_expert)));
       const double speed = Int4SpeedAt(params_.measured_int4, rows_per_expert);
       seconds = bf16_s / speed;
-      if (trace != nullptr) {
+      if (derivation != nullptr) {
         formula = fmt::format("BF16 time of the same GEMMs {} / INT4 speed {:.3f} ({})", Ms(bf16_s),
                               speed, Int4SpeedFormula(params_.measured_int4, rows_per_expert));
       }
@@ -367,7 +367,7 @@ StepTimeBreakdown BatchStepTime::Compute(const StepBatch& batch, Trace* trace) c
       const double compute_eff = f.compute->At(rows_per_expert) * f.compute_scale;
       seconds =
           std::max(bytes / (bandwidth_ * memory_eff), flop / (f.peak_flop_per_s * compute_eff));
-      if (trace != nullptr) {
+      if (derivation != nullptr) {
         const std::string read =
             ep_ > 1
                 ? fmt::format(
@@ -389,11 +389,12 @@ StepTimeBreakdown BatchStepTime::Compute(const StepBatch& batch, Trace* trace) c
     const double launch_s = kernel_s(Operator::kRoutedExperts);
     add(Operator::kRoutedExperts, seconds + launch_s);
     e.weight_read_bytes += bytes;
-    if (trace != nullptr) {
-      trace->Add(OperatorName(Operator::kRoutedExperts),
-                 fmt::format("{} + {:g} kernels x {:.2f} us", formula,
-                             kernels_[static_cast<int>(Operator::kRoutedExperts)], latency * 1e6),
-                 Ms(seconds + launch_s));
+    if (derivation != nullptr) {
+      derivation->Add(
+          OperatorName(Operator::kRoutedExperts),
+          fmt::format("{} + {:g} kernels x {:.2f} us", formula,
+                      kernels_[static_cast<int>(Operator::kRoutedExperts)], latency * 1e6),
+          Ms(seconds + launch_s));
     }
   }
 
@@ -408,14 +409,15 @@ StepTimeBreakdown BatchStepTime::Compute(const StepBatch& batch, Trace* trace) c
     const double launch_s = kernel_s(Operator::kIndexer);
     add(Operator::kIndexer, std::max(memory_s, compute_s) + launch_s);
     e.kv_read_bytes += bytes;
-    if (trace != nullptr) {
-      trace->Add("DSA indexer scoring",
-                 fmt::format("max({:.4g} key B / ({:.2f} TB/s x {:.2f}), {:.4g} positions x {:g} "
-                             "FLOP / ({:.0f} TFLOP/s x FP8 {:.2f})) + {:g} kernels x {:.2f} us",
-                             bytes, bandwidth_ / 1e12, k.attention_decode_memory.value, scored,
-                             indexer_flop_per_token_, fp8_peak_ / 1e12, compute_eff,
-                             kernels_[static_cast<int>(Operator::kIndexer)], latency * 1e6),
-                 Ms(std::max(memory_s, compute_s) + launch_s));
+    if (derivation != nullptr) {
+      derivation->Add(
+          "DSA indexer scoring",
+          fmt::format("max({:.4g} key B / ({:.2f} TB/s x {:.2f}), {:.4g} positions x {:g} "
+                      "FLOP / ({:.0f} TFLOP/s x FP8 {:.2f})) + {:g} kernels x {:.2f} us",
+                      bytes, bandwidth_ / 1e12, k.attention_decode_memory.value, scored,
+                      indexer_flop_per_token_, fp8_peak_ / 1e12, compute_eff,
+                      kernels_[static_cast<int>(Operator::kIndexer)], latency * 1e6),
+          Ms(std::max(memory_s, compute_s) + launch_s));
     }
   }
 
@@ -431,11 +433,11 @@ StepTimeBreakdown BatchStepTime::Compute(const StepBatch& batch, Trace* trace) c
     const double seconds = std::max({memory_s, compute_s, convert_s}) + launch_s;
     add(op, seconds);
     e.kv_read_bytes += bytes;
-    if (trace != nullptr) {
+    if (derivation != nullptr) {
       const char* bound = memory_s >= std::max(compute_s, convert_s) ? "memory"
                           : compute_s >= convert_s                   ? "compute"
                                                                      : "FP8 conversion";
-      trace->Add(
+      derivation->Add(
           OperatorName(op),
           fmt::format("max({:.4g} B / ({:.2f} TB/s x {:.2f}), {:.4g} FLOP / ({:.0f} TFLOP/s BF16 "
                       "x {:.2f}){}) + {:g} kernels x {:.2f} us",
@@ -479,13 +481,14 @@ StepTimeBreakdown BatchStepTime::Compute(const StepBatch& batch, Trace* trace) c
         k.all_reduce_latency_s.value + wire / (link_bytes_per_s_ * k.link_efficiency.value);
     add(Operator::kAllReduce, collectives * each);
     e.latency_s += collectives * k.all_reduce_latency_s.value;
-    if (trace != nullptr) {
-      trace->Add(OperatorName(Operator::kAllReduce),
-                 fmt::format("{:g} collectives x ({:.2f} us + {:.0f} B x 2 x {}/{} / ({:.0f} GB/s "
-                             "x {:.2f}))",
-                             collectives, k.all_reduce_latency_s.value * 1e6, bytes, tp_ - 1, tp_,
-                             link_bytes_per_s_ / 1e9, k.link_efficiency.value),
-                 Ms(collectives * each));
+    if (derivation != nullptr) {
+      derivation->Add(
+          OperatorName(Operator::kAllReduce),
+          fmt::format("{:g} collectives x ({:.2f} us + {:.0f} B x 2 x {}/{} / ({:.0f} GB/s "
+                      "x {:.2f}))",
+                      collectives, k.all_reduce_latency_s.value * 1e6, bytes, tp_ - 1, tp_,
+                      link_bytes_per_s_ / 1e9, k.link_efficiency.value),
+          Ms(collectives * each));
     }
   }
   // Expert parallelism: each GPU sends its share of the tokens to the other GPUs holding their
@@ -500,8 +503,8 @@ StepTimeBreakdown BatchStepTime::Compute(const StepBatch& batch, Trace* trace) c
     const double per_layer = 2 * k.all_to_all_latency_s.value + bytes / link;
     add(Operator::kAllToAll, moe_layers_ * per_layer);
     e.latency_s += moe_layers_ * 2 * k.all_to_all_latency_s.value;
-    if (trace != nullptr) {
-      trace->Add(
+    if (derivation != nullptr) {
+      derivation->Add(
           OperatorName(Operator::kAllToAll),
           fmt::format("{} MoE layers x (2 x {:.2f} us + {:.4g} tokens sent ({:g} rows / ep {} "
                       "x {:.2f} other GPUs each) x {} x (1.03 B FP8 + 2 B BF16) / ({:.0f} "
@@ -516,20 +519,20 @@ StepTimeBreakdown BatchStepTime::Compute(const StepBatch& batch, Trace* trace) c
   add(Operator::kOtherKernels, other_s);
   add(Operator::kHostOverhead, k.host_overhead_s.value);
   e.latency_s += k.host_overhead_s.value;
-  if (trace != nullptr) {
-    trace->Add(OperatorName(Operator::kCacheWrite),
-               fmt::format("{:g} kernels x {:.2f} us{}",
-                           kernels_[static_cast<int>(Operator::kCacheWrite)], latency * 1e6,
-                           fp8_cache_ ? fmt::format(" + FP8 {} layers x {:.2f} us", layers_,
-                                                    params_.fp8_kv_layer_latency_s * 1e6)
-                                      : std::string()),
-               Ms(write_s));
-    trace->Add(OperatorName(Operator::kOtherKernels),
-               fmt::format("{:g} kernels x {:.2f} us",
-                           kernels_[static_cast<int>(Operator::kOtherKernels)], latency * 1e6),
-               Ms(other_s));
-    trace->Add(OperatorName(Operator::kHostOverhead), k.host_overhead_s.source,
-               Ms(k.host_overhead_s.value));
+  if (derivation != nullptr) {
+    derivation->Add(OperatorName(Operator::kCacheWrite),
+                    fmt::format("{:g} kernels x {:.2f} us{}",
+                                kernels_[static_cast<int>(Operator::kCacheWrite)], latency * 1e6,
+                                fp8_cache_ ? fmt::format(" + FP8 {} layers x {:.2f} us", layers_,
+                                                         params_.fp8_kv_layer_latency_s * 1e6)
+                                           : std::string()),
+                    Ms(write_s));
+    derivation->Add(OperatorName(Operator::kOtherKernels),
+                    fmt::format("{:g} kernels x {:.2f} us",
+                                kernels_[static_cast<int>(Operator::kOtherKernels)], latency * 1e6),
+                    Ms(other_s));
+    derivation->Add(OperatorName(Operator::kHostOverhead), k.host_overhead_s.source,
+                    Ms(k.host_overhead_s.value));
   }
 
   for (double seconds : e.operator_s) e.total_s += seconds;
@@ -537,7 +540,8 @@ StepTimeBreakdown BatchStepTime::Compute(const StepBatch& batch, Trace* trace) c
 }
 
 DecodeEstimate EstimateDecode(const BatchStepTime& st, const Capacity& capacity,
-                              int64_t concurrency, int64_t attended_context, Trace* trace) {
+                              int64_t concurrency, int64_t attended_context,
+                              Derivation* derivation) {
   KVSIM_CHECK_GT(concurrency, 0);
   const Deployment& d = st.deployment();
   DecodeEstimate e;
@@ -547,20 +551,22 @@ DecodeEstimate EstimateDecode(const BatchStepTime& st, const Capacity& capacity,
   e.attended_context = attended_context > 0 ? attended_context : MeanDecodeContext(d);
   StepBatch batch;
   batch.decode_contexts.assign(static_cast<size_t>(e.requests_per_pool), e.attended_context);
-  if (trace != nullptr) {
-    trace->Section(fmt::format("decode at concurrency {}", concurrency));
-    trace->Add("requests per pool", fmt::format("ceil({} / pools {})", concurrency, d.pool_count()),
-               fmt::format("{}{}", e.requests_per_pool,
-                           e.fits ? ""
-                                  : fmt::format(" > {} that fit: out of memory",
-                                                capacity.max_requests_per_pool)));
-    trace->Add("attended context per request",
-               d.output_tokens > 0
-                   ? fmt::format("context {} - output {} / 2", d.context_tokens, d.output_tokens)
-                   : fmt::format("context {} (no --output: every request at its full length)",
-                                 d.context_tokens),
-               fmt::format("{}", e.attended_context));
-    e.step = st.Explain(batch, trace);
+  if (derivation != nullptr) {
+    derivation->Section(fmt::format("decode at concurrency {}", concurrency));
+    derivation->Add(
+        "requests per pool", fmt::format("ceil({} / pools {})", concurrency, d.pool_count()),
+        fmt::format(
+            "{}{}", e.requests_per_pool,
+            e.fits ? ""
+                   : fmt::format(" > {} that fit: out of memory", capacity.max_requests_per_pool)));
+    derivation->Add(
+        "attended context per request",
+        d.output_tokens > 0
+            ? fmt::format("context {} - output {} / 2", d.context_tokens, d.output_tokens)
+            : fmt::format("context {} (no --output: every request at its full length)",
+                          d.context_tokens),
+        fmt::format("{}", e.attended_context));
+    e.step = st.Explain(batch, derivation);
   } else {
     e.step = st.Step(batch);
   }
@@ -568,39 +574,39 @@ DecodeEstimate EstimateDecode(const BatchStepTime& st, const Capacity& capacity,
   e.tokens_per_s = static_cast<double>(concurrency) / e.step_s;
   e.ms_per_token = e.step_s * 1e3;
   e.usd_per_million_tokens = st.usd_per_hour() / 3600.0 / e.tokens_per_s * 1e6;
-  if (trace != nullptr) {
-    trace->Add("step time", "sum of the operators above", Ms(e.step_s));
-    trace->Add("tokens/s", fmt::format("concurrency {} / step {}", concurrency, Ms(e.step_s)),
-               fmt::format("{:.0f}", e.tokens_per_s));
-    trace->Add("USD per million tokens",
-               fmt::format("{:.2f} USD/h / 3600 / {:.0f} tokens/s x 1e6", st.usd_per_hour(),
-                           e.tokens_per_s),
-               fmt::format("{:.3f}", e.usd_per_million_tokens));
+  if (derivation != nullptr) {
+    derivation->Add("step time", "sum of the operators above", Ms(e.step_s));
+    derivation->Add("tokens/s", fmt::format("concurrency {} / step {}", concurrency, Ms(e.step_s)),
+                    fmt::format("{:.0f}", e.tokens_per_s));
+    derivation->Add("USD per million tokens",
+                    fmt::format("{:.2f} USD/h / 3600 / {:.0f} tokens/s x 1e6", st.usd_per_hour(),
+                                e.tokens_per_s),
+                    fmt::format("{:.3f}", e.usd_per_million_tokens));
   }
   return e;
 }
 
-PrefillEstimate EstimatePrefill(const BatchStepTime& st, Trace* trace) {
+PrefillEstimate EstimatePrefill(const BatchStepTime& st, Derivation* derivation) {
   const Deployment& d = st.deployment();
   PrefillEstimate e;
   e.prompt_tokens = PromptTokens(d);
   StepBatch batch;
   batch.prefill.push_back({e.prompt_tokens, 0});
-  if (trace != nullptr) {
-    trace->Section(fmt::format("prefill of a {}-token prompt", e.prompt_tokens));
-    e.step = st.Explain(batch, trace);
+  if (derivation != nullptr) {
+    derivation->Section(fmt::format("prefill of a {}-token prompt", e.prompt_tokens));
+    e.step = st.Explain(batch, derivation);
   } else {
     e.step = st.Step(batch);
   }
   // Every pool prefills a prompt at once.
   e.tokens_per_s = static_cast<double>(e.prompt_tokens) * d.pool_count() / e.step.total_s;
   e.usd_per_million_tokens = st.usd_per_hour() / 3600.0 / e.tokens_per_s * 1e6;
-  if (trace != nullptr) {
-    trace->Add("time to prefill one prompt", "sum of the operators above", Ms(e.step.total_s));
-    trace->Add("prefill tokens/s",
-               fmt::format("{} tokens x pools {} / {}", e.prompt_tokens, d.pool_count(),
-                           Ms(e.step.total_s)),
-               fmt::format("{:.0f}", e.tokens_per_s));
+  if (derivation != nullptr) {
+    derivation->Add("time to prefill one prompt", "sum of the operators above", Ms(e.step.total_s));
+    derivation->Add("prefill tokens/s",
+                    fmt::format("{} tokens x pools {} / {}", e.prompt_tokens, d.pool_count(),
+                                Ms(e.step.total_s)),
+                    fmt::format("{:.0f}", e.tokens_per_s));
   }
   return e;
 }

@@ -16,12 +16,12 @@
 
 #include "model/capacity.h"
 #include "model/deployment.h"
+#include "model/derivation.h"
 #include "model/gpu_spec.h"
 #include "model/int4_speed.h"
 #include "model/kernel_profile.h"
 #include "model/kv_bytes.h"
 #include "model/model_spec.h"
-#include "model/trace.h"
 #include "model/weights.h"
 
 namespace kvsim::model {
@@ -45,7 +45,7 @@ enum class Operator {
 };
 inline constexpr int kOperatorCount = 14;
 
-// "attention projections", "routed experts", ...: the names --explain, JSON and traces use.
+// "attention projections", "routed experts", ...: the names --explain, JSON and derivations use.
 const char* OperatorName(Operator op);
 
 // What the model is fitted with and what it assumes. The kernel profile holds the published
@@ -116,8 +116,8 @@ class BatchStepTime {
 
   // The time of one step running `batch` (not empty).
   StepTimeBreakdown Step(const StepBatch& batch) const;
-  // The same, writing every operator's formula with its numbers into `trace` (not null).
-  StepTimeBreakdown Explain(const StepBatch& batch, Trace* trace) const;
+  // The same, writing every operator's formula with its numbers into `derivation` (not null).
+  StepTimeBreakdown Explain(const StepBatch& batch, Derivation* derivation) const;
 
   // Replaces the fitted figures (calibration.h varies them while fitting).
   void SetFitted(double kernel_latency_s, double fp8_kv_layer_latency_s,
@@ -149,7 +149,7 @@ class BatchStepTime {
     Rows rows = Rows::kPool;
   };
 
-  StepTimeBreakdown Compute(const StepBatch& batch, Trace* trace) const;
+  StepTimeBreakdown Compute(const StepBatch& batch, Derivation* derivation) const;
 
   Deployment deployment_;
   StepTimeParams params_;
@@ -248,9 +248,10 @@ struct PrefillEstimate {
 // The decode estimate at `concurrency` (> 0) requests of `attended_context` tokens each (0: the
 // deployment's MeanDecodeContext).
 DecodeEstimate EstimateDecode(const BatchStepTime& step_time, const Capacity& capacity,
-                              int64_t concurrency, int64_t attended_context, Trace* trace);
+                              int64_t concurrency, int64_t attended_context,
+                              Derivation* derivation);
 
 // Prefill of the deployment's prompt (PromptTokens), one whole chunk from position 0.
-PrefillEstimate EstimatePrefill(const BatchStepTime& step_time, Trace* trace);
+PrefillEstimate EstimatePrefill(const BatchStepTime& step_time, Derivation* derivation);
 
 }  // namespace kvsim::model

@@ -31,7 +31,7 @@ struct Matrix {
   uint64_t rows_per_head = 1;
 };
 
-// Accumulates matrices into a breakdown, and their description into a trace.
+// Accumulates matrices into a breakdown, and their description into a derivation.
 class Accumulator {
  public:
   Accumulator(const WeightVariant& variant, WeightBreakdown& out, bool tracing)
@@ -181,10 +181,10 @@ uint64_t WeightBreakdown::per_gpu_bytes() const {
   return sum;
 }
 
-WeightBreakdown ComputeWeights(const ModelSpec& m, const Deployment& d, Trace* trace) {
+WeightBreakdown ComputeWeights(const ModelSpec& m, const Deployment& d, Derivation* derivation) {
   const WeightVariant& variant = SelectedVariant(d, m);
   WeightBreakdown out;
-  Accumulator acc(variant, out, trace != nullptr);
+  Accumulator acc(variant, out, derivation != nullptr);
   const uint64_t tp = static_cast<uint64_t>(d.tp);
   const uint64_t attention_tp = static_cast<uint64_t>(d.attention_tp());
   const uint64_t layers = static_cast<uint64_t>(m.layers);
@@ -246,9 +246,10 @@ WeightBreakdown ComputeWeights(const ModelSpec& m, const Deployment& d, Trace* t
     AddMoeLayer(m, acc, Component::kMtp, mtp, tp, d.load_mtp, false);
   }
 
-  if (trace != nullptr) {
-    trace->Section(fmt::format("weights ({} variant), per GPU with tp {} and attention on {} ranks",
-                               variant.name, d.tp, attention_tp));
+  if (derivation != nullptr) {
+    derivation->Section(
+        fmt::format("weights ({} variant), per GPU with tp {} and attention on {} ranks",
+                    variant.name, d.tp, attention_tp));
     for (int c = 0; c < kComponentCount; ++c) {
       const Component component = static_cast<Component>(c);
       const ComponentWeights& w = out.component(component);
@@ -264,14 +265,15 @@ WeightBreakdown ComputeWeights(const ModelSpec& m, const Deployment& d, Trace* t
           w.checkpoint_scale_bytes == 0
               ? std::string()
               : fmt::format(", of which scales {}", FormatBytes(w.checkpoint_scale_bytes));
-      trace->Add(ComponentName(component), acc.description(component),
-                 fmt::format("{} per GPU{} ({} params, {} in the checkpoint{})",
-                             FormatBytes(w.per_gpu_bytes), split, w.params,
-                             FormatBytes(w.checkpoint_bytes), checkpoint_split));
+      derivation->Add(ComponentName(component), acc.description(component),
+                      fmt::format("{} per GPU{} ({} params, {} in the checkpoint{})",
+                                  FormatBytes(w.per_gpu_bytes), split, w.params,
+                                  FormatBytes(w.checkpoint_bytes), checkpoint_split));
     }
-    trace->Add("weights per GPU", "sum of the components above", FormatBytes(out.per_gpu_bytes()));
-    trace->Add("checkpoint", "sum of the components above, unsharded",
-               FormatBytes(out.checkpoint_bytes()));
+    derivation->Add("weights per GPU", "sum of the components above",
+                    FormatBytes(out.per_gpu_bytes()));
+    derivation->Add("checkpoint", "sum of the components above, unsharded",
+                    FormatBytes(out.checkpoint_bytes()));
   }
   return out;
 }

@@ -7,8 +7,8 @@
 #include <cstdint>
 
 #include "model/deployment.h"
+#include "model/derivation.h"
 #include "model/model_spec.h"
-#include "model/trace.h"
 
 namespace kvsim::model {
 
@@ -47,7 +47,8 @@ struct WeightBreakdown {
 };
 
 // Computes the weights of `model` under `deployment` (which must have passed ValidateDeployment).
-// Appends each component's formula to `trace` when it is not null.
-WeightBreakdown ComputeWeights(const ModelSpec& model, const Deployment& deployment, Trace* trace);
+// Appends each component's formula to `derivation` when it is not null.
+WeightBreakdown ComputeWeights(const ModelSpec& model, const Deployment& deployment,
+                               Derivation* derivation);
 
 }  // namespace kvsim::model

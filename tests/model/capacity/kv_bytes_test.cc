@@ -121,23 +121,23 @@ TEST(KvBytesTest, FlashMlaTilesNeedMlaAndWholeTiles) {
 }
 
 TEST(KvBytesTest, TraceShowsTheFormula) {
-  Trace trace;
-  ComputeKvBytes(Load("kimi-k2.6"), Deployment{}, &trace);
-  ASSERT_EQ(trace.groups().size(), 1u);
-  const auto& terms = trace.groups()[0].terms;
+  Derivation derivation;
+  ComputeKvBytes(Load("kimi-k2.6"), Deployment{}, &derivation);
+  ASSERT_EQ(derivation.groups().size(), 1u);
+  const auto& terms = derivation.groups()[0].terms;
   ASSERT_EQ(terms.size(), 3u);
   EXPECT_EQ(terms[0].formula, "kv_lora_rank 512 x layers 61 x 2 B (whole on every attention rank)");
   EXPECT_EQ(terms[0].value, "62464 B");
   EXPECT_EQ(terms[2].value, "70272 B");
 }
 
-std::vector<TraceTerm> KvTerms(const std::string& model, const std::string& format) {
+std::vector<DerivationTerm> KvTerms(const std::string& model, const std::string& format) {
   Deployment d;
   d.kv_format = ParseKvFormat(format).value();
-  Trace trace;
-  ComputeKvBytes(Load(model), d, &trace);
-  KVSIM_CHECK_EQ(trace.groups().size(), 1u);
-  return trace.groups()[0].terms;
+  Derivation derivation;
+  ComputeKvBytes(Load(model), d, &derivation);
+  KVSIM_CHECK_EQ(derivation.groups().size(), 1u);
+  return derivation.groups()[0].terms;
 }
 
 TEST(KvBytesTest, TraceShowsEachFormatsRopeAndScales) {
@@ -163,7 +163,7 @@ TEST(KvBytesTest, TraceShowsEachFormatsRopeAndScales) {
   };
   for (const Expected& e : table) {
     SCOPED_TRACE(std::string(e.model) + " " + e.format);
-    const std::vector<TraceTerm> terms = KvTerms(e.model, e.format);
+    const std::vector<DerivationTerm> terms = KvTerms(e.model, e.format);
     ASSERT_GT(terms.size(), e.term);
     EXPECT_EQ(terms[e.term].quantity, e.quantity);
     EXPECT_EQ(terms[e.term].formula, e.formula);

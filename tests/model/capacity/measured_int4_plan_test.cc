@@ -123,11 +123,11 @@ TEST_F(MeasuredInt4PlanTest, TheExplanationSaysWhereTheExpertTermComesFrom) {
   const auto expert_lines = [&](const std::string& kernel_table) {
     PlanSettings s;
     s.kernel_table = kernel_table;
-    Trace trace;
-    Result<PlanResult> r = Plan(s, *catalog_, params_, {1}, &trace);
+    Derivation derivation;
+    Result<PlanResult> r = Plan(s, *catalog_, params_, {1}, &derivation);
     KVSIM_CHECK(r.ok()) << r.status().ToString();
     std::vector<std::string> lines;
-    for (const auto& group : trace.groups()) {
+    for (const auto& group : derivation.groups()) {
       for (const auto& term : group.terms) {
         if (term.quantity == "routed experts") lines.push_back(term.formula);
       }

@@ -196,10 +196,10 @@ TEST(WeightsTest, DecodeReadsAndWorkSplitByFormat) {
 }
 
 TEST(WeightsTest, TraceNamesEveryComponentWithItsFormula) {
-  Trace trace;
-  ComputeWeights(Load("kimi-k2.6"), Deployment{}, &trace);
-  ASSERT_FALSE(trace.groups().empty());
-  const auto& terms = trace.groups().front().terms;
+  Derivation derivation;
+  ComputeWeights(Load("kimi-k2.6"), Deployment{}, &derivation);
+  ASSERT_FALSE(derivation.groups().empty());
+  const auto& terms = derivation.groups().front().terms;
   ASSERT_GE(terms.size(), 8u);
   EXPECT_EQ(terms.front().quantity, "attention");
   EXPECT_NE(terms.front().formula.find("q_a 1536x7168 + q_b 12288x1536 / ranks"), std::string::npos)

@@ -1,4 +1,5 @@
-// Trace: the terms of a computation as it runs, each with its formula, for `kvsim plan --explain`.
+// Derivation: the terms of a computation as it runs, each with its formula, for `kvsim plan
+// --explain`.
 #pragma once
 
 #include <string>
@@ -7,15 +8,15 @@
 namespace kvsim::model {
 
 // One term: what it is, the formula with its inputs substituted, and the value it came to.
-struct TraceTerm {
+struct DerivationTerm {
   std::string quantity;
   std::string formula;
   std::string value;
 };
 
-// Collects terms in the order they are computed. Model functions take a `Trace*` that may be null:
-// a sweep passes null and pays nothing for the text.
-class Trace {
+// Collects terms in the order they are computed. Model functions take a `Derivation*` that may be
+// null: a sweep passes null and pays nothing for the text.
+class Derivation {
  public:
   // Starts a titled group of terms ("weights per GPU").
   void Section(std::string title);
@@ -23,7 +24,7 @@ class Trace {
 
   struct Group {
     std::string title;
-    std::vector<TraceTerm> terms;
+    std::vector<DerivationTerm> terms;
   };
   const std::vector<Group>& groups() const { return groups_; }
 
