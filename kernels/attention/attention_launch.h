@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "base/status.h"
-#include "kernels/attention/decode_plan.h"
+#include "kernels/attention/decode_splits.h"
 #include "kernels/attention/kv_row.h"
 #include "kernels/host_device.h"
 #include "kernels/launch_options.h"
@@ -47,7 +47,7 @@ struct DecodeAttentionLaunch {
   void* out = nullptr;                // [batch, num_q_heads, v_head_dim] of out_dtype
   float* lse = nullptr;               // [batch, num_q_heads] or nullptr
   int32_t* request_status = nullptr;  // [batch], written (KvAccessStatus)
-  DecodeSplitPlan plan;
+  DecodeSplits plan;
   // CUDA only: scratch of MakeDecodeWorkspaceLayout(...).total_bytes bytes, 16-byte aligned.
   uint8_t* workspace = nullptr;
   // Which implementation runs (both backends run the chosen path's algorithm).
@@ -82,7 +82,7 @@ struct DecodeWorkspaceLayout {
 // The workspace layout of a call; the same arithmetic on the host (its size) and in the kernels.
 KVSIM_HD_INLINE DecodeWorkspaceLayout MakeDecodeWorkspaceLayout(int batch, int num_q_heads,
                                                                 int v_head_dim,
-                                                                const DecodeSplitPlan& plan) {
+                                                                const DecodeSplits& plan) {
   const int64_t partials = static_cast<int64_t>(batch) * num_q_heads * plan.max_splits;
   DecodeWorkspaceLayout layout;
   layout.partial_acc_offset = 0;

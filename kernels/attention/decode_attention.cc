@@ -82,18 +82,18 @@ Status ValidateDecodeShapes(const DecodeAttentionArgs& args) {
 
 }  // namespace
 
-DecodeSplitPlan DecodePlanFor(const DecodeAttentionArgs& args) {
-  if (!ValidateDecodeShapes(args).ok()) return DecodeSplitPlan{};
+DecodeSplits DecodeSplitsFor(const DecodeAttentionArgs& args) {
+  if (!ValidateDecodeShapes(args).ok()) return DecodeSplits{};
   const KvCacheShape& shape = args.cache.shape;
-  return PlanDecodeSplits(args.block_table.batch,
-                          BlocksPerSplit(shape, args.num_q_heads, args.launch.path),
-                          int64_t{args.block_table.max_pages_per_request} * shape.page_size);
+  return ChooseDecodeSplits(args.block_table.batch,
+                            BlocksPerSplit(shape, args.num_q_heads, args.launch.path),
+                            int64_t{args.block_table.max_pages_per_request} * shape.page_size);
 }
 
 int64_t DecodeWorkspaceBytes(const DecodeAttentionArgs& args) {
   if (!ValidateDecodeShapes(args).ok()) return 0;
   return MakeDecodeWorkspaceLayout(args.block_table.batch, args.num_q_heads,
-                                   args.cache.shape.v_head_dim, DecodePlanFor(args))
+                                   args.cache.shape.v_head_dim, DecodeSplitsFor(args))
       .total_bytes;
 }
 
@@ -109,7 +109,7 @@ DecodeAttentionLaunch MakeDecodeLaunch(const DecodeAttentionArgs& args) {
   launch.out = args.out->data();
   launch.lse = args.lse != nullptr ? args.lse->as<float>() : nullptr;
   launch.request_status = args.request_status->as<int32_t>();
-  launch.plan = DecodePlanFor(args);
+  launch.plan = DecodeSplitsFor(args);
   launch.path = args.launch.path;
   launch.stream = args.launch.stream;
   launch.fast_mla_math = ResolveFastMlaMath(args.cache.shape.format, args.fast_mla_math);

@@ -20,7 +20,7 @@
 #include "kernels/attention/decode_fp8.cuh"
 #include "kernels/attention/decode_geometry.h"
 #include "kernels/attention/decode_math.h"
-#include "kernels/attention/decode_plan.h"
+#include "kernels/attention/decode_splits.h"
 #include "kernels/attention/kv_row.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/formats.h"

@@ -6,7 +6,7 @@
 
 #include "base/status.h"
 #include "kernels/attention/attention_launch.h"
-#include "kernels/attention/decode_plan.h"
+#include "kernels/attention/decode_splits.h"
 #include "kernels/attention/kv_cache.h"
 #include "kernels/backend.h"
 #include "kernels/launch_options.h"
@@ -58,7 +58,7 @@ Status ValidateDecodeHeads(const KvCacheShape& shape, int num_q_heads);
 
 // The split plan a call with these arguments uses (on either backend). Shapes only, no buffer
 // is read; shapes DecodeAttention would reject give an empty plan (all zero).
-DecodeSplitPlan DecodePlanFor(const DecodeAttentionArgs& args);
+DecodeSplits DecodeSplitsFor(const DecodeAttentionArgs& args);
 
 // Bytes of CUDA workspace a call with these arguments needs. Shapes only, no buffer is read;
 // shapes DecodeAttention would reject give 0 (the call itself says what is wrong).

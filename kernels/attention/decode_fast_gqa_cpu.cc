@@ -16,7 +16,7 @@
 #include "kernels/attention/decode_cpu_common.h"
 #include "kernels/attention/decode_fast_gqa_layout.h"
 #include "kernels/attention/decode_math.h"
-#include "kernels/attention/decode_plan.h"
+#include "kernels/attention/decode_splits.h"
 #include "kernels/attention/kv_format.h"
 #include "kernels/attention/kv_row.h"
 #include "kernels/formats.h"

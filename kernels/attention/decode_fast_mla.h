@@ -8,7 +8,7 @@
 #pragma once
 
 #include "kernels/attention/attention_launch.h"
-#include "kernels/attention/decode_plan.h"
+#include "kernels/attention/decode_splits.h"
 #include "kernels/attention/kv_format.h"
 #include "kernels/host_device.h"
 

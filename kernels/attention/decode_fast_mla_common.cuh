@@ -9,7 +9,7 @@
 
 #include "kernels/attention/attention_launch.h"
 #include "kernels/attention/decode_fast_mla.h"
-#include "kernels/attention/decode_plan.h"
+#include "kernels/attention/decode_splits.h"
 #include "kernels/attention/kv_row.h"
 
 namespace kvsim::cuda {

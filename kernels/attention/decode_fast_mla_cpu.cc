@@ -25,7 +25,7 @@
 #include "kernels/attention/decode_cpu_common.h"
 #include "kernels/attention/decode_fast_mla.h"
 #include "kernels/attention/decode_math.h"
-#include "kernels/attention/decode_plan.h"
+#include "kernels/attention/decode_splits.h"
 #include "kernels/attention/kv_row.h"
 #include "kernels/formats.h"
 

@@ -15,7 +15,7 @@
 #include <cstdint>
 
 #include "kernels/attention/decode_fast_mla.h"
-#include "kernels/attention/decode_plan.h"
+#include "kernels/attention/decode_splits.h"
 #include "kernels/attention/kv_format.h"
 #include "kernels/host_device.h"
 

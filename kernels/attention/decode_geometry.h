@@ -3,7 +3,7 @@
 // supported shape fits a launch without a GPU.
 #pragma once
 
-#include "kernels/attention/decode_plan.h"
+#include "kernels/attention/decode_splits.h"
 #include "kernels/host_device.h"
 
 namespace kvsim {

@@ -7,7 +7,7 @@
 
 #include "base/check.h"
 #include "kernels/formats.h"
-#include "kernels/gemm/fast_gemm_plan.h"
+#include "kernels/gemm/fast_gemm_grid.h"
 #include "kernels/gemm/gemm_cpu.h"
 #include "kernels/gemm/tile_layout.h"
 
@@ -18,7 +18,7 @@ namespace {
 // `split` to `acc` [m, 128] (zero on entry), one product at a time in k order, as the warp's
 // mma instructions take them step by step.
 void AccumulateWarp(const uint16_t* x, int m, int k, const std::vector<float>& w,
-                    const FastGemmPlan& plan, int split, int warp, std::vector<float>& acc) {
+                    const FastGemmGrid& plan, int split, int warp, std::vector<float>& acc) {
   const int end = plan.EndStep(split);
   for (int step = plan.FirstStep(split) + warp; step < end; step += kFastGemmWarps) {
     for (int row = 16 * step; row < 16 * (step + 1); ++row) {
@@ -38,7 +38,7 @@ void AccumulateWarp(const uint16_t* x, int m, int k, const std::vector<float>& w
 template <typename DequantizeBlock>
 void FastGemm(const uint16_t* x, int m, int k, int n, const uint16_t* bias, uint16_t* out,
               const DequantizeBlock& dequantize) {
-  const FastGemmPlan plan = PlanFastGemm(m, n, k);
+  const FastGemmGrid plan = ChooseFastGemmGrid(m, n, k);
   std::vector<float> w(static_cast<size_t>(k) * kFastGemmColumns);
   std::vector<float> warp_acc(static_cast<size_t>(m) * kFastGemmColumns);
   std::vector<float> block_sum(warp_acc.size());

@@ -1,5 +1,5 @@
 // The CPU twin of the fast GEMM kernels (fast_gemm_kernel.cuh): the same weights (the tile
-// formats' dequantisation), the same split of k (PlanFastGemm), and the same order of fp32
+// formats' dequantisation), the same split of k (ChooseFastGemmGrid), and the same order of fp32
 // additions, so the CPU tests check the fast path's algorithm against the FP64 reference.
 #pragma once
 

@@ -14,7 +14,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/formats.h"
 #include "kernels/gemm/async_copy.cuh"
-#include "kernels/gemm/fast_gemm_plan.h"
+#include "kernels/gemm/fast_gemm_grid.h"
 #include "kernels/gemm/fast_gemm_stage.h"
 #include "kernels/gemm/fast_gemm_sums.h"
 #include "kernels/gemm/gemm_cuda.h"
@@ -22,7 +22,7 @@
 
 namespace kvsim::gemm_cuda {
 
-// The plan's numbers the kernel needs (fast_gemm_plan.h).
+// The plan's numbers the kernel needs (fast_gemm_grid.h).
 struct FastGemmShape {
   int m;
   int n;
@@ -207,7 +207,7 @@ __global__ void __launch_bounds__(kFastGemmThreads, 4)
 template <class Format>
 Status LaunchFastGemm(const GemmOperands& op, const typename Format::View& weights,
                       cudaStream_t stream) {
-  const FastGemmPlan plan = PlanFastGemm(op.m, op.n, op.k);
+  const FastGemmGrid plan = ChooseFastGemmGrid(op.m, op.n, op.k);
   FastGemmShape shape{op.m, op.n, plan.k_steps, plan.stages_per_split * kFastGemmStageSteps,
                       plan.splits};
   float* partials = nullptr;

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "kernels/gemm/fast_gemm_plan.h"
+#include "kernels/gemm/fast_gemm_grid.h"
 #include "kernels/gemm/tile_formats.h"
 #include "kernels/gemm/tile_layout.h"
 #include "kernels/host_device.h"

@@ -4,7 +4,7 @@
 // CPU tests check the slots against the mma accumulator layout.
 #pragma once
 
-#include "kernels/gemm/fast_gemm_plan.h"
+#include "kernels/gemm/fast_gemm_grid.h"
 #include "kernels/gemm/tile_layout.h"
 #include "kernels/host_device.h"
 

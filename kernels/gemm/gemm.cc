@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "kernels/gemm/fast_gemm_cpu.h"
-#include "kernels/gemm/fast_gemm_plan.h"
+#include "kernels/gemm/fast_gemm_grid.h"
 #include "kernels/gemm/gemm_cpu.h"
 #include "kernels/gemm/gemm_cuda.h"
 #include "kernels/gemm/tile_layout.h"
@@ -137,7 +137,7 @@ Status RunGemm(const char* what, Backend& backend, const Args& args, const Statu
   operands.m = m;
   operands.n = n;
   operands.k = k;
-  operands.plan = PlanGemmLaunch(m, n, k);
+  operands.plan = ChooseGemmGrid(m, n, k);
   operands.launch = args.launch;
   const CudaLaunch& run = fast ? fast_launch : launch;
   const size_t workspace_bytes = GemmWorkspaceBytes(m, n, k, args.launch.path);
@@ -204,8 +204,9 @@ Status Fp8Gemm(Backend& backend, const Fp8GemmArgs& args) {
 }
 
 size_t GemmWorkspaceBytes(int m, int n, int k, KernelPath path) {
-  if (path == KernelPath::kFast && m <= kFastGemmMaxM) return PlanFastGemm(m, n, k).workspace_bytes;
-  return PlanGemmLaunch(m, n, k).workspace_bytes;
+  if (path == KernelPath::kFast && m <= kFastGemmMaxM)
+    return ChooseFastGemmGrid(m, n, k).workspace_bytes;
+  return ChooseGemmGrid(m, n, k).workspace_bytes;
 }
 
 Result<DeviceBuffer> AllocateGemmWorkspace(Backend& backend, int m, int n, int k, KernelPath path) {

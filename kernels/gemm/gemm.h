@@ -7,7 +7,7 @@
 
 #include "base/status.h"
 #include "kernels/backend.h"
-#include "kernels/gemm/gemm_plan.h"
+#include "kernels/gemm/gemm_grid.h"
 #include "kernels/gemm/packed_weights.h"
 #include "kernels/gemm/weight_config.h"
 #include "kernels/launch_options.h"

@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "base/status.h"
-#include "kernels/gemm/gemm_plan.h"
+#include "kernels/gemm/gemm_grid.h"
 #include "kernels/gemm/weight_views.h"
 #include "kernels/launch_options.h"
 
@@ -21,7 +21,7 @@ struct GemmOperands {
   int m = 0;
   int n = 0;
   int k = 0;
-  GemmLaunchPlan plan;   // the simple path's plan (used when the simple path runs)
+  GemmGrid plan;         // the simple path's plan (used when the simple path runs)
   LaunchOptions launch;  // the path (kFast runs the fast kernel for m <= 16) and the stream
 };
 
@@ -30,7 +30,8 @@ struct GemmOperands {
 Status LaunchInt4Gemm(const GemmOperands& operands, const Int4WeightsView& weights);
 Status LaunchFp8Gemm(const GemmOperands& operands, const Fp8WeightsView& weights);
 
-// The fast path (fast_gemm_kernel.cuh) for m <= 16; operands.workspace as PlanFastGemm sizes it.
+// The fast path (fast_gemm_kernel.cuh) for m <= 16; operands.workspace as ChooseFastGemmGrid sizes
+// it.
 Status LaunchFastInt4Gemm(const GemmOperands& operands, const Int4WeightsView& weights);
 Status LaunchFastFp8Gemm(const GemmOperands& operands, const Fp8WeightsView& weights);
 

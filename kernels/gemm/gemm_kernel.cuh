@@ -64,7 +64,7 @@ __device__ __forceinline__ void LoadActivations(const GemmOperands& op, int row0
 //   kWarpsK   warps that share columns and split the block's k steps
 //   kUnroll   k steps whose weights a warp loads before using the first
 //
-//   op        activations, bias, output, shapes and the launch plan (gemm_plan.h)
+//   op        activations, bias, output, shapes and the launch plan (gemm_grid.h)
 //   weights   the packed weights in Format's layout
 //   partials  fp32 [splits, m, n] when the plan splits k, else null
 //   counters  int [gridDim.y * gridDim.x], zeroed on the call's stream before the launch, when
@@ -215,7 +215,7 @@ __global__ void DequantizeKernel(typename Format::View weights, uint16_t* out) {
 namespace kvsim::gemm_cuda {
 
 // Launches GemmKernel with the tile configuration the plan chose. The template arguments are tied
-// to the plan's constants (gemm_plan.h) by the static_asserts.
+// to the plan's constants (gemm_grid.h) by the static_asserts.
 // With several splits it first zeroes the plan's counters on the same stream, so no call depends
 // on what an earlier one left in the workspace.
 template <class Format>
@@ -228,7 +228,7 @@ Status LaunchGemm(const GemmOperands& op, const typename Format::View& weights,
   static_assert(kLargeWarpsN * kLargeNTiles * kTileN == kGemmBlockColumns);
   static_assert(32 * kSmallWarpsN * kSmallWarpsK == kGemmThreadsPerBlock);
   static_assert(32 * kLargeWarpsN * kLargeWarpsK == kGemmThreadsPerBlock);
-  const GemmLaunchPlan& plan = op.plan;
+  const GemmGrid& plan = op.plan;
   float* partials = nullptr;
   int* counters = nullptr;
   if (plan.splits > 1) {

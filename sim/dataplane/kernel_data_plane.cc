@@ -389,7 +389,7 @@ Status KernelDataPlane::Reads(const StepAccess& access, IntegrityCounts& counts,
 }
 
 void KernelDataPlane::CheckOutputs(const StepAccess& access, size_t b, int layer,
-                                   const DecodeSplitPlan& plan, const std::vector<uint16_t>& out,
+                                   const DecodeSplits& plan, const std::vector<uint16_t>& out,
                                    std::vector<Finding>& findings) {
   const ScheduledRow& row = (*access.rows)[step_.rows[b]];
   const SimRequest& request = access.scheduler->request(row.slot);
@@ -485,7 +485,7 @@ Status KernelDataPlane::Decode(const StepAccess& access, std::vector<Finding>& f
                              Download<uint16_t>(*backend_, out_buffer));
       KVSIM_ASSIGN_OR_RETURN(statuses_, Download<int32_t>(*backend_, status_buffer));
     }
-    const DecodeSplitPlan plan = DecodePlanFor(args);
+    const DecodeSplits plan = DecodeSplitsFor(args);
     Stopwatch timer(wall_.reference_s);
     for (size_t b = 0; b < rows; ++b) {
       if (statuses_[b] != static_cast<int32_t>(KvAccessStatus::kOk)) {

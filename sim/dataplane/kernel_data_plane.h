@@ -14,14 +14,14 @@
 #include <vector>
 
 #include "base/status.h"
-#include "kernels/attention/decode_plan.h"
+#include "kernels/attention/decode_splits.h"
 #include "kernels/attention/kv_cache.h"
 #include "kernels/attention/reference/attention_reference.h"
 #include "kernels/backend.h"
 #include "kernels/gemm/gemm.h"
-#include "sim/dataplane/kernel_spec.h"
 #include "sim/access/oracle_auditor.h"
 #include "sim/access/step_table.h"
+#include "sim/dataplane/kernel_spec.h"
 
 namespace kvsim::sim {
 
@@ -82,7 +82,7 @@ class KernelDataPlane final : public AccessAuditor {
   Status Append(const StepAccess& access, std::vector<Finding>& findings);
   Status Decode(const StepAccess& access, std::vector<Finding>& findings);
   // Compares packed row `b`'s outputs of `layer` with the reference; returns the worst ratio.
-  void CheckOutputs(const StepAccess& access, size_t b, int layer, const DecodeSplitPlan& plan,
+  void CheckOutputs(const StepAccess& access, size_t b, int layer, const DecodeSplits& plan,
                     const std::vector<uint16_t>& out, std::vector<Finding>& findings);
   Status Project(const StepAccess& access, const std::vector<size_t>& ok_rows,
                  std::vector<Finding>& findings);

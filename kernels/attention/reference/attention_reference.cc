@@ -123,7 +123,7 @@ int TensorCoreRoundings(int terms) {
   return CeilDiv(terms, kTensorCoreStepK) * kTensorCoreStepRoundings;
 }
 
-bool PlanWithinBound(const DecodeSplitPlan& plan) {
+bool PlanWithinBound(const DecodeSplits& plan) {
   return plan.split_tokens >= kBoundMinSplitTokens && plan.split_tokens <= kBoundMaxSplitTokens &&
          plan.split_tokens % kBoundTileTokens == 0;
 }

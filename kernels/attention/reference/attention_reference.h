@@ -11,7 +11,7 @@
 
 #include "base/status.h"
 #include "kernels/attention/attention_launch.h"
-#include "kernels/attention/decode_plan.h"
+#include "kernels/attention/decode_splits.h"
 #include "kernels/attention/kv_cache.h"
 #include "kernels/backend.h"
 
@@ -94,7 +94,7 @@ inline constexpr int kTensorCoreStepRoundings = 36;
 int TensorCoreRoundings(int terms);
 
 // Whether a kernel's split plan is one the bound covers: a whole number of tiles within the range.
-bool PlanWithinBound(const DecodeSplitPlan& plan);
+bool PlanWithinBound(const DecodeSplits& plan);
 
 // The longest chains of roundings in one request of `seq_len` tokens (>= 1) with K rows of
 // `head_dim` values, the largest over every split length the bound covers, whatever the kernel's

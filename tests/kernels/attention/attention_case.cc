@@ -370,7 +370,7 @@ Result<DecodeOutputs> RunDecodeWith(Backend& backend, const AttentionCase& c, De
   return outputs;
 }
 
-DecodeSplitPlan PlanFor(const AttentionCase& c, KernelPath path) {
+DecodeSplits SplitsFor(const AttentionCase& c, KernelPath path) {
   DecodeAttentionArgs args;
   args.launch.path = path;
   args.cache.shape = c.shape;
@@ -378,7 +378,7 @@ DecodeSplitPlan PlanFor(const AttentionCase& c, KernelPath path) {
   args.block_table.max_pages_per_request = c.max_pages_per_request;
   args.block_table.row_stride = c.row_stride;
   args.num_q_heads = c.params.num_q_heads;
-  return DecodePlanFor(args);
+  return DecodeSplitsFor(args);
 }
 
 std::vector<int32_t> RequestPages(const AttentionCase& c, int request) {

@@ -123,8 +123,8 @@ Result<DecodeOutputs> RunDecodeWith(Backend& backend, const AttentionCase& c, De
 // The decode arguments for a case (outputs left null).
 DecodeAttentionArgs DecodeArgsFor(const AttentionCase& c, DeviceCase& device);
 
-// The split plan decode attention uses for the case on `path` (DecodePlanFor on its shapes).
-DecodeSplitPlan PlanFor(const AttentionCase& c, KernelPath path = kDefaultKernelPath);
+// The split plan decode attention uses for the case on `path` (DecodeSplitsFor on its shapes).
+DecodeSplits SplitsFor(const AttentionCase& c, KernelPath path = kDefaultKernelPath);
 
 // The request's block-table row, as the reference reads it.
 std::vector<int32_t> RequestPages(const AttentionCase& c, int request);

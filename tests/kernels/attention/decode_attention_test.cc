@@ -279,7 +279,7 @@ TEST(DecodeAttentionTest, BadArgumentsAreErrorsThatSayWhatIsAllowed) {
 TEST(DecodeAttentionTest, PlanAndWorkspaceOfShapesTheCallRejectsAreEmpty) {
   ThreeRequests run(AttentionOutputDtype::kFp32);
   DecodeAttentionArgs args = testing::DecodeArgsFor(run.c, run.device);
-  EXPECT_EQ(DecodePlanFor(args).split_tokens, kDecodeMinSplitTokens);
+  EXPECT_EQ(DecodeSplitsFor(args).split_tokens, kDecodeMinSplitTokens);
   EXPECT_GT(DecodeWorkspaceBytes(args), 0);
   // Each of these would have stopped the planner: no requests, no heads, no page of context.
   for (int change = 0; change < 3; ++change) {
@@ -287,8 +287,8 @@ TEST(DecodeAttentionTest, PlanAndWorkspaceOfShapesTheCallRejectsAreEmpty) {
     if (change == 0) bad.block_table.batch = 0;
     if (change == 1) bad.num_q_heads = 0;
     if (change == 2) bad.block_table.max_pages_per_request = 0;
-    EXPECT_EQ(DecodePlanFor(bad).split_tokens, 0) << "change " << change;
-    EXPECT_EQ(DecodePlanFor(bad).max_splits, 0) << "change " << change;
+    EXPECT_EQ(DecodeSplitsFor(bad).split_tokens, 0) << "change " << change;
+    EXPECT_EQ(DecodeSplitsFor(bad).max_splits, 0) << "change " << change;
     EXPECT_EQ(DecodeWorkspaceBytes(bad), 0) << "change " << change;
   }
 }

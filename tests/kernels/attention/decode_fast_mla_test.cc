@@ -102,10 +102,10 @@ TEST(DecodeFastMlaTest, PlanCountsHeadTiles) {
   params.seq_lens = {20000, 3};
   const AttentionCase c = testing::MakeAttentionCase(params);
   const int64_t row_tokens = int64_t{c.max_pages_per_request} * params.shape.page_size;
-  const DecodeSplitPlan fast = testing::PlanFor(c, kFast);
-  EXPECT_EQ(fast.split_tokens, PlanDecodeSplits(2, 2, row_tokens).split_tokens);
-  const DecodeSplitPlan simple = testing::PlanFor(c, KernelPath::kSimple);
-  EXPECT_EQ(simple.split_tokens, PlanDecodeSplits(2, 8, row_tokens).split_tokens);
+  const DecodeSplits fast = testing::SplitsFor(c, kFast);
+  EXPECT_EQ(fast.split_tokens, ChooseDecodeSplits(2, 2, row_tokens).split_tokens);
+  const DecodeSplits simple = testing::SplitsFor(c, KernelPath::kSimple);
+  EXPECT_EQ(simple.split_tokens, ChooseDecodeSplits(2, 8, row_tokens).split_tokens);
   EXPECT_NE(fast.split_tokens, simple.split_tokens);
 }
 

@@ -3,7 +3,7 @@
 // from the path's tiling and not from the plan a kernel chose.
 #pragma once
 
-#include "kernels/attention/decode_plan.h"
+#include "kernels/attention/decode_splits.h"
 #include "tests/kernels/attention/reference_check.h"
 
 namespace kvsim::testing {

@@ -7,7 +7,7 @@
 
 #include "base/check.h"
 #include "kernels/attention/decode_fast_mla.h"
-#include "kernels/attention/decode_plan.h"
+#include "kernels/attention/decode_splits.h"
 #include "kernels/formats.h"
 #include "tests/kernels/attention/fast_gqa_bound.h"
 
@@ -76,7 +76,7 @@ ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
   auto fail = [&](const std::string& what) {
     if (check.failure.empty()) check.failure = what + " in " + DescribeCase(c);
   };
-  const DecodeSplitPlan plan = PlanFor(c, path);
+  const DecodeSplits plan = SplitsFor(c, path);
   if (!reference::PlanWithinBound(plan)) {
     fail("the kernels' plan splits at " + std::to_string(plan.split_tokens) +
          " tokens, outside what the bound covers");

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/gemm/fast_gemm_plan.h"
+#include "kernels/gemm/fast_gemm_grid.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/host_gemm.h"
 #include "kernels/gemm/packed_weights.h"

@@ -18,7 +18,7 @@
 #include "kernels/gemm/fp8_quantizer.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/gemm_cuda.h"
-#include "kernels/gemm/gemm_plan.h"
+#include "kernels/gemm/gemm_grid.h"
 #include "kernels/gemm/int4_quantizer.h"
 #include "kernels/gemm/packed_weights.h"
 #include "kernels/gemm/weight_samples.h"

@@ -1,6 +1,6 @@
 // The fast path's split of k: a function of (m, n, k) alone, whole stages per split, every split
 // non-empty, the workspace it needs; and the plans of the MoE expert shapes, worked out by hand.
-#include "kernels/gemm/fast_gemm_plan.h"
+#include "kernels/gemm/fast_gemm_grid.h"
 
 #include <gtest/gtest.h>
 
@@ -11,12 +11,12 @@ namespace {
 
 // The plan takes the shapes and nothing else (no device, no SM count): the CPU twin and every GPU
 // therefore split k alike and add the same partial sums in the same order.
-static_assert(std::is_same_v<decltype(&PlanFastGemm), FastGemmPlan (*)(int, int, int)>);
+static_assert(std::is_same_v<decltype(&ChooseFastGemmGrid), FastGemmGrid (*)(int, int, int)>);
 
-TEST(FastGemmPlanTest, MoeExpertShapes) {
+TEST(FastGemmGridTest, MoeExpertShapes) {
   // N 7168 x K 2048: 56 column blocks want ceil(528 / 56) = 10 splits; 32 stages of 64 rows
   // allow 32 / 4 = 8; 8 splits of 4 stages. Counters: 56 int32 (224 bytes), then 8 x m x n fp32.
-  FastGemmPlan plan = PlanFastGemm(1, 7168, 2048);
+  FastGemmGrid plan = ChooseFastGemmGrid(1, 7168, 2048);
   EXPECT_EQ(plan.grid_x, 56);
   EXPECT_EQ(plan.splits, 8);
   EXPECT_EQ(plan.stages_per_split, 4);
@@ -25,7 +25,7 @@ TEST(FastGemmPlanTest, MoeExpertShapes) {
   EXPECT_EQ(plan.workspace_bytes, 224u + 8u * 7168 * 4);
   // N 4096 x K 7168: 32 blocks want 17 splits, 112 stages allow 28; ceil(112 / 17) = 7 stages
   // each, which 16 splits cover.
-  plan = PlanFastGemm(16, 4096, 7168);
+  plan = ChooseFastGemmGrid(16, 4096, 7168);
   EXPECT_EQ(plan.grid_x, 32);
   EXPECT_EQ(plan.splits, 16);
   EXPECT_EQ(plan.stages_per_split, 7);
@@ -33,17 +33,17 @@ TEST(FastGemmPlanTest, MoeExpertShapes) {
   EXPECT_EQ(plan.workspace_bytes, 128u + 16u * 16 * 4096 * 4);
 }
 
-TEST(FastGemmPlanTest, ShortKDoesNotSplit) {
-  const FastGemmPlan plan = PlanFastGemm(3, 384, 128);  // 2 stages: fewer than one split's 4
+TEST(FastGemmGridTest, ShortKDoesNotSplit) {
+  const FastGemmGrid plan = ChooseFastGemmGrid(3, 384, 128);  // 2 stages: fewer than one split's 4
   EXPECT_EQ(plan.splits, 1);
   EXPECT_EQ(plan.workspace_bytes, 0u);
 }
 
-TEST(FastGemmPlanTest, SplitsCoverKInWholeStagesForEveryShape) {
+TEST(FastGemmGridTest, SplitsCoverKInWholeStagesForEveryShape) {
   for (int m : {1, 3, 7, 16}) {
     for (int n : {128, 384, 640, 4096, 7168, 65536}) {
       for (int k = 16; k <= 16384; k += k < 512 ? 16 : 528) {
-        const FastGemmPlan plan = PlanFastGemm(m, n, k);
+        const FastGemmGrid plan = ChooseFastGemmGrid(m, n, k);
         SCOPED_TRACE(testing::Message() << "m=" << m << " n=" << n << " k=" << k);
         EXPECT_EQ(plan.grid_x, n / 128);
         ASSERT_GE(plan.splits, 1);
@@ -59,7 +59,7 @@ TEST(FastGemmPlanTest, SplitsCoverKInWholeStagesForEveryShape) {
         }
         EXPECT_EQ(plan.EndStep(plan.splits - 1), k / 16);
         // The same shape always gets the same plan.
-        const FastGemmPlan again = PlanFastGemm(m, n, k);
+        const FastGemmGrid again = ChooseFastGemmGrid(m, n, k);
         EXPECT_EQ(again.splits, plan.splits);
         EXPECT_EQ(again.stages_per_split, plan.stages_per_split);
         if (plan.splits == 1) {

@@ -27,7 +27,7 @@ inline constexpr int kFastGemmTargetBlocks = 4 * 132;
 inline constexpr int kFastGemmMinStagesPerSplit = kFastGemmStages;
 inline constexpr int kFastGemmMaxSplits = 32;
 
-struct FastGemmPlan {
+struct FastGemmGrid {
   int grid_x = 0;            // n / 128 column blocks
   int splits = 1;            // grid y: contiguous k ranges, every one non-empty
   int stages_per_split = 0;  // stages of 64 k rows per split; the last split may have fewer
@@ -46,6 +46,6 @@ struct FastGemmPlan {
 
 // The plan for an [m, k] x [k, n] product with 1 <= m <= 16, k a positive multiple of 16 and n of
 // 128 (checked: a violation is a bug in the caller).
-FastGemmPlan PlanFastGemm(int m, int n, int k);
+FastGemmGrid ChooseFastGemmGrid(int m, int n, int k);
 
 }  // namespace kvsim

@@ -39,7 +39,7 @@ inline constexpr int kGemmCounterSlots = kGemmTargetBlocks;
 inline constexpr size_t kGemmCounterBytes = kGemmCounterSlots * sizeof(int32_t);
 static_assert(kGemmCounterBytes % 16 == 0);
 
-struct GemmLaunchPlan {
+struct GemmGrid {
   GemmTileConfig config = GemmTileConfig::kSmallM;
   int block_rows = 0;       // 16 or 64
   int warps_k = 0;          // warps that split a block's k steps: 4 or 2
@@ -57,6 +57,6 @@ struct GemmLaunchPlan {
 
 // The plan for an [m, k] x [k, n] product; 1 <= m <= kGemmMaxM, k a positive multiple of 16, n of
 // 128 (checked: a violation is a bug in the caller).
-GemmLaunchPlan PlanGemmLaunch(int m, int n, int k);
+GemmGrid ChooseGemmGrid(int m, int n, int k);
 
 }  // namespace kvsim

@@ -1,15 +1,15 @@
 // The CUDA launch plan: configuration by m, split-K that fills the GPU without empty splits, and
 // the workspace it needs.
-#include "kernels/gemm/gemm_plan.h"
+#include "kernels/gemm/gemm_grid.h"
 
 #include <gtest/gtest.h>
 
 namespace kvsim {
 namespace {
 
-TEST(GemmPlanTest, SmallRowCountsSplitKToFillTheGpu) {
+TEST(GemmGridTest, SmallRowCountsSplitKToFillTheGpu) {
   // GLM 5.2 expert gate/up at decode: 4096 columns give 32 blocks; k is split 9 ways.
-  const GemmLaunchPlan plan = PlanGemmLaunch(1, 4096, 6144);
+  const GemmGrid plan = ChooseGemmGrid(1, 4096, 6144);
   EXPECT_EQ(plan.config, GemmTileConfig::kSmallM);
   EXPECT_EQ(plan.grid_x, 32);
   EXPECT_EQ(plan.grid_y, 1);
@@ -20,19 +20,19 @@ TEST(GemmPlanTest, SmallRowCountsSplitKToFillTheGpu) {
   EXPECT_EQ(plan.workspace_bytes, 264u * 4 + 9u * 4096 * 4);
 }
 
-TEST(GemmPlanTest, LargeRowCountsDoNotSplit) {
-  const GemmLaunchPlan plan = PlanGemmLaunch(4096, 4096, 7168);
+TEST(GemmGridTest, LargeRowCountsDoNotSplit) {
+  const GemmGrid plan = ChooseGemmGrid(4096, 4096, 7168);
   EXPECT_EQ(plan.config, GemmTileConfig::kLargeM);
   EXPECT_EQ(plan.grid_y, 64);
   EXPECT_EQ(plan.splits, 1);
   EXPECT_EQ(plan.workspace_bytes, 0u);
 }
 
-TEST(GemmPlanTest, EverySplitHasWorkAndShortKIsNotSplit) {
+TEST(GemmGridTest, EverySplitHasWorkAndShortKIsNotSplit) {
   for (int m : {1, 16, 17, 64, 65, 1024}) {
     for (int n : {128, 256, 2048, 7168}) {
       for (int k : {32, 128, 2048, 6144, 8192}) {
-        const GemmLaunchPlan plan = PlanGemmLaunch(m, n, k);
+        const GemmGrid plan = ChooseGemmGrid(m, n, k);
         const int steps = k / 16;
         EXPECT_GE(plan.splits, 1);
         EXPECT_LE(plan.splits, kGemmMaxSplits);
@@ -47,7 +47,7 @@ TEST(GemmPlanTest, EverySplitHasWorkAndShortKIsNotSplit) {
       }
     }
   }
-  EXPECT_EQ(PlanGemmLaunch(1, 128, 32).splits, 1);
+  EXPECT_EQ(ChooseGemmGrid(1, 128, 32).splits, 1);
 }
 
 }  // namespace

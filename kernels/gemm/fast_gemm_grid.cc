@@ -1,5 +1,5 @@
 // Launch planning for the fast GEMM kernels.
-#include "kernels/gemm/fast_gemm_plan.h"
+#include "kernels/gemm/fast_gemm_grid.h"
 
 #include <algorithm>
 
@@ -7,13 +7,13 @@
 
 namespace kvsim {
 
-int FastGemmPlan::EndStep(int split) const { return std::min(FirstStep(split + 1), k_steps); }
+int FastGemmGrid::EndStep(int split) const { return std::min(FirstStep(split + 1), k_steps); }
 
-FastGemmPlan PlanFastGemm(int m, int n, int k) {
+FastGemmGrid ChooseFastGemmGrid(int m, int n, int k) {
   KVSIM_CHECK(m >= 1 && m <= kFastGemmMaxM) << m;
   KVSIM_CHECK(k >= 16 && k % 16 == 0) << k;
   KVSIM_CHECK(n >= kFastGemmColumns && n % kFastGemmColumns == 0) << n;
-  FastGemmPlan plan;
+  FastGemmGrid plan;
   plan.grid_x = n / kFastGemmColumns;
   plan.k_steps = k / 16;
   const int k_stages = (plan.k_steps + kFastGemmStageSteps - 1) / kFastGemmStageSteps;

@@ -1,5 +1,5 @@
 // Launch planning for the CUDA GEMM kernels.
-#include "kernels/gemm/gemm_plan.h"
+#include "kernels/gemm/gemm_grid.h"
 
 #include <algorithm>
 
@@ -7,11 +7,11 @@
 
 namespace kvsim {
 
-GemmLaunchPlan PlanGemmLaunch(int m, int n, int k) {
+GemmGrid ChooseGemmGrid(int m, int n, int k) {
   KVSIM_CHECK(m >= 1 && m <= kGemmMaxM) << m;
   KVSIM_CHECK(k >= 16 && k % 16 == 0) << k;
   KVSIM_CHECK(n >= kGemmBlockColumns && n % kGemmBlockColumns == 0) << n;
-  GemmLaunchPlan plan;
+  GemmGrid plan;
   const bool small = m <= kGemmSmallMRows;
   plan.config = small ? GemmTileConfig::kSmallM : GemmTileConfig::kLargeM;
   plan.block_rows = small ? kGemmSmallMRows : kGemmLargeMRows;

@@ -28,7 +28,7 @@ static_assert(kDecodeMinSplitTokens % kDecodeTileTokens == 0, "splits are whole 
 static_assert(kDecodeMaxSplitTokens % kDecodeTileTokens == 0, "splits are whole tiles");
 
 // How one call cuts every request's context: splits of split_tokens tokens, in order.
-struct DecodeSplitPlan {
+struct DecodeSplits {
   int split_tokens = 0;  // tokens per split: a multiple of kDecodeTileTokens, within the clamp
   int max_splits = 0;    // splits of a request whose length fills its block-table row
 };
@@ -37,10 +37,10 @@ struct DecodeSplitPlan {
 // `max_context_tokens` tokens, each split of each request occupying `blocks_per_split` CUDA blocks
 // (GQA: num_kv_heads; MLA: ceil(num_q_heads / kMlaHeadsPerBlock), on the fast path
 // ceil(num_q_heads / kFastMlaHeadsPerTile)).
-DecodeSplitPlan PlanDecodeSplits(int batch, int blocks_per_split, int64_t max_context_tokens);
+DecodeSplits ChooseDecodeSplits(int batch, int blocks_per_split, int64_t max_context_tokens);
 
 // Splits of a request of `seq_len` tokens (>= 1).
-KVSIM_HD_INLINE int DecodeSplitCount(const DecodeSplitPlan& plan, int seq_len) {
+KVSIM_HD_INLINE int DecodeSplitCount(const DecodeSplits& plan, int seq_len) {
   return (seq_len + plan.split_tokens - 1) / plan.split_tokens;
 }
 
@@ -62,6 +62,6 @@ struct DecodeRoundingModel {
 };
 
 // The rounding counts of a request of `seq_len` tokens (>= 1) with K rows of `head_dim` values.
-DecodeRoundingModel DecodeRoundingModelFor(const DecodeSplitPlan& plan, int head_dim, int seq_len);
+DecodeRoundingModel DecodeRoundingModelFor(const DecodeSplits& plan, int head_dim, int seq_len);
 
 }  // namespace kvsim

@@ -1,5 +1,5 @@
 // The decode split plan and its rounding counts.
-#include "kernels/attention/decode_plan.h"
+#include "kernels/attention/decode_splits.h"
 
 #include <algorithm>
 
@@ -7,7 +7,7 @@
 
 namespace kvsim {
 
-DecodeSplitPlan PlanDecodeSplits(int batch, int blocks_per_split, int64_t max_context_tokens) {
+DecodeSplits ChooseDecodeSplits(int batch, int blocks_per_split, int64_t max_context_tokens) {
   KVSIM_CHECK_GE(batch, 1);
   KVSIM_CHECK_GE(blocks_per_split, 1);
   KVSIM_CHECK_GE(max_context_tokens, 1);
@@ -17,13 +17,13 @@ DecodeSplitPlan PlanDecodeSplits(int batch, int blocks_per_split, int64_t max_co
   int64_t split = (max_context_tokens + wanted_splits - 1) / wanted_splits;
   split = (split + kDecodeTileTokens - 1) / kDecodeTileTokens * kDecodeTileTokens;
   split = std::clamp<int64_t>(split, kDecodeMinSplitTokens, kDecodeMaxSplitTokens);
-  DecodeSplitPlan plan;
+  DecodeSplits plan;
   plan.split_tokens = static_cast<int>(split);
   plan.max_splits = static_cast<int>((max_context_tokens + split - 1) / split);
   return plan;
 }
 
-DecodeRoundingModel DecodeRoundingModelFor(const DecodeSplitPlan& plan, int head_dim, int seq_len) {
+DecodeRoundingModel DecodeRoundingModelFor(const DecodeSplits& plan, int head_dim, int seq_len) {
   KVSIM_CHECK_GE(seq_len, 1);
   KVSIM_CHECK_GE(plan.split_tokens, kDecodeTileTokens);
   const int split_length = std::min(plan.split_tokens, seq_len);
