@@ -396,7 +396,7 @@ Status Server::OnTransferEnd(int64_t id, EventQueue& queue) {
     std::vector<ScheduledRow> rows = {{zombie, 0, tokens}};
     std::vector<bool> proceed = {true};
     KVSIM_RETURN_IF_ERROR(RunAccess(1, KvAccess::kWrite, rows, proceed));
-    BuryZombie(1, zombie);
+    RetireLingering(1, zombie);
     RequestSchedule(1, queue);
     return Status::Ok();
   }

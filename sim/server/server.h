@@ -188,8 +188,9 @@ class Server final : public EventHandler {
   void PlantRowBugs(size_t pool);
   // Lands the writes of zombies in `pool` (after their checks), then frees their slots.
   Status LandGhostWrites(size_t pool);
-  // Frees the slot of a zombie whose last write has landed.
-  void BuryZombie(size_t pool, int32_t slot);
+  // Frees the slot of a request whose end was recorded before its slot could go: a zombie whose
+  // last write has landed, or a finished request whose copy out to the KV store has completed.
+  void RetireLingering(size_t pool, int32_t slot);
   // A request aborted by a check in `pool`; ends it, and its other half in the other pool.
   void AbortRequest(size_t pool, int32_t slot, const std::string& reason, EventQueue& queue);
   // Ends the prefill pool's half of a request whose decode half ended (or never started).

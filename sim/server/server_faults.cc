@@ -36,11 +36,11 @@ Status Server::LandGhostWrites(size_t pool) {
   p.ghost_writes.clear();
   std::vector<bool> proceed(rows.size(), true);
   KVSIM_RETURN_IF_ERROR(RunAccess(pool, KvAccess::kWrite, rows, proceed));
-  for (const ScheduledRow& row : rows) BuryZombie(pool, row.slot);
+  for (const ScheduledRow& row : rows) RetireLingering(pool, row.slot);
   return Status::Ok();
 }
 
-void Server::BuryZombie(size_t pool, int32_t slot) {
+void Server::RetireLingering(size_t pool, int32_t slot) {
   Pool& p = *pools_[pool];
   if (p.auditor != nullptr) p.auditor->Forget(slot, p.scheduler.request(slot).spec.id);
   p.scheduler.Retire(slot);

@@ -60,13 +60,9 @@ Status Server::OnStoreEnd(int64_t subject, EventQueue& queue) {
   KVSIM_RETURN_IF_ERROR(RunAccess(pool, KvAccess::kRead, rows, proceed, checked));
   if (!proceed[0]) ++report_.stores_refused;
   MixHash(static_cast<uint64_t>(r.spec.id) ^ (proceed[0] ? 0x5707d : 0x5707f));
-  if (r.zombie) {
-    BuryZombie(pool, slot);
-  } else {
-    p.scheduler.ReleaseStored(slot);
-    if (p.auditor != nullptr) p.auditor->Forget(slot, p.scheduler.request(slot).spec.id);
-    p.scheduler.Retire(slot);
-  }
+  // A zombie let go of its pages when the copy started; a storing request lets go of them now.
+  if (!r.zombie) p.scheduler.ReleaseStored(slot);
+  RetireLingering(pool, slot);
   RequestSchedule(pool, queue);
   return Status::Ok();
 }
