@@ -10,10 +10,11 @@
 
 #include "cli/text_table.h"
 #include "kernels/backend.h"
-#include "sim/faults/divergence.h"
+#include "sim/access/step_checks.h"
+#include "sim/access/step_table.h"
+#include "sim/faults/bookkeeping_acts.h"
 #include "sim/integrity/integrity_tracker.h"
 #include "sim/memory/page_pool.h"
-#include "sim/sched/launch_packing.h"
 
 namespace kvsim::cli {
 namespace {
@@ -71,39 +72,41 @@ struct Scenario {
   std::function<void(Batch&)> diverge;
 };
 
-// The tracker's verdicts on `scenario`, one line.
+// The tracker's verdicts on `scenario`, one line: the server's path, one launch table checked and
+// the rows that pass selected from it.
 Result<std::string> Verdict(Backend& backend, const Scenario& scenario) {
   Batch batch(scenario.tag_bits);
   TagTrackerOptions options;
   options.check_writes = scenario.check_writes;
   KVSIM_ASSIGN_OR_RETURN(TagTracker tracker, TagTracker::Create(backend, batch.pool, options));
   scenario.diverge(batch);
-  std::vector<int32_t> table;
-  for (const std::vector<int32_t>& row : batch.rows)
-    table.insert(table.end(), row.begin(), row.end());
-  KVSIM_ASSIGN_OR_RETURN(const DeviceBuffer block_table, Upload(backend, table));
-  KVSIM_ASSIGN_OR_RETURN(const DeviceBuffer seq_lens, Upload(backend, batch.seq_lens));
-  KVSIM_ASSIGN_OR_RETURN(const DeviceBuffer first_tokens, Upload(backend, batch.first_tokens));
-  KvAccessBatch access;
-  access.batch = kRequests;
-  access.max_pages_per_request = kMaxPages;
-  access.block_table_row_stride = kMaxPages;
-  access.page_size = kPageSize;
-  access.block_table = &block_table;
-  access.seq_lens = &seq_lens;
-  access.first_tokens = scenario.access == KvAccess::kWrite ? &first_tokens : nullptr;
-  for (const std::vector<PageGrant>& recorded : batch.recorded)
-    access.recorded.push_back(&recorded);
-  KVSIM_ASSIGN_OR_RETURN(const std::vector<RequestAbort> aborts,
-                         tracker.BeforeAccess(backend, batch.pool, access, scenario.access));
+  std::vector<sim::RowSpan> spans;
+  std::vector<const std::vector<PageGrant>*> recorded;
+  for (int32_t r = 0; r < kRequests; ++r) {
+    const size_t row = static_cast<size_t>(r);
+    spans.push_back({&batch.rows[row],
+                     scenario.access == KvAccess::kWrite ? batch.first_tokens[row] : 0,
+                     batch.seq_lens[row]});
+    recorded.push_back(&batch.recorded[row]);
+  }
+  sim::StepTable table;
+  sim::PackStepTable(scenario.access, spans, table);
+  sim::StepChecks checks(backend, tracker);
+  KVSIM_ASSIGN_OR_RETURN(const std::vector<sim::StepAbort> aborts,
+                         checks.CheckRecorded(table, recorded, kPageSize, batch.pool));
   if (aborts.empty()) return std::string("all proceed");
   std::string verdict;
-  for (const RequestAbort& abort : aborts) {
+  std::vector<bool> proceed(kRequests, true);
+  for (const sim::StepAbort& abort : aborts) {
+    proceed[abort.packed] = false;
     verdict += fmt::format("{}{} aborted: {} at logical page {}", verdict.empty() ? "" : "; ",
-                           kNames[abort.row], TagCheckCodeName(abort.reason), abort.logical_page);
+                           kNames[abort.packed], TagCheckCodeName(abort.abort.reason),
+                           abort.abort.logical_page);
   }
+  sim::StepTable launched;
+  sim::SelectRows(table, proceed, launched);
   std::string proceeding;
-  for (int32_t row : RowsThatProceed(kRequests, aborts)) {
+  for (size_t row : launched.rows) {
     proceeding += (proceeding.empty() ? "" : ", ") + std::string(kNames[row]);
   }
   return verdict + "; " + proceeding + " proceed";
@@ -121,7 +124,7 @@ Status PrintIntegrityScenarios(std::ostream& out) {
       {"C's entry not a page at all", "garbage in the table", 64, KvAccess::kRead, true,
        [](Batch& b) { CorruptEntry(b.rows[2], 1, 99); }},
       {"C's length runs past its pages", "a length off by one", 64, KvAccess::kRead, true,
-       [](Batch& b) { b.seq_lens[2] = SeqLenOverrun(b.seq_lens[2], 2); }},
+       [](Batch& b) { b.seq_lens[2] = LengthOverrun(b.seq_lens[2], 2); }},
       {"B appends into its freed, reused page", "SGLang 23392", 64, KvAccess::kWrite, true,
        [](Batch& b) { b.ReuseBsPage(1); }},
       {"the same, writes unchecked (published design)", "a stale write", 64, KvAccess::kWrite,

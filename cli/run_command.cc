@@ -128,7 +128,11 @@ class ReplayCommand : public Command {
     options.configs_root = ConfigsRoot(configs_);
     options.seed = input.seed;
     options.max_time_s = input.max_time_s;
-    options.weakness = input.weakness;
+    const Result<sim::Weakness> weakness = sim::ParseWeakness(input.weaken);
+    if (!weakness.ok()) {
+      return InvalidArgumentError(report_ + ": run.weaken: " + weakness.status().message());
+    }
+    options.weakness = *weakness;
     KVSIM_ASSIGN_OR_RETURN(options.mode, sim::ParseRunMode(input.mode));
     KVSIM_ASSIGN_OR_RETURN(options.backend, ParseBackendChoice(input.backend));
     KVSIM_ASSIGN_OR_RETURN(const sim::RunReport report, RunAndReport(scenario, options, out));

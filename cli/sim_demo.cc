@@ -38,7 +38,7 @@ Status PrintSimulationDemo(std::ostream& out, const std::string& configs_root) {
     KVSIM_ASSIGN_OR_RETURN(const sim::RunReport r,
                            sim::RunPrepared(scenario, prepared, options, *backend));
     int64_t fired = 0;
-    for (int64_t f : r.faults_fired) fired += f;
+    for (const sim::FaultTally& f : r.faults) fired += f.fired;
     int64_t silent_writes = 0;
     int64_t silent_reads = 0;
     for (size_t v = 1; v < r.integrity.writes.size(); ++v) {

@@ -56,11 +56,9 @@ void PrintIntegrity(const sim::RunReport& r, std::ostream& out) {
         Grouped(c.over_refusals_excused), Grouped(c.over_refusals));
   }
   std::string fired;
-  for (int site = 0; site < sim::kFaultSites; ++site) {
-    const int64_t count = r.faults_fired[static_cast<size_t>(site)];
-    if (count == 0) continue;
-    fired += fmt::format("{}{} x {}", fired.empty() ? "" : ", ", Grouped(count),
-                         sim::FaultSiteName(static_cast<sim::FaultSite>(site)));
+  for (const sim::FaultTally& fault : r.faults) {
+    if (fault.fired == 0) continue;
+    fired += fmt::format("{}{} x {}", fired.empty() ? "" : ", ", Grouped(fault.fired), fault.name);
   }
   if (!fired.empty()) {
     out << fmt::format(
@@ -255,7 +253,7 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
       wall_s > 0 ? static_cast<double>(r.arrived) / wall_s : 0.0);
   out << "Reproduce: " << reproduce << "\n";
   const sim::ReportContext context{options.scenario_arg, scenario.path,   scenario.text, reproduce,
-                                   options.max_time_s,   options.weakness};
+                                   options.max_time_s,   sim::WeaknessName(options.weakness)};
   if (!options.json_path.empty()) {
     std::ofstream file(options.json_path);
     if (!file) return InvalidArgumentError("--json: cannot write " + options.json_path);

@@ -29,6 +29,11 @@ class StepChecks {
   // run, in row order.
   Result<std::vector<StepAbort>> Check(const StepTable& table, Scheduler& scheduler,
                                        const std::vector<ScheduledRow>& rows);
+  // The same check against records kept elsewhere: `recorded[b]` is the page table packed row b's
+  // request recorded, over `pool`'s pages of `page_size` tokens.
+  Result<std::vector<StepAbort>> CheckRecorded(
+      const StepTable& table, const std::vector<const std::vector<PageGrant>*>& recorded,
+      int32_t page_size, PagePool& pool);
 
  private:
   Status Stage(const std::vector<int32_t>& values, DeviceBuffer& buffer);

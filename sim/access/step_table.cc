@@ -2,6 +2,7 @@
 #include "sim/access/step_table.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace kvsim::sim {
 
@@ -17,29 +18,39 @@ std::vector<int32_t> StepTable::TouchedPages(size_t b, int32_t page_size) const 
   return pages;
 }
 
-void BuildStepTable(const Scheduler& scheduler, const std::vector<ScheduledRow>& rows,
-                    const std::vector<bool>& proceed, KvAccess access, StepTable& out) {
+void PackStepTable(KvAccess access, const std::vector<RowSpan>& spans, StepTable& out) {
   out.access = access;
-  out.rows.clear();
+  out.rows.resize(spans.size());
   out.stride = 1;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (!proceed[i] || (access == KvAccess::kWrite && rows[i].write_skipped)) continue;
-    out.rows.push_back(i);
-    const SimRequest& r = scheduler.request(rows[i].slot);
-    out.stride = std::max(out.stride, static_cast<int32_t>(r.block_row.size()));
+  for (size_t b = 0; b < spans.size(); ++b) {
+    out.rows[b] = b;
+    out.stride = std::max(out.stride, static_cast<int32_t>(spans[b].block_row->size()));
   }
-  out.table.assign(out.rows.size() * static_cast<size_t>(out.stride), 0);
+  out.table.assign(spans.size() * static_cast<size_t>(out.stride), 0);
   out.seq_lens.clear();
   out.first_tokens.clear();
-  for (size_t b = 0; b < out.rows.size(); ++b) {
-    const ScheduledRow& row = rows[out.rows[b]];
-    const SimRequest& r = scheduler.request(row.slot);
-    std::copy(r.block_row.begin(), r.block_row.end(),
+  for (size_t b = 0; b < spans.size(); ++b) {
+    const std::vector<int32_t>& row = *spans[b].block_row;
+    std::copy(row.begin(), row.end(),
               out.table.begin() + static_cast<std::ptrdiff_t>(b * static_cast<size_t>(out.stride)));
-    out.seq_lens.push_back(access == KvAccess::kWrite ? row.first_token + row.tokens
-                                                      : row.ReadEnd());
-    out.first_tokens.push_back(row.first_token);
+    out.seq_lens.push_back(spans[b].end);
+    out.first_tokens.push_back(spans[b].first_token);
   }
+}
+
+void BuildStepTable(const Scheduler& scheduler, const std::vector<ScheduledRow>& rows,
+                    const std::vector<bool>& proceed, KvAccess access, StepTable& out) {
+  std::vector<RowSpan> spans;
+  std::vector<size_t> step_rows;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!proceed[i] || (access == KvAccess::kWrite && rows[i].write_skipped)) continue;
+    const ScheduledRow& row = rows[i];
+    spans.push_back({&scheduler.request(row.slot).block_row, row.first_token,
+                     access == KvAccess::kWrite ? row.first_token + row.tokens : row.ReadEnd()});
+    step_rows.push_back(i);
+  }
+  PackStepTable(access, spans, out);
+  out.rows = std::move(step_rows);
 }
 
 void SelectRows(const StepTable& from, const std::vector<bool>& proceed, StepTable& out) {

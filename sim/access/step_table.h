@@ -32,6 +32,18 @@ struct StepTable {
   std::vector<int32_t> TouchedPages(size_t b, int32_t page_size) const;
 };
 
+// One row of an access as its owner keeps it: the kernels' block-table row and the positions the
+// access touches, [first_token, end) for a write, [0, end) for a read.
+struct RowSpan {
+  const std::vector<int32_t>* block_row = nullptr;
+  int32_t first_token = 0;
+  int32_t end = 0;
+};
+
+// Packs `spans` for `access`, packed row b from spans[b], at the stride of the longest block row;
+// out.rows numbers them 0, 1, ... (BuildStepTable renumbers them with the step's rows).
+void PackStepTable(KvAccess access, const std::vector<RowSpan>& spans, StepTable& out);
+
 // Packs the rows of `rows` whose `proceed` entry is true for `access`: a write leaves out the rows
 // whose writes are skipped.
 void BuildStepTable(const Scheduler& scheduler, const std::vector<ScheduledRow>& rows,

@@ -13,7 +13,9 @@ int64_t CaseOutcome::fired_corrupting() const {
 
 CaseOutcome OutcomeOf(const RunReport& report) {
   CaseOutcome o;
-  o.fired = report.faults_fired;
+  for (size_t site = 0; site < o.fired.size() && site < report.faults.size(); ++site) {
+    o.fired[site] = report.faults[site].fired;
+  }
   o.caught_tag = report.integrity.caught;
   o.caught_seal = report.integrity.sealed;
   for (size_t code = 0; code < o.aborts.size() && code < report.integrity.aborts.size(); ++code) {

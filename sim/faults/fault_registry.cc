@@ -80,6 +80,24 @@ const char* FaultHookPackage(FaultHook hook) {
   return "unknown";
 }
 
+const char* BookkeepingActName(BookkeepingAct act) {
+  switch (act) {
+    case BookkeepingAct::kNone:
+      return "-";
+    case BookkeepingAct::kCorruptEntry:
+      return "corrupt_entry";
+    case BookkeepingAct::kPrematureFree:
+      return "premature_free";
+    case BookkeepingAct::kUncountedHolder:
+      return "uncounted_holder";
+    case BookkeepingAct::kLengthOverrun:
+      return "length_overrun";
+    case BookkeepingAct::kForgedGrant:
+      return "forged_grant";
+  }
+  return "unknown";
+}
+
 std::string FaultRegistryMarkdown() {
   std::string text =
       "<!-- the fault registry (sim/faults/fault_registry.h); generated: bazel run "
@@ -93,13 +111,13 @@ std::string FaultRegistryMarkdown() {
   text +=
       "\n"
       "| # | caught by | may cause, unchecked | records when it fires | the swarm draws | acts in "
-      "|\n"
-      "|---|---|---|---|---|---|\n";
+      "| the proof's act |\n"
+      "|---|---|---|---|---|---|---|\n";
   for (const FaultRow& row : kFaultRegistry) {
     text += "| " + std::to_string(row.number) + " | " + CheckLayerName(row.caught_by) + " | " +
             VerdictBitsText(row.may_produce) + " | " + row.records + " | " +
             SwarmNeedsText(row.needs) + " | `" + row.hook_at + "` (" + FaultHookPackage(row.hook) +
-            ") |\n";
+            ") | " + BookkeepingActName(row.act) + " |\n";
   }
   text +=
       "\n"

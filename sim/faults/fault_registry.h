@@ -65,6 +65,23 @@ enum SwarmNeed : uint16_t {
 // Where a bug acts: the package whose code its hook is in.
 enum class FaultHook : uint8_t { kScheduler, kServer, kDataPlane };
 
+// The bookkeeping act a bug commits on the page tables, stripped of the server around it: what the
+// integrity theorem's fault model calls a divergence (docs/integrity.md, "Fault model"). The
+// exhaustive proof world (sim/proof) commits each act on every page, request and position a
+// bounded run reaches (sim/faults/bookkeeping_acts.h has the functions); the rows of one act share
+// its catching layer, which the proof checks.
+enum class BookkeepingAct : uint8_t {
+  kNone,             // no page-table act: a KV write skipped, a publish too early, or no bug
+  kCorruptEntry,     // D1, D2: a block-table entry becomes another page, or no page at all
+  kPrematureFree,    // D3: a reference released while its holder still records and maps the page
+  kUncountedHolder,  // D4: a holder of a page that the page's reference count does not count
+  kLengthOverrun,    // D5: the kernel's sequence length runs past the recorded tokens
+  // Out of the theorem's scope: a page another allocation holds is recorded as the request's own,
+  // so its expectation is wrong from the start.
+  kForgedGrant,
+};
+inline constexpr int kBookkeepingActs = 6;
+
 struct FaultRow {
   FaultSite site;
   int32_t number;    // 1, 2, ... in registry order, as docs/faults.md numbers them
@@ -79,6 +96,7 @@ struct FaultRow {
   FaultHook hook;
   const char* hook_at;    // the function it acts in
   const char* idle_when;  // when it can be drawn and change nothing; "" when never
+  BookkeepingAct act;     // what it does to the page tables, as the exhaustive proof commits it
 };
 
 // clang-format off
@@ -88,65 +106,65 @@ inline constexpr std::array<FaultRow, kFaultSites> kFaultRegistry = {{
      "request's table still maps it",
      "mini-sglang PR 142", FaultClass::kRead, CheckLayer::kTagCheck, kAnyWrongAccess,
      "the request; the freed page", kNeedsPrefixCache, FaultHook::kScheduler,
-     "Scheduler::CachePrefill", ""},
+     "Scheduler::CachePrefill", "", BookkeepingAct::kPrematureFree},
     {FaultSite::kRematchKeepsLength, 2, "rematch_keeps_length",
      "(re)admission with a prefix match: the matched pages are recorded but the protected length "
      "is not moved, so the request takes no reference and its release frees pages the tree owns",
      "SGLang PR 24193 / issue 23392", FaultClass::kRead, CheckLayer::kTagCheck, kAnyWrongAccess,
      "the request; the matched pages it holds no reference to", kNeedsPrefixCache,
-     FaultHook::kScheduler, "Scheduler::AdmitHead", ""},
+     FaultHook::kScheduler, "Scheduler::AdmitHead", "", BookkeepingAct::kUncountedHolder},
     {FaultSite::kAbortFreesTreePages, 3, "abort_frees_tree_pages",
      "a cancellation after the prefill was cached releases the tree's references with its own",
      "SGLang issue 38319 / PR 38355", FaultClass::kRead, CheckLayer::kTagCheck, kAnyWrongAccess,
      "the request; the tree's pages it released", kNeedsPrefixCache | kNeedsCancellations,
      FaultHook::kScheduler, "Scheduler::End",
-     "the cancelled request shares no page with the prefix cache (or its releases are refused)"},
+     "the cancelled request shares no page with the prefix cache (or its releases are refused)", BookkeepingAct::kPrematureFree},
     {FaultSite::kTransferAbortFrees, 4, "transfer_abort_frees",
      "disaggregation: a request cancelled during its KV transfer frees the decode pool's pages at "
      "once; the transfer still writes them when it lands",
      "SGLang 24527, vLLM PR 56104", FaultClass::kWrite, CheckLayer::kTagCheck, kAnyWrongAccess,
      "the request; its decode-pool pages", kNeedsDisaggregation | kNeedsSlowTransfers |
-     kNeedsCancellations, FaultHook::kServer, "Server::OnCancel", ""},
+     kNeedsCancellations, FaultHook::kServer, "Server::OnCancel", "", BookkeepingAct::kPrematureFree},
     {FaultSite::kAsyncFreeBeforeWrite, 5, "async_free_before_write",
      "a request finishing at step N frees its pages while the write of step N + 1, already "
      "dispatched, is still to land (a \"zombie\" whose last write lands at its own simulated time)",
      "vLLM PRs 45357 / 45096", FaultClass::kWrite, CheckLayer::kTagCheck, kAnyWrongAccess,
-     "the request; its pages", 0, FaultHook::kScheduler, "Scheduler::CompleteStep", ""},
+     "the request; its pages", 0, FaultHook::kScheduler, "Scheduler::CompleteStep", "", BookkeepingAct::kPrematureFree},
     {FaultSite::kPublishBeforeWritten, 6, "publish_before_written",
      "a prefill's pages are published to the prefix cache before its KV is written; a request "
      "matching them in the same step reads slots nobody wrote",
      "vLLM PR 38715, SGLang PR 24175", FaultClass::kWrittenState, CheckLayer::kSeal,
      kUnwrittenBit, "the request; the published pages", kNeedsPrefixCache | kNeedsPageChunks,
-     FaultHook::kScheduler, "Scheduler::AdmitHead", "the prefix cache refuses the insert"},
+     FaultHook::kScheduler, "Scheduler::AdmitHead", "the prefix cache refuses the insert", BookkeepingAct::kNone},
     {FaultSite::kNoHitTableZeroed, 7, "no_hit_table_zeroed",
      "a request admitted without a cache hit gets block-table entries [0, 0, ...] for its first "
      "chunk, while the server records the pages it granted",
      "vLLM PR 7018", FaultClass::kRead, CheckLayer::kTagCheck, kAnyWrongAccess,
      "the request; the pages its row no longer maps", 0, FaultHook::kScheduler,
-     "Scheduler::AdmitHead", "every entry of the request's block row is page 0 already"},
+     "Scheduler::AdmitHead", "every entry of the request's block row is page 0 already", BookkeepingAct::kCorruptEntry},
     {FaultSite::kReadPastLength, 8, "read_past_length",
      "a read's length mask runs past the request's tokens into the rest of its last page",
      "TensorRT-LLM PR 18754 (guard pages and masks), vLLM 54193", FaultClass::kWrittenState,
      CheckLayer::kSeal, kUnwrittenBit, "the request; its last page", 0, FaultHook::kServer,
-     "Server::PlantRowBugs", ""},
+     "Server::PlantRowBugs", "", BookkeepingAct::kLengthOverrun},
     {FaultSite::kCommittedAheadOfWrites, 9, "committed_ahead_of_writes",
      "a token's KV write is skipped while the committed length moves past it",
      "synthetic: the general form of rows 6 and 8", FaultClass::kWrittenState, CheckLayer::kSeal,
      kUnwrittenBit, "the request; the page of the skipped slot", 0, FaultHook::kServer,
-     "Server::PlantRowBugs", ""},
+     "Server::PlantRowBugs", "", BookkeepingAct::kNone},
     {FaultSite::kPrefixHashCollision, 10, "prefix_hash_collision",
      "an admission matches another prefix's cached pages, as colliding hashes would",
      "vLLM GHSA-rm76-4mrf-v9r8", FaultClass::kNone, CheckLayer::kNone, kWrongContentBit,
      "the request; the other prefix's pages", kNeedsPrefixCache, FaultHook::kScheduler,
      "Scheduler::AdmitHead",
      "the other prefix's match maps the same pages as the request's own would (both empty, or "
-     "identical)"},
+     "identical)", BookkeepingAct::kForgedGrant},
     {FaultSite::kDoubleFree, 11, "double_free",
      "a released page is freed twice: it sits on the free list twice and is granted to two "
      "owners; each grant changes its tag",
      "SGLang PR 18694", FaultClass::kReadWrite, CheckLayer::kTagCheck, kAnyWrongAccess,
      "the request; the page freed twice", 0, FaultHook::kScheduler, "Scheduler::End",
-     "the pool refuses the second release (the dummy page)"},
+     "the pool refuses the second release (the dummy page)", BookkeepingAct::kPrematureFree},
     {FaultSite::kStoreReadsFreedPages, 12, "store_reads_freed_pages",
      "a finished request's KV is copied out to the KV store asynchronously; its pages are freed "
      "when the copy starts instead of when it has read them, and the copy reads them when it "
@@ -156,13 +174,13 @@ inline constexpr std::array<FaultRow, kFaultSites> kFaultRegistry = {{
      "were in flight)",
      FaultClass::kRead, CheckLayer::kTagCheck, kWrongPageBit | kWrongContentBit,
      "the request; its pages",
-     kNeedsKvStore, FaultHook::kServer, "Server::StartStore", ""},
+     kNeedsKvStore, FaultHook::kServer, "Server::StartStore", "", BookkeepingAct::kPrematureFree},
     {FaultSite::kBatchCompositionNoise, 13, "batch_composition_noise",
      "kernel mode runs a step's decode as two launches: outputs vary with batch composition, no "
      "page is stale",
      "SGLang 22819, vLLM 39146 (the symptom without its cause)", FaultClass::kControl,
      CheckLayer::kNone, 0, "nothing (no page, no request)", kNeedsKernelMode,
-     FaultHook::kDataPlane, "KernelDataPlane::Reads", ""},
+     FaultHook::kDataPlane, "KernelDataPlane::Reads", "", BookkeepingAct::kNone},
 }};
 // clang-format on
 
@@ -193,6 +211,26 @@ std::string VerdictBitsText(uint8_t bits);
 std::string SwarmNeedsText(uint16_t needs);
 // "sim/sched", "sim/server", "sim/dataplane".
 const char* FaultHookPackage(FaultHook hook);
+// "corrupt_entry", "premature_free", "uncounted_holder", "length_overrun", "forged_grant"; "-"
+// for kNone.
+const char* BookkeepingActName(BookkeepingAct act);
+// Whether the integrity theorem covers the act: all but kForgedGrant, which makes the request's
+// expectation itself wrong (assumption A1), which no check of the expectation can see.
+constexpr bool InTheoremScope(BookkeepingAct act) { return act != BookkeepingAct::kForgedGrant; }
+
+// The rows of one act agree on the layer that catches them: the proof checks that layer once for
+// all of them.
+constexpr bool ActsAgreeOnTheirLayer() {
+  for (const FaultRow& a : kFaultRegistry) {
+    for (const FaultRow& b : kFaultRegistry) {
+      if (a.act == b.act && a.act != BookkeepingAct::kNone && a.caught_by != b.caught_by) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+static_assert(ActsAgreeOnTheirLayer(), "kFaultRegistry: the rows of one act name one layer");
 
 // The registry as docs/faults.md prints it: the catalogue table and the table of the rows' other
 // columns, between the markers a test looks for.

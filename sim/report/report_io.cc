@@ -48,7 +48,7 @@ void WriteReportJson(const RunReport& r, const ReportContext& context, std::ostr
               {"oracle", r.oracle},
               {"seal", r.seal},
               {"max_time_s", context.max_time_s},
-              {"weaken", WeaknessName(context.weakness)}};
+              {"weaken", context.weaken}};
   j["reproduce"] = context.reproduce;
   j["stop"] = StopReasonName(r.stop);
   j["events"] = r.events;
@@ -97,11 +97,9 @@ void WriteReportJson(const RunReport& r, const ReportContext& context, std::ostr
   }
   ordered_json fired;
   ordered_json drawn;
-  for (int site = 0; site < kFaultSites; ++site) {
-    fired[FaultRowOf(static_cast<FaultSite>(site)).name] =
-        r.faults_fired[static_cast<size_t>(site)];
-    drawn[FaultRowOf(static_cast<FaultSite>(site)).name] =
-        r.faults_drawn[static_cast<size_t>(site)];
+  for (const FaultTally& fault : r.faults) {
+    fired[fault.name] = fault.fired;
+    drawn[fault.name] = fault.drawn;
   }
   j["faults"] = {{"fired", fired}, {"drawn", drawn}, {"pool_refusals", r.pool_refusals}};
   j["integrity"] = {{"caught", r.integrity.caught},
@@ -201,8 +199,7 @@ Result<ReplayInput> ReadReplayInput(const std::string& json_text, const std::str
   KVSIM_ASSIGN_OR_RETURN(input.seed, ParseSeed(seed));
   KVSIM_ASSIGN_OR_RETURN(input.mode, text_at("run", "mode"));
   KVSIM_ASSIGN_OR_RETURN(input.backend, text_at("run", "backend"));
-  KVSIM_ASSIGN_OR_RETURN(const std::string weaken, text_at("run", "weaken"));
-  KVSIM_ASSIGN_OR_RETURN(input.weakness, ParseWeakness(weaken));
+  KVSIM_ASSIGN_OR_RETURN(input.weaken, text_at("run", "weaken"));
   const nlohmann::json& run = j.at("run");
   if (run.contains("max_time_s") && run.at("max_time_s").is_number()) {
     input.max_time_s = run.at("max_time_s").get<double>();

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "base/status.h"
-#include "sim/faults/weakness.h"
 #include "sim/report/run_report.h"
 
 namespace kvsim::sim {
@@ -23,7 +22,8 @@ struct ReportContext {
   std::string scenario_text;
   std::string reproduce;  // the one-line command
   double max_time_s = 0;  // the run's own time limit, when one replaced the scenario's
-  Weakness weakness = Weakness::kNone;  // a weakness planted in the checks (kvsim run --weaken)
+  // The weakness planted in the checks (kvsim run --weaken), by name (sim/faults/weakness.h).
+  std::string weaken = "none";
 };
 
 // Writes the report as indented JSON followed by a newline.
@@ -41,7 +41,7 @@ struct ReplayInput {
   std::string mode;
   std::string backend;
   double max_time_s = 0;
-  Weakness weakness = Weakness::kNone;
+  std::string weaken;  // the weakness's name, as the report wrote it (ParseWeakness reads it)
   uint64_t state_hash = 0;
 };
 

@@ -164,14 +164,16 @@ Result<RunReport> Server::Run() {
   for (const auto& pool : pools_) {
     if (pool->auditor != nullptr) pool->auditor->AddTotals(report_);
   }
-  if (faults_) {
-    for (int site = 0; site < kFaultSites; ++site) {
-      report_.faults_fired[static_cast<size_t>(site)] =
-          faults_->fired(static_cast<FaultSite>(site));
-      report_.faults_drawn[static_cast<size_t>(site)] =
-          faults_->drawn(static_cast<FaultSite>(site));
-      MixHash(static_cast<uint64_t>(report_.faults_fired[static_cast<size_t>(site)]));
+  report_.faults.clear();
+  for (const FaultRow& row : kFaultRegistry) {
+    FaultTally tally;
+    tally.name = row.name;
+    if (faults_) {
+      tally.fired = faults_->fired(row.site);
+      tally.drawn = faults_->drawn(row.site);
+      MixHash(static_cast<uint64_t>(tally.fired));
     }
+    report_.faults.push_back(tally);
   }
   // The final bookkeeping: every page's tag and holders.
   for (const auto& pool : pools_) {

@@ -152,7 +152,7 @@ TEST(SimulationPropertiesTest, PlantedBugsNeverGetPastTheTagCheck) {
     const RunReport r = Simulate(s, RunMode::kTiming);
     RC_LOG() << Summary(r) << "\n";
     for (int site = 0; site < kFaultSites; ++site) {
-      if (r.faults_fired[static_cast<size_t>(site)] > 0) {
+      if (r.faults[static_cast<size_t>(site)].fired > 0) {
         RC_TAG(std::string(FaultSiteName(static_cast<FaultSite>(site))) + " fired");
       }
     }

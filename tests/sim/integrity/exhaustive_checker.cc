@@ -56,7 +56,7 @@ class Explorer {
     Hash128 key{0, 0};
   };
 
-  Result<Visited> Visit(const IntegrityWorld& world, int32_t ops_left) {
+  Result<Visited> Visit(const sim::ProofWorld& world, int32_t ops_left) {
     // The smallest encoding over all orders of the requests: one name per class of states equal
     // up to renaming requests and pages.
     std::vector<int32_t> order(static_cast<size_t>(requests_));
@@ -79,9 +79,9 @@ class Explorer {
     if (first) ++totals_.explored;
     int64_t sequences = 1;
     std::vector<uint64_t> transitions;  // what each operation did and led to, for comparison
-    for (const Op& op : ops_left > 0 ? world.EnabledOps() : std::vector<Op>()) {
-      KVSIM_ASSIGN_OR_RETURN(IntegrityWorld next, world.Clone());
-      KVSIM_ASSIGN_OR_RETURN(const OpReport report, next.Apply(op));
+    for (const sim::WorldOp& op : ops_left > 0 ? world.EnabledOps() : std::vector<sim::WorldOp>()) {
+      KVSIM_ASSIGN_OR_RETURN(sim::ProofWorld next, world.Clone());
+      KVSIM_ASSIGN_OR_RETURN(const sim::WorldOpReport report, next.Apply(op));
       if (first) {
         ++totals_.transitions;
         Count(next, report);
@@ -105,7 +105,7 @@ class Explorer {
   }
 
  private:
-  void Count(const IntegrityWorld& world, const OpReport& report) {
+  void Count(const sim::ProofWorld& world, const sim::WorldOpReport& report) {
     totals_.requests_checked += report.requests_checked;
     int64_t aborts = 0;
     for (int code = 0; code < 6; ++code) {
@@ -117,14 +117,16 @@ class Explorer {
     totals_.silent_corruptions += report.silent_corruptions;
     totals_.intra_page_overruns += report.intra_page_overruns;
     totals_.pool_refusals += report.pool_refusals;
-    if (world.fault_injected()) {
-      totals_.caught_by_fault[*world.fault()] += aborts;
-      totals_.silent_by_fault[*world.fault()] += report.silent_corruptions;
+    if (world.act_planted()) {
+      totals_.caught_by_act[*world.act()] += aborts;
+      totals_.silent_by_act[*world.act()] += report.silent_corruptions;
+      totals_.out_of_scope_by_act[*world.act()] += report.out_of_scope_passes;
+      totals_.overruns_by_act[*world.act()] += report.intra_page_overruns;
     }
   }
 
-  // One transition as a word: its report, the divergence injected by then, and where it led.
-  static uint64_t Digest(const IntegrityWorld& next, const OpReport& report, const Hash128& to) {
+  // One transition as a word: its report, the act planted by then, and where it led.
+  static uint64_t Digest(const sim::ProofWorld& next, const sim::WorldOpReport& report, const Hash128& to) {
     std::vector<uint64_t> words = {
         static_cast<uint64_t>(report.requests_checked),
         static_cast<uint64_t>(report.escapes),
@@ -132,7 +134,7 @@ class Explorer {
         static_cast<uint64_t>(report.silent_corruptions),
         static_cast<uint64_t>(report.intra_page_overruns),
         static_cast<uint64_t>(report.pool_refusals),
-        next.fault_injected() ? static_cast<uint64_t>(*next.fault()) : ~uint64_t{0},
+        next.act_planted() ? static_cast<uint64_t>(*next.act()) : ~uint64_t{0},
         to.low,
         to.high};
     for (int64_t aborts : report.aborts) words.push_back(static_cast<uint64_t>(aborts));
@@ -155,28 +157,49 @@ class Explorer {
 
 Result<ExhaustiveTotals> RunExhaustive(const ExhaustiveBounds& bounds, Backend& backend) {
   ExhaustiveTotals totals;
-  KVSIM_ASSIGN_OR_RETURN(const IntegrityWorld start, IntegrityWorld::Create(bounds.world, backend));
+  KVSIM_ASSIGN_OR_RETURN(const sim::ProofWorld start, sim::ProofWorld::Create(bounds.world, backend));
   Explorer explorer(bounds.world.num_requests, bounds.merge_states, totals);
   KVSIM_ASSIGN_OR_RETURN(const Explorer::Visited visited, explorer.Visit(start, bounds.max_ops));
   totals.sequences = visited.sequences;
   return totals;
 }
 
-int64_t ExhaustiveTotals::caught_after(Divergence fault) const {
-  const auto found = caught_by_fault.find(fault);
-  return found == caught_by_fault.end() ? 0 : found->second;
+namespace {
+
+int64_t Find(const std::map<sim::BookkeepingAct, int64_t>& counts, sim::BookkeepingAct act) {
+  const auto found = counts.find(act);
+  return found == counts.end() ? 0 : found->second;
 }
 
-int64_t ExhaustiveTotals::silent_after(Divergence fault) const {
-  const auto found = silent_by_fault.find(fault);
-  return found == silent_by_fault.end() ? 0 : found->second;
+// "1, 3, 4": the registry rows whose act is `act`.
+std::string RowsOf(sim::BookkeepingAct act) {
+  std::string rows;
+  for (const sim::FaultRow& row : sim::kFaultRegistry) {
+    if (row.act == act) rows += (rows.empty() ? "" : ", ") + std::to_string(row.number);
+  }
+  return rows;
+}
+
+}  // namespace
+
+int64_t ExhaustiveTotals::caught_after(sim::BookkeepingAct act) const {
+  return Find(caught_by_act, act);
+}
+int64_t ExhaustiveTotals::silent_after(sim::BookkeepingAct act) const {
+  return Find(silent_by_act, act);
+}
+int64_t ExhaustiveTotals::out_of_scope_after(sim::BookkeepingAct act) const {
+  return Find(out_of_scope_by_act, act);
+}
+int64_t ExhaustiveTotals::overruns_after(sim::BookkeepingAct act) const {
+  return Find(overruns_by_act, act);
 }
 
 std::string ExhaustiveTotals::Summary(const ExhaustiveBounds& bounds, double seconds) const {
-  const WorldConfig& w = bounds.world;
+  const sim::ProofWorldConfig& w = bounds.world;
   std::string text = fmt::format(
       "pool {} pages, {} requests, page size {}, {}-bit {} tags, {} reuse, writes {}, every "
-      "sequence of up to {} operations with at most one divergence among them{}\n"
+      "sequence of up to {} operations with at most one act planted among them{}\n"
       "  {} states explored ({} with budget, {} transitions), {} operation sequences, {:.1f} s\n"
       "  {} requests checked; aborts: {} bad range, {} unrecorded, {} out of range, {} wrong "
       "page, {} stale tag\n"
@@ -188,9 +211,12 @@ std::string ExhaustiveTotals::Summary(const ExhaustiveBounds& bounds, double sec
       transitions, sequences, seconds, requests_checked, aborts[1], aborts[2], aborts[3], aborts[4],
       aborts[5], escapes, out_of_scope_passes, silent_corruptions, intra_page_overruns,
       pool_refusals);
-  for (const auto& [fault, caught] : caught_by_fault) {
-    text += fmt::format("  after {:<16} {:>9} aborts, {:>9} silent corruptions\n",
-                        DivergenceName(fault), caught, silent_after(fault));
+  for (const auto& [act, caught] : caught_by_act) {
+    text += fmt::format(
+        "  after {:<16} (rows {}): {} aborts, {} silent corruptions, {} out-of-scope passes, {} "
+        "intra-page overruns\n",
+        sim::BookkeepingActName(act), RowsOf(act), caught, silent_after(act),
+        out_of_scope_after(act), overruns_after(act));
   }
   return text;
 }

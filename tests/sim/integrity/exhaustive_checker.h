@@ -1,6 +1,6 @@
 // The bounded exhaustive checker: from an empty world, every sequence of up to max_ops operations,
-// at most one of them an injected divergence (of any kind, at any position), each step checked
-// against the theorem by IntegrityWorld. A state reached again with the same budget left, or one
+// at most one of them a planted bookkeeping act (of any kind, at any position), each step checked
+// against the theorem by the ProofWorld (sim/proof). A state reached again with the same budget left, or one
 // equal to it up to the names of requests and pages, has the same futures and is explored once;
 // that is what makes the bound affordable.
 #pragma once
@@ -11,14 +11,15 @@
 
 #include "base/status.h"
 #include "kernels/backend.h"
-#include "tests/sim/integrity/integrity_world.h"
+#include "sim/faults/fault_registry.h"
+#include "sim/proof/proof_world.h"
 
 namespace kvsim::testing {
 
 // What the checker enumerates: the world's shape and the length of the operation sequences.
 struct ExhaustiveBounds {
-  WorldConfig world;
-  int32_t max_ops = 8;  // operations per sequence, the divergence (if any) included
+  sim::ProofWorldConfig world;
+  int32_t max_ops = 8;  // operations per sequence, the act (if any) included
   // Whether a state met again (up to renaming) is explored once. Off, every sequence is walked
   // (small bounds only): the totals count each merged state once all the same, so they must equal
   // the merged run's, and two states the key merges must show the same transitions, or the run
@@ -40,11 +41,16 @@ struct ExhaustiveTotals {
   int64_t silent_corruptions = 0;
   int64_t intra_page_overruns = 0;
   int64_t pool_refusals = 0;
-  std::map<Divergence, int64_t> caught_by_fault;  // aborts, by the divergence injected
-  std::map<Divergence, int64_t> silent_by_fault;  // silent corruptions, by the divergence injected
+  // By the act planted: aborts, silent corruptions, out-of-scope passes, intra-page overruns.
+  std::map<sim::BookkeepingAct, int64_t> caught_by_act;
+  std::map<sim::BookkeepingAct, int64_t> silent_by_act;
+  std::map<sim::BookkeepingAct, int64_t> out_of_scope_by_act;
+  std::map<sim::BookkeepingAct, int64_t> overruns_by_act;
 
-  int64_t caught_after(Divergence fault) const;  // 0 when the divergence never led to an abort
-  int64_t silent_after(Divergence fault) const;
+  int64_t caught_after(sim::BookkeepingAct act) const;  // 0 when the act never led to an abort
+  int64_t silent_after(sim::BookkeepingAct act) const;
+  int64_t out_of_scope_after(sim::BookkeepingAct act) const;
+  int64_t overruns_after(sim::BookkeepingAct act) const;
 
   // A few lines for the test log: bounds, counts, and the per-fault tables.
   std::string Summary(const ExhaustiveBounds& bounds, double seconds) const;

@@ -128,7 +128,7 @@ Scenario WithBugs(bool tag_check) {
 
 TEST(SimulationTest, PlantedBugsAreCaughtByTheCheckAndCorruptSilentlyWithoutIt) {
   const RunReport checked = Simulate(WithBugs(true), 0x5eed);
-  EXPECT_GT(checked.faults_fired[0] + checked.faults_fired[1], 0);
+  EXPECT_GT(checked.faults[0].fired + checked.faults[1].fired, 0);
   EXPECT_GT(checked.integrity.caught, 0);
   EXPECT_EQ(checked.findings_total, 0) << "a stale access ran past the check";
   const RunReport unchecked = Simulate(WithBugs(false), 0x5eed);

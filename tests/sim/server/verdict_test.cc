@@ -70,7 +70,7 @@ TEST(VerdictTest, BooksThatAgreeWithTheTagsBlindTheCheckButNotTheOracle) {
     const RunReport unchecked = Simulate(Storm(false, faults, Weakness::kNone));
     const RunReport checked = Simulate(Storm(true, faults, Weakness::kNone));
     const RunReport lying = Simulate(Storm(true, faults, Weakness::kBooksFollowTags));
-    ASSERT_GT(unchecked.faults_fired[static_cast<size_t>(site)], 0) << FaultSiteName(site);
+    ASSERT_GT(unchecked.faults[static_cast<size_t>(site)].fired, 0) << FaultSiteName(site);
     // The honest books let the check catch the bug; books rewritten to the current tags leave it
     // nothing to catch, so the run goes as it goes with no check at all.
     EXPECT_GT(checked.integrity.caught, 0) << FaultSiteName(site);
@@ -127,7 +127,7 @@ TEST(VerdictTest, TheCopyToTheStoreIsCheckedWhenItCompletes) {
 
   const FaultMix freed = Plant(FaultSite::kStoreReadsFreedPages, 1'000'000);
   const RunReport unchecked = stored(false, freed, Weakness::kNone);
-  EXPECT_GT(unchecked.faults_fired[static_cast<size_t>(FaultSite::kStoreReadsFreedPages)], 0);
+  EXPECT_GT(unchecked.faults[static_cast<size_t>(FaultSite::kStoreReadsFreedPages)].fired, 0);
   EXPECT_GT(unchecked.integrity.reads[static_cast<size_t>(AccessVerdict::kWrongPage)], 0);
   const RunReport checked = stored(true, freed, Weakness::kNone);
   EXPECT_GT(checked.stores_refused, 0);

@@ -1,6 +1,5 @@
-// The divergences of the fault model: names, scope, the bugs they stand for, and how each is
-// committed on the pool and the server's tables.
-#include "sim/faults/divergence.h"
+// The registry's bookkeeping acts, committed on the pool and the server's tables.
+#include "sim/faults/bookkeeping_acts.h"
 
 #include <string>
 
@@ -35,45 +34,6 @@ Status CheckCurrentGrant(const PagePool& pool, const PageGrant& held, const char
 
 }  // namespace
 
-const char* DivergenceName(Divergence divergence) {
-  switch (divergence) {
-    case Divergence::kCorruptEntry:
-      return "corrupt_entry";
-    case Divergence::kPrematureFree:
-      return "premature_free";
-    case Divergence::kLostShare:
-      return "lost_share";
-    case Divergence::kSeqLenOverrun:
-      return "seq_len_overrun";
-    case Divergence::kDoubleGrant:
-      return "double_grant";
-  }
-  return "unknown";
-}
-
-const char* DivergenceBugs(Divergence divergence) {
-  switch (divergence) {
-    case Divergence::kCorruptEntry:
-      return "a block table left pointing at freed pages (mini-sglang 142), stale entries after "
-             "sliding-window eviction (vLLM 42273), rows of zeros without a cache hit (vLLM PR "
-             "7018), garbage or padding in the table";
-    case Divergence::kPrematureFree:
-      return "slots freed while still in use (SGLang PR 24226), cancel and retry freeing a "
-             "running request's pages (SGLang 23392)";
-    case Divergence::kLostShare:
-      return "a share without its reference: one holder's free then frees the page under the "
-             "other";
-    case Divergence::kSeqLenOverrun:
-      return "sequence-length bookkeeping off by one";
-    case Divergence::kDoubleGrant:
-      return "one page handed to two requests, as a prefix-hash collision maps a request to "
-             "another prompt's pages (vLLM GHSA-rm76-4mrf-v9r8)";
-  }
-  return "unknown";
-}
-
-bool InScope(Divergence divergence) { return divergence != Divergence::kDoubleGrant; }
-
 void CorruptEntry(std::vector<int32_t>& block_row, int32_t logical_page, int32_t value) {
   KVSIM_CHECK(logical_page >= 0 && static_cast<size_t>(logical_page) < block_row.size())
       << "logical page " << logical_page << " of a row of " << block_row.size();
@@ -89,20 +49,20 @@ Status PrematureFree(PagePool& pool, const PageGrant& held) {
   return Status::Ok();
 }
 
-Result<PageGrant> LostShare(const PagePool& pool, const PageGrant& held) {
-  KVSIM_RETURN_IF_ERROR(CheckCurrentGrant(pool, held, "lost share"));
+Result<PageGrant> UncountedHolder(const PagePool& pool, const PageGrant& held) {
+  KVSIM_RETURN_IF_ERROR(CheckCurrentGrant(pool, held, "uncounted holder"));
   return held;
 }
 
-int32_t SeqLenOverrun(int32_t recorded_len, int32_t tokens_past) {
+int32_t LengthOverrun(int32_t recorded_len, int32_t tokens_past) {
   KVSIM_CHECK_GE(recorded_len, 0);
   KVSIM_CHECK_GE(tokens_past, 1);
   KVSIM_CHECK_LE(recorded_len, INT32_MAX - tokens_past);
   return recorded_len + tokens_past;
 }
 
-Result<PageGrant> DoubleGrant(const PagePool& pool, int32_t page) {
-  KVSIM_RETURN_IF_ERROR(CheckHeldPage(pool, page, "double grant"));
+Result<PageGrant> ForgedGrant(const PagePool& pool, int32_t page) {
+  KVSIM_RETURN_IF_ERROR(CheckHeldPage(pool, page, "forged grant"));
   return pool.CurrentGrant(page);
 }
 

@@ -1,6 +1,6 @@
-// The divergences of the fault model: names, scope, and each one committed on a real pool and
-// block-table row, refused where the state does not allow it.
-#include "sim/faults/divergence.h"
+// The registry's bookkeeping acts, each committed on a real pool and block-table row, refused where
+// the state does not allow it; and the registry's act of every row.
+#include "sim/faults/bookkeeping_acts.h"
 
 #include <gtest/gtest.h>
 
@@ -9,12 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "sim/faults/fault_registry.h"
+
 namespace kvsim {
 namespace {
-
-constexpr Divergence kAll[] = {Divergence::kCorruptEntry, Divergence::kPrematureFree,
-                               Divergence::kLostShare, Divergence::kSeqLenOverrun,
-                               Divergence::kDoubleGrant};
 
 PagePool MakePool(int32_t pages, bool dummy = false) {
   Result<PagePool> pool = PagePool::Create({pages, ReuseOrder::kLifo, dummy, {}});
@@ -22,29 +20,31 @@ PagePool MakePool(int32_t pages, bool dummy = false) {
   return *pool;
 }
 
-TEST(DivergenceTest, NamesScopeAndBugs) {
-  EXPECT_STREQ(DivergenceName(Divergence::kCorruptEntry), "corrupt_entry");
-  EXPECT_STREQ(DivergenceName(Divergence::kPrematureFree), "premature_free");
-  EXPECT_STREQ(DivergenceName(Divergence::kLostShare), "lost_share");
-  EXPECT_STREQ(DivergenceName(Divergence::kSeqLenOverrun), "seq_len_overrun");
-  EXPECT_STREQ(DivergenceName(Divergence::kDoubleGrant), "double_grant");
-  std::set<std::string> bugs;
-  for (Divergence divergence : kAll) {
-    EXPECT_EQ(InScope(divergence), divergence != Divergence::kDoubleGrant)
-        << DivergenceName(divergence);
-    EXPECT_TRUE(bugs.insert(DivergenceBugs(divergence)).second) << DivergenceName(divergence);
-    EXPECT_GT(std::string(DivergenceBugs(divergence)).size(), 20u) << DivergenceName(divergence);
+// Five acts, each the act of at least one row, with distinct names; only the forged grant is out
+// of the theorem's scope, and it is the act of the class-N row.
+TEST(BookkeepingActsTest, EveryActIsSomeRowsAndNamed) {
+  std::set<std::string> names;
+  for (int a = 1; a < sim::kBookkeepingActs; ++a) {
+    const auto act = static_cast<sim::BookkeepingAct>(a);
+    EXPECT_TRUE(names.insert(sim::BookkeepingActName(act)).second) << a;
+    EXPECT_EQ(sim::InTheoremScope(act), act != sim::BookkeepingAct::kForgedGrant) << a;
+    int rows = 0;
+    for (const sim::FaultRow& row : sim::kFaultRegistry) rows += row.act == act ? 1 : 0;
+    EXPECT_GT(rows, 0) << sim::BookkeepingActName(act);
   }
+  EXPECT_EQ(sim::FaultRowOf(sim::FaultSite::kPrefixHashCollision).act,
+            sim::BookkeepingAct::kForgedGrant);
+  EXPECT_EQ(sim::FaultRowOf(sim::FaultSite::kPrefixHashCollision).expected, sim::FaultClass::kNone);
 }
 
-TEST(DivergenceTest, CorruptEntryChangesOneEntry) {
+TEST(BookkeepingActsTest, CorruptEntryChangesOneEntry) {
   std::vector<int32_t> row = {5, 3, 7, 2};
   CorruptEntry(row, 1, 6);
   CorruptEntry(row, 2, -1);
   EXPECT_EQ(row, (std::vector<int32_t>{5, 6, -1, 2}));
 }
 
-TEST(DivergenceTest, PrematureFreeReleasesAPageItsHolderStillRecords) {
+TEST(BookkeepingActsTest, PrematureFreeReleasesAPageItsHolderStillRecords) {
   PagePool pool = MakePool(4);
   const PageGrant first = pool.Allocate().value();
   const PageGrant held = pool.Allocate().value();
@@ -56,7 +56,7 @@ TEST(DivergenceTest, PrematureFreeReleasesAPageItsHolderStillRecords) {
   EXPECT_NE(pool.tag(held.page), held.tag);
 }
 
-TEST(DivergenceTest, PrematureFreeOfASharedPageDropsOneReference) {
+TEST(BookkeepingActsTest, PrematureFreeOfASharedPageDropsOneReference) {
   PagePool pool = MakePool(3);
   const PageGrant held = pool.Allocate().value();
   ASSERT_TRUE(pool.Share(held.page).ok());
@@ -65,7 +65,7 @@ TEST(DivergenceTest, PrematureFreeOfASharedPageDropsOneReference) {
   EXPECT_FALSE(pool.is_free(held.page));
 }
 
-TEST(DivergenceTest, PrematureFreeNeedsAHolderThatHoldsThePage) {
+TEST(BookkeepingActsTest, PrematureFreeNeedsAHolderThatHoldsThePage) {
   PagePool pool = MakePool(3);
   const PageGrant stale = pool.Allocate().value();
   ASSERT_TRUE(pool.Release(stale.page).ok());
@@ -78,50 +78,50 @@ TEST(DivergenceTest, PrematureFreeNeedsAHolderThatHoldsThePage) {
   EXPECT_EQ(PrematureFree(pool, {-1, owner.tag}).code(), StatusCode::kOutOfRange);
 }
 
-TEST(DivergenceTest, LostShareGrantsWithoutAReference) {
+TEST(BookkeepingActsTest, UncountedHolderGrantsWithoutAReference) {
   PagePool pool = MakePool(3);
   pool.Allocate().value();
   const PageGrant held = pool.Allocate().value();
-  const Result<PageGrant> lost = LostShare(pool, held);
-  ASSERT_TRUE(lost.ok());
-  EXPECT_EQ(*lost, held);
+  const Result<PageGrant> uncounted = UncountedHolder(pool, held);
+  ASSERT_TRUE(uncounted.ok());
+  EXPECT_EQ(*uncounted, held);
   EXPECT_EQ(pool.refcount(held.page), 1);
   // The first holder's release frees the page under the second.
   ASSERT_TRUE(pool.Release(held.page).ok());
   EXPECT_TRUE(pool.is_free(held.page));
-  EXPECT_EQ(LostShare(pool, held).status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(LostShare(pool, {7, held.tag}).status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(UncountedHolder(pool, held).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(UncountedHolder(pool, {7, held.tag}).status().code(), StatusCode::kOutOfRange);
   const PageGrant owner = pool.Allocate().value();
-  EXPECT_EQ(LostShare(pool, {owner.page, owner.tag + 1}).status().code(),
+  EXPECT_EQ(UncountedHolder(pool, {owner.page, owner.tag + 1}).status().code(),
             StatusCode::kFailedPrecondition);
 }
 
-TEST(DivergenceTest, SeqLenOverrunRunsPastTheRecordedTokens) {
-  EXPECT_EQ(SeqLenOverrun(7, 2), 9);
-  EXPECT_EQ(SeqLenOverrun(0, 1), 1);
-  EXPECT_EQ(SeqLenOverrun(INT32_MAX - 3, 3), INT32_MAX);
+TEST(BookkeepingActsTest, LengthOverrunRunsPastTheRecordedTokens) {
+  EXPECT_EQ(LengthOverrun(7, 2), 9);
+  EXPECT_EQ(LengthOverrun(0, 1), 1);
+  EXPECT_EQ(LengthOverrun(INT32_MAX - 3, 3), INT32_MAX);
 }
 
-TEST(DivergenceTest, DoubleGrantHandsOutAnOwnedPage) {
+TEST(BookkeepingActsTest, ForgedGrantHandsOutAnOwnedPage) {
   PagePool pool = MakePool(4, /*dummy=*/true);
   const PageGrant owned = pool.Allocate().value();
-  const Result<PageGrant> doubled = DoubleGrant(pool, owned.page);
+  const Result<PageGrant> doubled = ForgedGrant(pool, owned.page);
   ASSERT_TRUE(doubled.ok());
   EXPECT_EQ(*doubled, owned);
   EXPECT_EQ(pool.refcount(owned.page), 1);
   EXPECT_EQ(pool.pages_free(), 2);
   const int32_t free_page = pool.FreePagesInOrder().front();
-  EXPECT_EQ(DoubleGrant(pool, free_page).status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(DoubleGrant(pool, pool.dummy_page()).status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(DoubleGrant(pool, 4).status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(ForgedGrant(pool, free_page).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ForgedGrant(pool, pool.dummy_page()).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ForgedGrant(pool, 4).status().code(), StatusCode::kOutOfRange);
 }
 
-TEST(DivergenceDeathTest, MisuseIsABug) {
+TEST(BookkeepingActsDeathTest, MisuseIsABug) {
   std::vector<int32_t> row = {5, 3};
   EXPECT_DEATH(CorruptEntry(row, 2, 1), "logical page 2 of a row of 2");
   EXPECT_DEATH(CorruptEntry(row, 0, 5), "must differ");
-  EXPECT_DEATH(SeqLenOverrun(7, 0), "tokens_past >= 1");
-  EXPECT_DEATH(SeqLenOverrun(INT32_MAX, 1), "recorded_len <= ");
+  EXPECT_DEATH(LengthOverrun(7, 0), "tokens_past >= 1");
+  EXPECT_DEATH(LengthOverrun(INT32_MAX, 1), "recorded_len <= ");
 }
 
 }  // namespace

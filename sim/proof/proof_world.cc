@@ -1,39 +1,35 @@
-// The integrity world: server operations and injected divergences on the real pool, tracker and
-// kernel, with an oracle of allocations and contents that checks the theorem after each step.
-#include "tests/sim/integrity/integrity_world.h"
+// The proof world: server operations and planted acts on the production pool, prefix cache,
+// tracker, check and launch table, with an oracle of allocations and contents that checks the
+// theorem after each step.
+#include "sim/proof/proof_world.h"
 
+#include <numeric>
 #include <utility>
 
-namespace kvsim::testing {
-namespace {
+#include "sim/faults/bookkeeping_acts.h"
 
-// Copies `values` into `buffer`, growing it when it is too small (it is never shrunk: the check
-// accepts buffers larger than the batch).
-Status Stage(Backend& backend, const std::vector<int32_t>& values, DeviceBuffer& buffer) {
-  const size_t bytes = values.size() * sizeof(int32_t);
-  if (buffer.bytes() < bytes) {
-    KVSIM_ASSIGN_OR_RETURN(buffer, backend.Allocate(2 * bytes));
-  }
-  if (bytes == 0) return Status::Ok();
-  return backend.CopyToDevice(buffer, 0, values.data(), bytes);
-}
+namespace kvsim::sim {
+namespace {
 
 // The world follows allocations, not values: every write has this content, and every read
 // expects it.
 constexpr uint64_t kNoContent = 0;
+// Every request's tokens are the same, so every first page is one prefix of the cache.
+constexpr uint64_t kNamespace = 0;
 
-// "corrupt_entry r1 page 0 := 3", "premature_free r0 page 1", "lost_share r1 <- r0", ...
-std::string DivergenceToString(const Op& op, const std::string& request) {
-  const std::string name = DivergenceName(op.divergence);
-  switch (op.divergence) {
-    case Divergence::kLostShare:
-    case Divergence::kDoubleGrant:
+// "corrupt_entry r1 page 0 := 3", "premature_free r0 page 1", "forged_grant r1 <- r0", ...
+std::string ActToString(const WorldOp& op, const std::string& request) {
+  const std::string name = BookkeepingActName(op.act);
+  switch (op.act) {
+    case BookkeepingAct::kForgedGrant:
       return name + request + " <- r" + std::to_string(op.s);
-    case Divergence::kCorruptEntry:
+    case BookkeepingAct::kCorruptEntry:
       return name + request + " page " + std::to_string(op.i) + " := " + std::to_string(op.value);
-    case Divergence::kPrematureFree:
+    case BookkeepingAct::kPrematureFree:
       return name + request + " page " + std::to_string(op.i);
-    case Divergence::kSeqLenOverrun:
+    case BookkeepingAct::kUncountedHolder:
+    case BookkeepingAct::kLengthOverrun:
+    case BookkeepingAct::kNone:
       return name + request;
   }
   return name;
@@ -41,147 +37,164 @@ std::string DivergenceToString(const Op& op, const std::string& request) {
 
 }  // namespace
 
-std::string Op::ToString() const {
+std::string WorldOp::ToString() const {
   const std::string request = " r" + std::to_string(r);
   switch (kind) {
-    case OpKind::kAppend:
+    case WorldOpKind::kAppend:
       return "append" + request;
-    case OpKind::kShare:
-      return "share" + request + " <- r" + std::to_string(s);
-    case OpKind::kDecode:
+    case WorldOpKind::kCache:
+      return "cache" + request;
+    case WorldOpKind::kMatch:
+      return "match" + request;
+    case WorldOpKind::kEvict:
+      return "evict";
+    case WorldOpKind::kDecode:
       return "decode";
-    case OpKind::kFinish:
+    case WorldOpKind::kFinish:
       return "finish" + request;
-    case OpKind::kDiverge:
-      return DivergenceToString(*this, request);
+    case WorldOpKind::kAct:
+      return ActToString(*this, request);
   }
   return "unknown";
 }
 
-Result<IntegrityWorld> IntegrityWorld::Create(const WorldConfig& config, Backend& backend) {
+Result<ProofWorld> ProofWorld::Create(const ProofWorldConfig& config, Backend& backend) {
   if (config.num_requests < 1 || config.num_requests > 100 || config.max_pages_per_request < 1 ||
       config.max_pages_per_request > 100 || config.page_size < 1 || config.page_size > 64) {
-    return OutOfRangeError(
-        "integrity world: requests and pages per request 1..100, page size 1..64");
+    return OutOfRangeError("proof world: requests and pages per request 1..100, page size 1..64");
   }
   PagePoolConfig pool_config;
   pool_config.num_pages = config.num_pages;
   pool_config.reuse_order = config.reuse_order;
   pool_config.tags = config.tags;
   KVSIM_ASSIGN_OR_RETURN(PagePool pool, PagePool::Create(pool_config));
+  PrefixCacheConfig cache_config;
+  cache_config.page_size = config.page_size;
+  KVSIM_ASSIGN_OR_RETURN(PrefixCache cache, PrefixCache::Create(cache_config, config.num_pages));
   TagTrackerOptions options;
   options.check_writes = config.check_writes;
   KVSIM_ASSIGN_OR_RETURN(TagTracker tracker, TagTracker::Create(backend, pool, options));
   KVSIM_ASSIGN_OR_RETURN(OwnershipOracle oracle,
                          OwnershipOracle::Create(config.num_pages, config.page_size));
-  return IntegrityWorld(config, backend, std::move(pool), std::move(tracker), std::move(oracle),
-                        std::make_shared<AccessScratch>());
+  return ProofWorld(config, backend, std::move(pool), std::move(cache),
+                    std::make_unique<TagTracker>(std::move(tracker)), std::move(oracle),
+                    std::make_shared<Scratch>());
 }
 
-IntegrityWorld::IntegrityWorld(const WorldConfig& config, Backend& backend, PagePool pool,
-                               TagTracker tracker, OwnershipOracle oracle,
-                               std::shared_ptr<AccessScratch> scratch)
+ProofWorld::ProofWorld(const ProofWorldConfig& config, Backend& backend, PagePool pool,
+                       PrefixCache cache, std::unique_ptr<TagTracker> tracker,
+                       OwnershipOracle oracle, std::shared_ptr<Scratch> scratch)
     : config_(config),
       backend_(&backend),
       pool_(std::move(pool)),
-      tracker_(std::make_unique<TagTracker>(std::move(tracker))),
+      cache_(std::move(cache)),
+      tracker_(std::move(tracker)),
+      checks_(std::make_unique<StepChecks>(backend, *tracker_)),
       scratch_(std::move(scratch)),
+      prefix_tokens_(static_cast<size_t>(config.page_size)),
       requests_(static_cast<size_t>(config.num_requests)),
       oracle_(std::move(oracle)) {
+  std::iota(prefix_tokens_.begin(), prefix_tokens_.end(), 0);
   // Leftover entries point at page 0, as zero-filled block tables do.
   for (Request& request : requests_) {
     request.block_row.assign(static_cast<size_t>(config.max_pages_per_request), 0);
   }
 }
 
-Result<IntegrityWorld> IntegrityWorld::Clone() const {
+Result<ProofWorld> ProofWorld::Clone() const {
   KVSIM_ASSIGN_OR_RETURN(TagTracker tracker, tracker_->Clone(*backend_));
-  IntegrityWorld copy(config_, *backend_, pool_, std::move(tracker), oracle_, scratch_);
+  ProofWorld copy(config_, *backend_, pool_, cache_,
+                  std::make_unique<TagTracker>(std::move(tracker)), oracle_, scratch_);
+  copy.cached_identity_ = cached_identity_;
   copy.requests_ = requests_;
-  copy.fault_ = fault_;
+  copy.act_ = act_;
   copy.escaped_ = escaped_;
   copy.history_ = history_;
   return copy;
 }
 
-bool IntegrityWorld::Covered() const {
-  return fault_injected() && (!InScope(*fault_) || escaped_ || !config_.check_writes);
+bool ProofWorld::Covered() const {
+  return act_planted() && (!InTheoremScope(*act_) || escaped_ || !config_.check_writes);
 }
 
-bool IntegrityWorld::NeedsNewPage(int32_t r) const {
+bool ProofWorld::NeedsNewPage(int32_t r) const {
   return requests_[static_cast<size_t>(r)].recorded_len % config_.page_size == 0;
 }
 
-std::vector<Op> IntegrityWorld::EnabledOps() const {
-  std::vector<Op> ops;
+bool ProofWorld::CanLend() const { return cache_.pages_held() > 0; }
+
+std::vector<WorldOp> ProofWorld::EnabledOps() const {
+  std::vector<WorldOp> ops;
   const int32_t n = config_.num_requests;
   const int32_t row_tokens = config_.max_pages_per_request * config_.page_size;
-  bool any_live = false;
-  // A running request that can lend its first page as a shared prefix.
-  const auto can_lend = [&](int32_t s) {
-    const Request& other = requests_[static_cast<size_t>(s)];
-    return !other.aborted && other.recorded_len >= config_.page_size;
+  const auto op = [&ops](WorldOpKind kind, int32_t r) {
+    ops.push_back({kind, static_cast<int8_t>(r), 0, 0, 0, BookkeepingAct::kNone});
   };
+  bool any_live = false;
   for (int32_t r = 0; r < n; ++r) {
     const Request& request = requests_[static_cast<size_t>(r)];
     if (request.aborted) continue;
     any_live = any_live || request.recorded_len > 0;
     if (request.recorded_len < row_tokens && (!NeedsNewPage(r) || pool_.pages_free() > 0)) {
-      ops.push_back({OpKind::kAppend, static_cast<int8_t>(r), 0, 0, 0});
+      op(WorldOpKind::kAppend, r);
     }
-    for (int32_t s = 0; s < n; ++s) {
-      if (s != r && request.recorded_len == 0 && can_lend(s)) {
-        ops.push_back({OpKind::kShare, static_cast<int8_t>(r), static_cast<int8_t>(s), 0, 0});
-      }
+    // Only a page the request allocated itself is a prefill to cache.
+    if (request.recorded_len >= config_.page_size && request.locked == kNoNode && !CanLend()) {
+      op(WorldOpKind::kCache, r);
     }
+    if (request.recorded_len == 0 && CanLend()) op(WorldOpKind::kMatch, r);
   }
-  if (any_live) ops.push_back({OpKind::kDecode, 0, 0, 0, 0});
+  if (cache_.evictable_pages() > 0) op(WorldOpKind::kEvict, 0);
+  if (any_live) op(WorldOpKind::kDecode, 0);
   for (int32_t r = 0; r < n; ++r) {
     const Request& request = requests_[static_cast<size_t>(r)];
-    if (request.recorded_len > 0 || request.aborted) {
-      ops.push_back({OpKind::kFinish, static_cast<int8_t>(r), 0, 0, 0});
-    }
+    if (request.recorded_len > 0 || request.aborted) op(WorldOpKind::kFinish, r);
   }
-  if (fault_injected()) return ops;
-  const auto diverge = [&ops](Divergence divergence, int32_t r, int32_t s, size_t i,
-                              int32_t value) {
-    ops.push_back({OpKind::kDiverge, static_cast<int8_t>(r), static_cast<int8_t>(s),
-                   static_cast<int8_t>(i), value, divergence});
+  if (act_planted()) return ops;
+  const auto plant = [&ops](BookkeepingAct act, int32_t r, int32_t s, size_t i, int32_t value) {
+    ops.push_back({WorldOpKind::kAct, static_cast<int8_t>(r), static_cast<int8_t>(s),
+                   static_cast<int8_t>(i), value, act});
   };
   for (int32_t r = 0; r < n; ++r) {
     const Request& request = requests_[static_cast<size_t>(r)];
     if (request.aborted) continue;
     for (size_t i = 0; i < request.recorded.size(); ++i) {
       for (int32_t value = -1; value <= config_.num_pages; ++value) {
-        if (value != request.block_row[i]) diverge(Divergence::kCorruptEntry, r, 0, i, value);
+        if (value != request.block_row[i]) plant(BookkeepingAct::kCorruptEntry, r, 0, i, value);
       }
-      diverge(Divergence::kPrematureFree, r, 0, i, 0);
+      plant(BookkeepingAct::kPrematureFree, r, 0, i, 0);
     }
-    if (request.recorded_len > 0) diverge(Divergence::kSeqLenOverrun, r, 0, 0, 0);
+    if (request.recorded_len > 0) plant(BookkeepingAct::kLengthOverrun, r, 0, 0, 0);
+    if (request.recorded_len == 0 && CanLend()) plant(BookkeepingAct::kUncountedHolder, r, 0, 0, 0);
     for (int32_t s = 0; s < n; ++s) {
       const Request& other = requests_[static_cast<size_t>(s)];
-      if (s == r) continue;
-      if (request.recorded_len == 0 && can_lend(s)) diverge(Divergence::kLostShare, r, s, 0, 0);
-      if (NeedsNewPage(r) && request.recorded_len < row_tokens && !other.aborted &&
+      if (s != r && NeedsNewPage(r) && request.recorded_len < row_tokens && !other.aborted &&
           !other.recorded.empty()) {
-        diverge(Divergence::kDoubleGrant, r, s, 0, 0);
+        plant(BookkeepingAct::kForgedGrant, r, s, 0, 0);
       }
     }
   }
   return ops;
 }
 
-std::string IntegrityWorld::History() const {
+std::string ProofWorld::History() const {
   std::string history;
-  for (const Op& op : history_) history += (history.empty() ? "" : "; ") + op.ToString();
+  for (const WorldOp& op : history_) history += (history.empty() ? "" : "; ") + op.ToString();
   return history;
 }
 
-Status IntegrityWorld::Violation(const std::string& what) const {
+Status ProofWorld::Violation(const std::string& what) const {
   return InternalError("theorem violated: " + what + "\n  operations: " + History());
 }
 
-Status IntegrityWorld::Grant(int32_t r, const PageGrant& grant, const Allocation& identity) {
+Status ProofWorld::Refused(const Status& status, const char* what, WorldOpReport& report) const {
+  if (!act_planted()) return Violation(std::string("a correct ") + what + " failed: " +
+                                       status.message());
+  ++report.pool_refusals;
+  return Status::Ok();
+}
+
+Status ProofWorld::Grant(int32_t r, const PageGrant& grant, const Allocation& identity) {
   Request& request = requests_[static_cast<size_t>(r)];
   const size_t logical = request.recorded.size();
   if (logical >= request.block_row.size()) return Violation("a grant beyond the row");
@@ -191,63 +204,106 @@ Status IntegrityWorld::Grant(int32_t r, const PageGrant& grant, const Allocation
   return Status::Ok();
 }
 
-Status IntegrityWorld::StartFrom(int32_t r, const PageGrant& grant, const Allocation& identity) {
+Status ProofWorld::StartFrom(int32_t r, const PageGrant& grant, const Allocation& identity,
+                             PrefixNodeId node) {
   KVSIM_RETURN_IF_ERROR(Grant(r, grant, identity));
   Request& request = requests_[static_cast<size_t>(r)];
   request.recorded_len = config_.page_size;
   request.kernel_len = config_.page_size;
+  request.locked = node;
   return Status::Ok();
 }
 
-Status IntegrityWorld::AppendToken(int32_t r, OpReport& report) {
+Status ProofWorld::AppendToken(int32_t r, WorldOpReport& report) {
   Request& request = requests_[static_cast<size_t>(r)];
   ++request.recorded_len;
   ++request.kernel_len;
   return Access({r}, KvAccess::kWrite, report);
 }
 
-void IntegrityWorld::Reset(int32_t r) {
-  Request& request = requests_[static_cast<size_t>(r)];
-  request.recorded.clear();
-  request.identity.clear();
-  request.recorded_len = 0;
-  request.kernel_len = 0;
-  request.aborted = false;
-  // The block-table row keeps its old entries, as real tables do: only the length says what is
-  // live.
+Status ProofWorld::MatchCache(int32_t r, bool counted, WorldOpReport& report) {
+  const PrefixMatch match = cache_.Match(kNamespace, prefix_tokens_);
+  if (match.pages.size() != 1) return Violation("the cache's page did not match");
+  const PageGrant grant = match.pages[0];
+  if (counted) {
+    const Status shared = pool_.Share(grant.page);
+    if (!shared.ok()) return Refused(shared, "share of the cache's page", report);
+  } else {
+    KVSIM_ASSIGN_OR_RETURN(const PageGrant uncounted, UncountedHolder(pool_, grant));
+    (void)uncounted;
+  }
+  KVSIM_RETURN_IF_ERROR(cache_.Lock(match.node));
+  return StartFrom(r, grant, cached_identity_, match.node);
 }
 
-Status IntegrityWorld::ReleaseAll(int32_t r, OpReport& report) {
+Status ProofWorld::CachePrefix(int32_t r, WorldOpReport& report) {
+  const Request& request = requests_[static_cast<size_t>(r)];
+  const Result<int32_t> cached =
+      cache_.Insert(kNamespace, prefix_tokens_, {request.recorded[0]}, pool_);
+  if (!cached.ok()) return Refused(cached.status(), "insert into the cache", report);
+  if (*cached != 1) return Violation("an insert into the empty cache cached no page");
+  cached_identity_ = request.identity[0];
+  return Status::Ok();
+}
+
+Status ProofWorld::EvictCache(WorldOpReport& report) {
+  const Result<int32_t> evicted = cache_.Evict(1, pool_);
+  if (!evicted.ok()) return Refused(evicted.status(), "eviction", report);
+  if (*evicted != 1) return Violation("an eviction of an evictable page released none");
+  return Status::Ok();
+}
+
+Status ProofWorld::ReleaseAll(int32_t r, WorldOpReport& report) {
   for (const PageGrant& grant : requests_[static_cast<size_t>(r)].recorded) {
     const Status released = pool_.Release(grant.page);
-    if (released.ok()) continue;
-    if (!fault_injected()) return Violation("a correct release failed: " + released.message());
-    ++report.pool_refusals;
+    if (!released.ok()) KVSIM_RETURN_IF_ERROR(Refused(released, "release", report));
   }
   return Status::Ok();
 }
 
-Status IntegrityWorld::ReleaseVerified(int32_t r) {
+Status ProofWorld::ReleaseVerified(int32_t r) {
   for (const PageGrant& grant : requests_[static_cast<size_t>(r)].recorded) {
     if (grant.page < 0 || grant.page >= pool_.num_pages() || pool_.is_free(grant.page) ||
         pool_.tag(grant.page) != grant.tag) {
       continue;  // not r's page any more: releasing it would take another holder's reference
     }
     const Status released = pool_.Release(grant.page);
-    if (!released.ok() && !fault_injected()) {
+    if (!released.ok() && !act_planted()) {
       return Violation("releasing a verified page failed: " + released.message());
     }
   }
   return Status::Ok();
 }
 
-TagCheckResult IntegrityWorld::Predict(int32_t r, int32_t first, int32_t end) const {
+Status ProofWorld::Finish(int32_t r, WorldOpReport& report) {
+  Request& request = requests_[static_cast<size_t>(r)];
+  if (request.aborted) {
+    KVSIM_RETURN_IF_ERROR(ReleaseVerified(r));
+  } else {
+    KVSIM_RETURN_IF_ERROR(ReleaseAll(r, report));
+  }
+  if (request.locked != kNoNode) KVSIM_RETURN_IF_ERROR(cache_.Unlock(request.locked));
+  request.recorded.clear();
+  request.identity.clear();
+  request.recorded_len = 0;
+  request.kernel_len = 0;
+  request.aborted = false;
+  request.locked = kNoNode;
+  // The block-table row keeps its old entries, as real tables do: only the length says what is
+  // live.
+  return Status::Ok();
+}
+
+TagCheckResult ProofWorld::Predict(int32_t r, size_t b) const {
   const Request& request = requests_[static_cast<size_t>(r)];
+  const StepTable& table = scratch_->table;
   const int32_t p = config_.page_size;
+  const int32_t first = table.access == KvAccess::kWrite ? table.first_tokens[b] : 0;
+  const int32_t end = table.seq_lens[b];
   const auto verdict = [](TagCheckCode code, int32_t page) {
     return TagCheckResult{static_cast<int32_t>(code), page};
   };
-  if (first < 0 || end < first || (end + p - 1) / p > config_.max_pages_per_request) {
+  if (first < 0 || end < first || (end + p - 1) / p > table.stride) {
     return verdict(TagCheckCode::kBadRange, -1);
   }
   if (first == end) return verdict(TagCheckCode::kOk, -1);
@@ -255,7 +311,7 @@ TagCheckResult IntegrityWorld::Predict(int32_t r, int32_t first, int32_t end) co
   for (int32_t i = first / p; i < (end + p - 1) / p; ++i) {
     const size_t logical = static_cast<size_t>(i);
     if (logical >= request.recorded.size()) return verdict(TagCheckCode::kUnrecorded, i);
-    const int32_t q = request.block_row[logical];
+    const int32_t q = table.Entry(b, i);
     if (q < 0 || q >= config_.num_pages) return verdict(TagCheckCode::kOutOfRange, i);
     if (q != request.recorded[logical].page) return verdict(TagCheckCode::kWrongPage, i);
     const uint64_t reallocations =
@@ -275,20 +331,22 @@ TagCheckResult IntegrityWorld::Predict(int32_t r, int32_t first, int32_t end) co
   return verdict(TagCheckCode::kOk, -1);
 }
 
-Status IntegrityWorld::CheckPassedAccess(int32_t r, int32_t first, int32_t end, OpReport& report) {
+Status ProofWorld::CheckPassedRow(int32_t r, size_t b, WorldOpReport& report) {
   const Request& request = requests_[static_cast<size_t>(r)];
+  const StepTable& table = scratch_->table;
   const int32_t p = config_.page_size;
+  const int32_t first = table.access == KvAccess::kWrite ? table.first_tokens[b] : 0;
+  const int32_t end = table.seq_lens[b];
   for (int32_t i = first / p; i < (end + p - 1) / p && first < end; ++i) {
-    const size_t logical = static_cast<size_t>(i);
-    const int32_t q = request.block_row[logical];
-    const Allocation& identity = request.identity[logical];
+    const int32_t q = table.Entry(b, i);
+    const Allocation& identity = request.identity[static_cast<size_t>(i)];
     if (oracle_.epoch(q) != identity.epoch) {
       // Reallocated, yet the tag matched: a multiple of 2^w times with generation tags (the
       // theorem's exact escape condition), or a random tag that came back.
       ++report.escapes;
       escaped_ = true;
     } else if (oracle_.Current(q) != identity) {
-      if (InScope(*fault_)) {
+      if (InTheoremScope(*act_)) {
         return Violation("r" + std::to_string(r) + " passed at logical page " + std::to_string(i) +
                          " on an allocation it was never granted");
       }
@@ -298,20 +356,23 @@ Status IntegrityWorld::CheckPassedAccess(int32_t r, int32_t first, int32_t end, 
   return Status::Ok();
 }
 
-Status IntegrityWorld::Write(int32_t r, int32_t token, OpReport& report) {
+Status ProofWorld::Write(int32_t r, size_t b, WorldOpReport& report) {
   const Request& request = requests_[static_cast<size_t>(r)];
+  const StepTable& launched = scratch_->launched;
   const int32_t p = config_.page_size;
-  const size_t logical = static_cast<size_t>(token / p);
+  const int32_t token = launched.seq_lens[b] - 1;
+  const int32_t logical = token / p;
   const bool covered = Covered();
-  const int32_t q = logical < request.block_row.size() ? request.block_row[logical] : -1;
+  const int32_t q = logical < launched.stride ? launched.Entry(b, logical) : -1;
   if (q < 0 || q >= config_.num_pages) {
     // Only an unchecked write gets here: it would land outside the cache.
     if (!covered) return Violation("an unchecked write outside the cache");
     ++report.silent_corruptions;
     return Status::Ok();
   }
+  const size_t index = static_cast<size_t>(logical);
   const Allocation writer =
-      logical < request.identity.size() ? request.identity[logical] : Allocation{-2 - r, 0, false};
+      index < request.identity.size() ? request.identity[index] : Allocation{-2 - r, 0, false};
   if (oracle_.Write(q, token % p, writer, kNoContent) != AccessVerdict::kOk) {
     if (!covered) {
       return Violation("r" + std::to_string(r) + " wrote token " + std::to_string(token) +
@@ -323,21 +384,22 @@ Status IntegrityWorld::Write(int32_t r, int32_t token, OpReport& report) {
   return Status::Ok();
 }
 
-Status IntegrityWorld::Read(int32_t r, OpReport& report) {
+Status ProofWorld::Read(int32_t r, size_t b, WorldOpReport& report) {
   const Request& request = requests_[static_cast<size_t>(r)];
+  const StepTable& launched = scratch_->launched;
   const int32_t p = config_.page_size;
-  for (int32_t token = 0; token < request.kernel_len; ++token) {
+  for (int32_t token = 0; token < launched.seq_lens[b]; ++token) {
     const size_t logical = static_cast<size_t>(token / p);
-    const int32_t q = request.block_row[logical];
+    const int32_t q = launched.Entry(b, token / p);
     const AccessVerdict verdict = oracle_.Read(q, token % p, request.identity[logical], kNoContent);
     if (verdict == AccessVerdict::kOk) continue;
     KVSIM_CHECK(verdict != AccessVerdict::kWrongContent) << "the world writes no content";
     if (verdict == AccessVerdict::kUnwritten) {
       // A slot of the request's own page that this allocation never wrote (it holds nothing, or
       // the page's previous owner's data): a token position went wrong inside a page the request
-      // rightly holds, below the check's page granularity (docs/integrity.md, out of scope). With
-      // writes checked, only a sequence length that runs past the recorded one gets here.
-      if (fault_ == Divergence::kSeqLenOverrun) {
+      // rightly holds, below the check's page granularity (docs/integrity.md: the seal's layer).
+      // With writes checked, only a length that runs past the recorded one gets here.
+      if (act_ == BookkeepingAct::kLengthOverrun) {
         ++report.intra_page_overruns;
         continue;
       }
@@ -359,55 +421,37 @@ Status IntegrityWorld::Read(int32_t r, OpReport& report) {
   return Status::Ok();
 }
 
-Status IntegrityWorld::Access(const std::vector<int32_t>& rows, KvAccess access, OpReport& report) {
+Status ProofWorld::Access(const std::vector<int32_t>& rows, KvAccess access,
+                          WorldOpReport& report) {
   if (rows.empty()) return Status::Ok();
-  const int32_t stride = config_.max_pages_per_request;
-  AccessScratch& scratch = *scratch_;
-  std::vector<int32_t>& table = scratch.table;
-  std::vector<int32_t>& seq_lens = scratch.seq_lens;
-  std::vector<int32_t>& first_tokens = scratch.first_tokens;
-  table.clear();
-  seq_lens.clear();
-  first_tokens.clear();
-  KvAccessBatch batch;
+  Scratch& scratch = *scratch_;
+  scratch.spans.clear();
+  scratch.recorded.clear();
   for (int32_t r : rows) {
     const Request& request = requests_[static_cast<size_t>(r)];
-    table.insert(table.end(), request.block_row.begin(), request.block_row.end());
-    seq_lens.push_back(request.kernel_len);
-    first_tokens.push_back(access == KvAccess::kWrite ? request.kernel_len - 1 : 0);
-    batch.recorded.push_back(&request.recorded);
+    scratch.spans.push_back({&request.block_row,
+                             access == KvAccess::kWrite ? request.kernel_len - 1 : 0,
+                             request.kernel_len});
+    scratch.recorded.push_back(&request.recorded);
   }
-  KVSIM_RETURN_IF_ERROR(Stage(*backend_, table, scratch.table_buffer));
-  KVSIM_RETURN_IF_ERROR(Stage(*backend_, seq_lens, scratch.seq_buffer));
-  KVSIM_RETURN_IF_ERROR(Stage(*backend_, first_tokens, scratch.first_buffer));
-  DeviceBuffer& table_buffer = scratch.table_buffer;
-  DeviceBuffer& seq_buffer = scratch.seq_buffer;
-  DeviceBuffer& first_buffer = scratch.first_buffer;
-  batch.batch = static_cast<int32_t>(rows.size());
-  batch.max_pages_per_request = stride;
-  batch.block_table_row_stride = stride;
-  batch.page_size = config_.page_size;
-  batch.block_table = &table_buffer;
-  batch.seq_lens = &seq_buffer;
-  batch.first_tokens = access == KvAccess::kWrite ? &first_buffer : nullptr;
-  KVSIM_ASSIGN_OR_RETURN(std::vector<RequestAbort> aborts,
-                         tracker_->BeforeAccess(*backend_, pool_, batch, access));
+  PackStepTable(access, scratch.spans, scratch.table);
+  KVSIM_ASSIGN_OR_RETURN(
+      const std::vector<StepAbort> aborts,
+      checks_->CheckRecorded(scratch.table, scratch.recorded, config_.page_size, pool_));
   const bool checked = access == KvAccess::kRead || config_.check_writes;
-  std::vector<bool> aborted(rows.size(), false);
-  for (const RequestAbort& abort : aborts) aborted[static_cast<size_t>(abort.row)] = true;
+  scratch.proceed.assign(rows.size(), true);
+  for (const StepAbort& abort : aborts) scratch.proceed[abort.packed] = false;
   for (size_t b = 0; b < rows.size(); ++b) {
     const int32_t r = rows[b];
-    const int32_t first = first_tokens[b];
-    const int32_t end = seq_lens[b];
     TagCheckResult actual{0, -1};
-    for (const RequestAbort& abort : aborts) {
-      if (abort.row == static_cast<int32_t>(b)) {
-        actual = {static_cast<int32_t>(abort.reason), abort.logical_page};
+    for (const StepAbort& abort : aborts) {
+      if (abort.packed == b) {
+        actual = {static_cast<int32_t>(abort.abort.reason), abort.abort.logical_page};
       }
     }
     if (!checked) continue;
     ++report.requests_checked;
-    const TagCheckResult predicted = Predict(r, first, end);
+    const TagCheckResult predicted = Predict(r, b);
     if (actual.code != predicted.code || actual.logical_page != predicted.logical_page) {
       return Violation(std::string("r") + std::to_string(r) + " " + KvAccessName(access) +
                        ": the check said " + TagCheckCodeName(TagCheckCode(actual.code)) + " at " +
@@ -415,64 +459,63 @@ Status IntegrityWorld::Access(const std::vector<int32_t>& rows, KvAccess access,
                        TagCheckCodeName(TagCheckCode(predicted.code)) + " at " +
                        std::to_string(predicted.logical_page));
     }
-    if (actual.code != 0 && !fault_injected()) {
-      return Violation("a check failed with no divergence injected");
+    if (actual.code != 0 && !act_planted()) {
+      return Violation("a check failed with no act planted");
     }
-    if (actual.code == 0) KVSIM_RETURN_IF_ERROR(CheckPassedAccess(r, first, end, report));
+    if (actual.code == 0) KVSIM_RETURN_IF_ERROR(CheckPassedRow(r, b, report));
   }
-  // The kernel runs on the rows that passed; the others are aborted and release their pages when
-  // they finish.
-  for (size_t b = 0; b < rows.size(); ++b) {
-    if (aborted[b]) continue;
+  // The kernel runs the rows that passed, packed as the server packs them; the others are
+  // aborted and release their pages when they finish.
+  SelectRows(scratch.table, scratch.proceed, scratch.launched);
+  for (size_t b = 0; b < scratch.launched.rows.size(); ++b) {
+    const int32_t r = rows[scratch.launched.rows[b]];
     if (access == KvAccess::kWrite) {
-      KVSIM_RETURN_IF_ERROR(Write(rows[b], seq_lens[b] - 1, report));
+      KVSIM_RETURN_IF_ERROR(Write(r, b, report));
     } else {
-      KVSIM_RETURN_IF_ERROR(Read(rows[b], report));
+      KVSIM_RETURN_IF_ERROR(Read(r, b, report));
     }
   }
-  for (const RequestAbort& abort : aborts) {
-    ++report.aborts[static_cast<int>(abort.reason)];
-    requests_[static_cast<size_t>(rows[static_cast<size_t>(abort.row)])].aborted = true;
+  for (const StepAbort& abort : aborts) {
+    ++report.aborts[static_cast<int>(abort.abort.reason)];
+    requests_[static_cast<size_t>(rows[abort.packed])].aborted = true;
   }
   return Status::Ok();
 }
 
-Status IntegrityWorld::Diverge(const Op& op, OpReport& report) {
+Status ProofWorld::Plant(const WorldOp& op, WorldOpReport& report) {
   const int32_t r = op.r;
   Request& request = requests_[static_cast<size_t>(r)];
-  const Request& other = requests_[static_cast<size_t>(op.s)];
-  switch (op.divergence) {
-    case Divergence::kCorruptEntry:
+  switch (op.act) {
+    case BookkeepingAct::kCorruptEntry:
       CorruptEntry(request.block_row, op.i, op.value);
       return Status::Ok();
-    case Divergence::kPrematureFree:
+    case BookkeepingAct::kPrematureFree:
       return PrematureFree(pool_, request.recorded[static_cast<size_t>(op.i)]);
-    case Divergence::kLostShare: {
-      KVSIM_ASSIGN_OR_RETURN(const PageGrant grant, LostShare(pool_, other.recorded[0]));
-      return StartFrom(r, grant, other.identity[0]);
-    }
-    case Divergence::kSeqLenOverrun:
-      request.kernel_len = SeqLenOverrun(request.recorded_len, 1);
+    case BookkeepingAct::kUncountedHolder:
+      return MatchCache(r, /*counted=*/false, report);
+    case BookkeepingAct::kLengthOverrun:
+      request.kernel_len = LengthOverrun(request.recorded_len, 1);
       return Status::Ok();
-    case Divergence::kDoubleGrant: {
-      KVSIM_CHECK(NeedsNewPage(r)) << "a double grant stands in for an allocation";
-      const int32_t q = other.recorded.back().page;
-      KVSIM_ASSIGN_OR_RETURN(const PageGrant grant, DoubleGrant(pool_, q));
+    case BookkeepingAct::kForgedGrant: {
+      KVSIM_CHECK(NeedsNewPage(r)) << "a forged grant stands in for an allocation";
+      const int32_t q = requests_[static_cast<size_t>(op.s)].recorded.back().page;
+      KVSIM_ASSIGN_OR_RETURN(const PageGrant grant, ForgedGrant(pool_, q));
       // An allocation the pool never made: the oracle's epoch of q, forged.
       KVSIM_RETURN_IF_ERROR(Grant(r, grant, Allocation{q, oracle_.epoch(q), true}));
       return AppendToken(r, report);
     }
+    case BookkeepingAct::kNone:
+      break;
   }
-  return InternalError("unknown divergence");
+  return InternalError("no act to plant");
 }
 
-Result<OpReport> IntegrityWorld::Apply(const Op& op) {
+Result<WorldOpReport> ProofWorld::Apply(const WorldOp& op) {
   history_.push_back(op);
-  OpReport report;
+  WorldOpReport report;
   const int32_t r = op.r;
-  Request& request = requests_[static_cast<size_t>(r)];
   switch (op.kind) {
-    case OpKind::kAppend:
+    case WorldOpKind::kAppend:
       if (NeedsNewPage(r)) {
         KVSIM_ASSIGN_OR_RETURN(const PageGrant grant, pool_.Allocate());
         oracle_.OnAllocate(grant.page);
@@ -480,18 +523,16 @@ Result<OpReport> IntegrityWorld::Apply(const Op& op) {
       }
       KVSIM_RETURN_IF_ERROR(AppendToken(r, report));
       break;
-    case OpKind::kShare: {
-      const Request& other = requests_[static_cast<size_t>(op.s)];
-      const Status shared = pool_.Share(other.recorded[0].page);
-      if (!shared.ok()) {
-        if (!fault_injected()) return Violation("a correct share failed: " + shared.message());
-        ++report.pool_refusals;
-        break;
-      }
-      KVSIM_RETURN_IF_ERROR(StartFrom(r, other.recorded[0], other.identity[0]));
+    case WorldOpKind::kCache:
+      KVSIM_RETURN_IF_ERROR(CachePrefix(r, report));
       break;
-    }
-    case OpKind::kDecode: {
+    case WorldOpKind::kMatch:
+      KVSIM_RETURN_IF_ERROR(MatchCache(r, /*counted=*/true, report));
+      break;
+    case WorldOpKind::kEvict:
+      KVSIM_RETURN_IF_ERROR(EvictCache(report));
+      break;
+    case WorldOpKind::kDecode: {
       std::vector<int32_t> rows;
       for (int32_t row = 0; row < config_.num_requests; ++row) {
         const Request& candidate = requests_[static_cast<size_t>(row)];
@@ -500,27 +541,24 @@ Result<OpReport> IntegrityWorld::Apply(const Op& op) {
       KVSIM_RETURN_IF_ERROR(Access(rows, KvAccess::kRead, report));
       break;
     }
-    case OpKind::kFinish:
-      if (request.aborted) {
-        KVSIM_RETURN_IF_ERROR(ReleaseVerified(r));
-      } else {
-        KVSIM_RETURN_IF_ERROR(ReleaseAll(r, report));
-      }
-      Reset(r);
+    case WorldOpKind::kFinish:
+      KVSIM_RETURN_IF_ERROR(Finish(r, report));
       break;
-    case OpKind::kDiverge:
-      if (fault_injected()) return Violation("a second fault");
-      fault_ = op.divergence;
-      KVSIM_RETURN_IF_ERROR(Diverge(op, report));
+    case WorldOpKind::kAct:
+      if (act_planted()) return Violation("a second act");
+      act_ = op.act;
+      KVSIM_RETURN_IF_ERROR(Plant(op, report));
       break;
   }
   pool_.CheckInvariants();
   oracle_.CheckInvariants();
+  // After an act the cache may rightly hold a page its reference no longer keeps.
+  if (!act_planted()) cache_.CheckInvariants(pool_);
   return report;
 }
 
-void IntegrityWorld::AppendKey(const std::vector<int32_t>& request_order,
-                               std::vector<uint64_t>& key) const {
+void ProofWorld::AppendKey(const std::vector<int32_t>& request_order,
+                           std::vector<uint64_t>& key) const {
   const int32_t n = config_.num_pages;
   std::vector<int32_t> name(static_cast<size_t>(n), -1);
   int32_t named = 0;
@@ -529,7 +567,11 @@ void IntegrityWorld::AppendKey(const std::vector<int32_t>& request_order,
       name[static_cast<size_t>(page)] = named++;
     }
   };
-  for (int32_t page : pool_.FreePagesInOrder()) see(page);
+  const std::vector<int32_t> free_pages = pool_.FreePagesInOrder();
+  const std::vector<PageGrant> cached = cache_.HeldGrants();
+  for (int32_t page : free_pages) see(page);
+  for (const PageGrant& grant : cached) see(grant.page);
+  if (!cached.empty()) see(cached_identity_.page);
   for (int32_t r : request_order) {
     const Request& request = requests_[static_cast<size_t>(r)];
     for (const PageGrant& grant : request.recorded) see(grant.page);
@@ -562,8 +604,15 @@ void IntegrityWorld::AppendKey(const std::vector<int32_t>& request_order,
   const Status copied = backend_->CopyToHost(device_tags.data(), tracker_->device_tags(), 0,
                                              device_tags.size() * sizeof(uint64_t));
   KVSIM_CHECK(copied.ok()) << copied.ToString();
-  for (int32_t page : pool_.FreePagesInOrder()) key.push_back(renamed(page));
+  for (int32_t page : free_pages) key.push_back(renamed(page));
   key.push_back(~uint64_t{0});
+  // The cache's page: its grant, what the oracle says it is, and whether a request locks it.
+  for (const PageGrant& grant : cached) {
+    key.push_back(renamed(grant.page));
+    key.push_back(grant.tag);
+    put_identity(cached_identity_);
+  }
+  key.push_back(static_cast<uint64_t>(cache_.evictable_pages()));
   for (int32_t page : by_name) {
     key.push_back(static_cast<uint64_t>(pool_.refcount(page)));
     key.push_back(pool_.tag(page));
@@ -581,6 +630,7 @@ void IntegrityWorld::AppendKey(const std::vector<int32_t>& request_order,
   for (int32_t r : request_order) {
     const Request& request = requests_[static_cast<size_t>(r)];
     key.push_back(static_cast<uint64_t>(request.aborted));
+    key.push_back(request.locked != kNoNode ? 1 : 0);
     key.push_back(static_cast<uint64_t>(request.recorded_len));
     key.push_back(static_cast<uint64_t>(request.kernel_len));
     for (int32_t entry : request.block_row) key.push_back(renamed(entry));
@@ -591,8 +641,8 @@ void IntegrityWorld::AppendKey(const std::vector<int32_t>& request_order,
     }
     key.push_back(~uint64_t{1});
   }
-  key.push_back(fault_ ? static_cast<uint64_t>(*fault_) : ~uint64_t{0});
+  key.push_back(act_ ? static_cast<uint64_t>(*act_) : ~uint64_t{0});
   key.push_back(escaped_ ? 1 : 0);
 }
 
-}  // namespace kvsim::testing
+}  // namespace kvsim::sim
