@@ -35,7 +35,7 @@ enum class AttentionOutputDtype : uint8_t { kBf16, kFp32 };
 // cache.
 enum class FastMlaMath : uint8_t { kAuto, kBf16, kFp8 };
 
-// DecodeAttentionArgs after validation, as raw pointers, with the split plan.
+// DecodeAttentionArgs after validation, as raw pointers, with its splits.
 struct DecodeAttentionLaunch {
   KvPoolView pool;
   BlockTableView table;
@@ -47,7 +47,7 @@ struct DecodeAttentionLaunch {
   void* out = nullptr;                // [batch, num_q_heads, v_head_dim] of out_dtype
   float* lse = nullptr;               // [batch, num_q_heads] or nullptr
   int32_t* request_status = nullptr;  // [batch], written (KvAccessStatus)
-  DecodeSplits plan;
+  DecodeSplits splits;
   // CUDA only: scratch of MakeDecodeWorkspaceLayout(...).total_bytes bytes, 16-byte aligned.
   uint8_t* workspace = nullptr;
   // Which implementation runs (both backends run the chosen path's algorithm).
@@ -65,9 +65,9 @@ KVSIM_HD_INLINE bool DecodeSplitTokens(const DecodeAttentionLaunch& launch, int 
                                        int* begin, int* end) {
   const int32_t seq_len = launch.seq_lens[request];
   if (!DecodeLengthInRange(launch.table, launch.pool.page_size, seq_len)) return false;
-  *begin = split * launch.plan.split_tokens;
+  *begin = split * launch.splits.split_tokens;
   if (*begin >= seq_len) return false;
-  *end = seq_len < *begin + launch.plan.split_tokens ? seq_len : *begin + launch.plan.split_tokens;
+  *end = seq_len < *begin + launch.splits.split_tokens ? seq_len : *begin + launch.splits.split_tokens;
   return true;
 }
 
@@ -82,14 +82,14 @@ struct DecodeWorkspaceLayout {
 // The workspace layout of a call; the same arithmetic on the host (its size) and in the kernels.
 KVSIM_HD_INLINE DecodeWorkspaceLayout MakeDecodeWorkspaceLayout(int batch, int num_q_heads,
                                                                 int v_head_dim,
-                                                                const DecodeSplits& plan) {
-  const int64_t partials = static_cast<int64_t>(batch) * num_q_heads * plan.max_splits;
+                                                                const DecodeSplits& decode_splits) {
+  const int64_t partials = static_cast<int64_t>(batch) * num_q_heads * decode_splits.max_splits;
   DecodeWorkspaceLayout layout;
   layout.partial_acc_offset = 0;
   layout.partial_ml_offset = partials * v_head_dim * 4;
   layout.split_status_offset = layout.partial_ml_offset + partials * 2 * 4;
   layout.total_bytes =
-      layout.split_status_offset + static_cast<int64_t>(batch) * plan.max_splits * 4;
+      layout.split_status_offset + static_cast<int64_t>(batch) * decode_splits.max_splits * 4;
   return layout;
 }
 

@@ -1,4 +1,4 @@
-// paged_decode_attention: argument validation, the split plan, workspace, and dispatch.
+// paged_decode_attention: argument validation, the splits, workspace, and dispatch.
 #include "kernels/attention/decode_attention.h"
 
 #include <cmath>
@@ -73,7 +73,7 @@ Status RunCuda(const DecodeAttentionLaunch& launch) {
   return cuda::LaunchDecodeAttentionFastGqa(launch);
 }
 
-// The shapes a plan depends on: the cache's, the block table's dimensions and the head count.
+// The shapes the splits depend on: the cache's, the block table's dimensions and the head count.
 Status ValidateDecodeShapes(const DecodeAttentionArgs& args) {
   KVSIM_RETURN_IF_ERROR(ValidateKvCacheShape(args.cache.shape));
   KVSIM_RETURN_IF_ERROR(ValidateBlockTableShape(args.block_table, args.cache.shape.page_size));
@@ -109,7 +109,7 @@ DecodeAttentionLaunch MakeDecodeLaunch(const DecodeAttentionArgs& args) {
   launch.out = args.out->data();
   launch.lse = args.lse != nullptr ? args.lse->as<float>() : nullptr;
   launch.request_status = args.request_status->as<int32_t>();
-  launch.plan = DecodeSplitsFor(args);
+  launch.splits = DecodeSplitsFor(args);
   launch.path = args.launch.path;
   launch.stream = args.launch.stream;
   launch.fast_mla_math = ResolveFastMlaMath(args.cache.shape.format, args.fast_mla_math);

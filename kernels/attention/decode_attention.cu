@@ -320,10 +320,10 @@ __global__ void __launch_bounds__(kDecodeMaxThreads)
   }
 
   const DecodeWorkspaceLayout workspace =
-      MakeDecodeWorkspaceLayout(launch.table.batch, launch.num_q_heads, C::v_dim, launch.plan);
+      MakeDecodeWorkspaceLayout(launch.table.batch, launch.num_q_heads, C::v_dim, launch.splits);
   if (z == 0 && head_valid) {
     const int64_t partial =
-        (static_cast<int64_t>(request) * launch.num_q_heads + head) * launch.plan.max_splits +
+        (static_cast<int64_t>(request) * launch.num_q_heads + head) * launch.splits.max_splits +
         split;
     auto* acc = reinterpret_cast<float*>(launch.workspace + workspace.partial_acc_offset) +
                 partial * C::v_dim;
@@ -342,7 +342,7 @@ __global__ void __launch_bounds__(kDecodeMaxThreads)
   if (tid == 0 && head_block == 0) {
     auto* split_status =
         reinterpret_cast<int32_t*>(launch.workspace + workspace.split_status_offset);
-    split_status[static_cast<int64_t>(request) * launch.plan.max_splits + split] =
+    split_status[static_cast<int64_t>(request) * launch.splits.max_splits + split] =
         static_cast<int32_t>(*bad_page != 0 ? KvAccessStatus::kPageOutOfRange
                                             : KvAccessStatus::kOk);
   }
@@ -360,9 +360,9 @@ __global__ void __launch_bounds__(kCombineThreads)
   const int request = static_cast<int>(blockIdx.y);
   const int tid = static_cast<int>(threadIdx.x);
   const int v_dim = pool.v_head_dim;
-  const int max_splits = launch.plan.max_splits;
+  const int max_splits = launch.splits.max_splits;
   const DecodeWorkspaceLayout workspace =
-      MakeDecodeWorkspaceLayout(launch.table.batch, launch.num_q_heads, v_dim, launch.plan);
+      MakeDecodeWorkspaceLayout(launch.table.batch, launch.num_q_heads, v_dim, launch.splits);
   const int64_t head_row = static_cast<int64_t>(request) * launch.num_q_heads + head;
 
   const int32_t seq_len = launch.seq_lens[request];
@@ -371,7 +371,7 @@ __global__ void __launch_bounds__(kCombineThreads)
   if (!DecodeLengthInRange(launch.table, pool.page_size, seq_len)) {
     status = KvAccessStatus::kSequenceLengthOutOfRange;
   } else {
-    splits = DecodeSplitCount(launch.plan, seq_len);
+    splits = DecodeSplitCount(launch.splits, seq_len);
     const auto* split_status =
         reinterpret_cast<const int32_t*>(launch.workspace + workspace.split_status_offset) +
         static_cast<int64_t>(request) * max_splits;
@@ -435,7 +435,7 @@ Status LaunchConfig(const DecodeAttentionLaunch& launch) {
                          std::to_string(kDecodeMaxThreads) + " threads and " +
                          std::to_string(kDecodeMaxSharedBytes) + " bytes");
   }
-  const dim3 grid(static_cast<unsigned>(launch.plan.max_splits),
+  const dim3 grid(static_cast<unsigned>(launch.splits.max_splits),
                   static_cast<unsigned>(geometry.head_blocks),
                   static_cast<unsigned>(launch.table.batch));
   const dim3 block(static_cast<unsigned>(geometry.lanes),

@@ -41,7 +41,7 @@ struct DecodeAttentionArgs {
   // the call waits for launch.stream before freeing it, so the call is then synchronous (and not
   // capturable). Unused on the CPU.
   DeviceBuffer* workspace = nullptr;
-  // The path (simple or fast) and, on CUDA, the stream. The plan, and so the workspace size,
+  // The path (simple or fast) and, on CUDA, the stream. The splits, and so the workspace size,
   // depends on the path.
   LaunchOptions launch;
   // The fast MLA path's tensor-core arithmetic (attention_launch.h): kAuto follows
@@ -56,8 +56,8 @@ struct DecodeAttentionArgs {
 // kMaxGqaGroup, MLA 1 to kMaxMlaQueryHeads.
 Status ValidateDecodeHeads(const KvCacheShape& shape, int num_q_heads);
 
-// The split plan a call with these arguments uses (on either backend). Shapes only, no buffer
-// is read; shapes DecodeAttention would reject give an empty plan (all zero).
+// The splits a call with these arguments uses (on either backend). Shapes only, no buffer
+// is read; shapes DecodeAttention would reject give empty splits (all zero).
 DecodeSplits DecodeSplitsFor(const DecodeAttentionArgs& args);
 
 // Bytes of CUDA workspace a call with these arguments needs. Shapes only, no buffer is read;

@@ -51,9 +51,9 @@ class CpuDecoder {
         k_token_scale_(kTile),
         v_token_scale_(kTile),
         scores_(kTile),
-        partial_ml_(static_cast<size_t>(group_) * launch.plan.max_splits),
-        partial_acc_(static_cast<size_t>(group_) * launch.plan.max_splits * v_dim_),
-        split_weight_(static_cast<size_t>(launch.plan.max_splits)) {
+        partial_ml_(static_cast<size_t>(group_) * launch.splits.max_splits),
+        partial_acc_(static_cast<size_t>(group_) * launch.splits.max_splits * v_dim_),
+        split_weight_(static_cast<size_t>(launch.splits.max_splits)) {
     KVSIM_CHECK_EQ(head_dim_ % kDotLanes, 0);
     KVSIM_CHECK_EQ(v_dim_ % kDotLanes, 0);
   }
@@ -77,10 +77,10 @@ class CpuDecoder {
       for (int i = 0; i < head_dim_; ++i)
         q_[static_cast<size_t>(h) * head_dim_ + i] = DecodeBf16(q[i]);
     }
-    const int splits = DecodeSplitCount(launch_.plan, seq_len);
+    const int splits = DecodeSplitCount(launch_.splits, seq_len);
     for (int split = 0; split < splits; ++split) {
-      const int begin = split * launch_.plan.split_tokens;
-      const int end = std::min(seq_len, begin + launch_.plan.split_tokens);
+      const int begin = split * launch_.splits.split_tokens;
+      const int end = std::min(seq_len, begin + launch_.splits.split_tokens);
       RunSplit(request, kv_head, split, begin, end);
     }
     for (int h = 0; h < group_; ++h) Combine(request, first_head + h, h, splits);
@@ -108,7 +108,7 @@ class CpuDecoder {
   }
 
   void RunSplit(int request, int kv_head, int split, int begin, int end) {
-    const int max_splits = launch_.plan.max_splits;
+    const int max_splits = launch_.splits.max_splits;
     for (int h = 0; h < group_; ++h) {
       partial_ml_[static_cast<size_t>(h) * max_splits + split] = {-INFINITY, 0.0f};
       float* acc = Acc(h, split);
@@ -131,7 +131,7 @@ class CpuDecoder {
       scores_[static_cast<size_t>(j)] = score;
       tile_max = fmaxf(tile_max, score);
     }
-    SplitPartial& state = partial_ml_[static_cast<size_t>(h) * launch_.plan.max_splits + split];
+    SplitPartial& state = partial_ml_[static_cast<size_t>(h) * launch_.splits.max_splits + split];
     const float new_max = fmaxf(state.max_log2, tile_max);
     const float rescale = exp2f(state.max_log2 - new_max);
     float* acc = Acc(h, split);
@@ -149,12 +149,12 @@ class CpuDecoder {
   // The splits of one head, in split order, as the CUDA combine kernel does.
   void Combine(int request, int head, int h, int splits) {
     CombineDecodeSplits(launch_, request, head, splits,
-                        &partial_ml_[static_cast<size_t>(h) * launch_.plan.max_splits], Acc(h, 0),
+                        &partial_ml_[static_cast<size_t>(h) * launch_.splits.max_splits], Acc(h, 0),
                         split_weight_.data());
   }
 
   float* Acc(int h, int split) {
-    return &partial_acc_[(static_cast<size_t>(h) * launch_.plan.max_splits + split) * v_dim_];
+    return &partial_acc_[(static_cast<size_t>(h) * launch_.splits.max_splits + split) * v_dim_];
   }
 
   const DecodeAttentionLaunch& launch_;

@@ -1,5 +1,5 @@
 // The fast GQA paged decode kernel (FastGqaDecodeKernel): one CTA of 4 warps per (split, KV head,
-// request) of the simple path's split plan, the KV head's query-head group as the M dimension of
+// request) of the simple path's splits, the KV head's query-head group as the M dimension of
 // mma.sync.m16n8k16 (bf16 inputs, fp32 accumulators), padded with zero rows to 16.
 //
 // Pipeline: stages of 64 tokens (K rows, V rows, token scales) go to shared memory with 16-byte
@@ -289,9 +289,9 @@ __global__ void __launch_bounds__(kFastGqaThreads)
   const int32_t seq_len = launch.seq_lens[span.request];
   // The combine reports a bad length; this CTA reads nothing.
   if (!DecodeLengthInRange(launch.table, pool.page_size, seq_len)) return;
-  span.begin = span.split * launch.plan.split_tokens;
+  span.begin = span.split * launch.splits.split_tokens;
   if (span.begin >= seq_len) return;
-  span.end = min(seq_len, span.begin + launch.plan.split_tokens);
+  span.end = min(seq_len, span.begin + launch.splits.split_tokens);
   const int num_stages = (span.end - span.begin + kStageTokens - 1) / kStageTokens;
 
   const int group = launch.num_q_heads / pool.num_kv_heads;
@@ -394,10 +394,10 @@ __global__ void __launch_bounds__(kFastGqaThreads)
   __syncthreads();
 
   const DecodeWorkspaceLayout workspace =
-      MakeDecodeWorkspaceLayout(launch.table.batch, launch.num_q_heads, C::head_dim, launch.plan);
+      MakeDecodeWorkspaceLayout(launch.table.batch, launch.num_q_heads, C::head_dim, launch.splits);
   const int64_t first_partial =
       (static_cast<int64_t>(span.request) * launch.num_q_heads + span.kv_head * group) *
-          launch.plan.max_splits +
+          launch.splits.max_splits +
       span.split;
   auto* acc = reinterpret_cast<float*>(launch.workspace + workspace.partial_acc_offset);
   for (int i = tid; i < group * C::head_dim; i += kFastGqaThreads) {
@@ -407,7 +407,7 @@ __global__ void __launch_bounds__(kFastGqaThreads)
     for (int w = 1; w < kFastGqaWarps; ++w) {
       total += scratch[(w * kFastGqaMaxGroup + row) * C::head_dim + dim];
     }
-    acc[(first_partial + static_cast<int64_t>(row) * launch.plan.max_splits) * C::head_dim + dim] =
+    acc[(first_partial + static_cast<int64_t>(row) * launch.splits.max_splits) * C::head_dim + dim] =
         total;
   }
   if (tid < group) {
@@ -418,14 +418,14 @@ __global__ void __launch_bounds__(kFastGqaThreads)
     for (int w = 0; w < kFastGqaWarps; ++w)
       sum += warp_sum[w][tid] * exp2f(warp_max[w][tid] - safe);
     auto* ml = reinterpret_cast<float*>(launch.workspace + workspace.partial_ml_offset);
-    const int64_t partial = first_partial + static_cast<int64_t>(tid) * launch.plan.max_splits;
+    const int64_t partial = first_partial + static_cast<int64_t>(tid) * launch.splits.max_splits;
     ml[2 * partial] = cta_max;
     ml[2 * partial + 1] = sum;
   }
   if (tid == 0 && span.kv_head == 0) {
     auto* split_status =
         reinterpret_cast<int32_t*>(launch.workspace + workspace.split_status_offset);
-    split_status[static_cast<int64_t>(span.request) * launch.plan.max_splits + span.split] =
+    split_status[static_cast<int64_t>(span.request) * launch.splits.max_splits + span.split] =
         static_cast<int32_t>(any_bad ? KvAccessStatus::kPageOutOfRange : KvAccessStatus::kOk);
   }
 }
@@ -456,7 +456,7 @@ Status LaunchConfig(const DecodeAttentionLaunch& launch) {
   const auto kernel = FastGqaDecodeKernel<C>;
   KVSIM_CUDA_RETURN_IF_ERROR(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::shared_bytes));
-  const dim3 grid(static_cast<unsigned>(launch.plan.max_splits),
+  const dim3 grid(static_cast<unsigned>(launch.splits.max_splits),
                   static_cast<unsigned>(pool.num_kv_heads),
                   static_cast<unsigned>(launch.table.batch));
   kernel<<<grid, kFastGqaThreads, C::shared_bytes, static_cast<cudaStream_t>(launch.stream)>>>(

@@ -1,4 +1,4 @@
-// The CPU twin of the fast GQA decode kernel (decode_fast_gqa.cu): the same split plan, stages of
+// The CPU twin of the fast GQA decode kernel (decode_fast_gqa.cu): the same splits, stages of
 // 64 tokens dealt to 4 "warps" in 16-token warp tiles, each warp's own online softmax with the
 // kernel's update points (one per warp tile, the -inf guard included), the lane-partial weight
 // sums of the kernel's C fragments, P times the V token scale rounded to bf16 where the tensor
@@ -64,9 +64,9 @@ class FastGqaCpu {
         factor_(ScoreFactorLog2(launch.softmax_scale, pool_)),
         q_(static_cast<size_t>(group_) * dim_),
         warps_(kWarps),
-        partials_(static_cast<size_t>(group_) * launch.plan.max_splits),
+        partials_(static_cast<size_t>(group_) * launch.splits.max_splits),
         partial_acc_(partials_.size() * static_cast<size_t>(dim_)),
-        split_weight_(static_cast<size_t>(launch.plan.max_splits)) {
+        split_weight_(static_cast<size_t>(launch.splits.max_splits)) {
     KVSIM_CHECK(pool_.v_pages != nullptr) << "the fast GQA twin takes GQA caches";
     KVSIM_CHECK(group_ >= 1 && group_ <= kFastGqaMaxGroup);
     KVSIM_CHECK_EQ(dim_ % kDotLanes, 0);
@@ -92,14 +92,14 @@ class FastGqaCpu {
           launch_.q + (int64_t{request} * launch_.num_q_heads + first_head + h) * dim_;
       for (int i = 0; i < dim_; ++i) q_[static_cast<size_t>(h) * dim_ + i] = DecodeBf16(q[i]);
     }
-    const int splits = DecodeSplitCount(launch_.plan, seq_len);
+    const int splits = DecodeSplitCount(launch_.splits, seq_len);
     for (int split = 0; split < splits; ++split) {
-      const int begin = split * launch_.plan.split_tokens;
+      const int begin = split * launch_.splits.split_tokens;
       RunSplit(request, kv_head, split, begin,
-               std::min(seq_len, begin + launch_.plan.split_tokens));
+               std::min(seq_len, begin + launch_.splits.split_tokens));
     }
     for (int h = 0; h < group_; ++h) {
-      const size_t first = static_cast<size_t>(h) * launch_.plan.max_splits;
+      const size_t first = static_cast<size_t>(h) * launch_.splits.max_splits;
       CombineDecodeSplits(launch_, request, first_head + h, splits, &partials_[first],
                           &partial_acc_[first * static_cast<size_t>(dim_)], split_weight_.data());
     }
@@ -189,7 +189,7 @@ class FastGqaCpu {
         cta_max = fmaxf(cta_max, warp.max_log2[static_cast<size_t>(h)]);
       }
       const float safe = cta_max == -INFINITY ? 0.0f : cta_max;
-      const size_t partial = static_cast<size_t>(h) * launch_.plan.max_splits + split;
+      const size_t partial = static_cast<size_t>(h) * launch_.splits.max_splits + split;
       float* acc = &partial_acc_[partial * static_cast<size_t>(dim_)];
       float sum = 0.0f;
       for (int w = 0; w < kWarps; ++w) {

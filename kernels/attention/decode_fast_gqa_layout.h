@@ -1,7 +1,7 @@
 // The fast GQA decode path's tiling, shared by its CUDA kernel (decode_fast_gqa.cu), its CPU twin
 // (decode_fast_gqa_cpu.cc) and the CPU tests that check its shared-memory layout without a GPU.
 //
-// One CTA per (split, KV head, request), as the simple path's split plan gives them. The CTA walks
+// One CTA per (split, KV head, request), as the simple path's splits give them. The CTA walks
 // its split in stages of kFastGqaStageTokens tokens; warp w owns tokens [16 w, 16 w + 16) of each
 // stage (its "warp tile") and keeps its own online softmax over them; the warps' partials are
 // merged in warp order at the end of the split.

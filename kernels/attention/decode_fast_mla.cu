@@ -332,7 +332,7 @@ Status LaunchFastMlaConfig(const DecodeAttentionLaunch& launch) {
   // Above the default 48 KB a kernel must opt in; a host-side attribute, not a stream operation.
   KVSIM_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(
       FastMlaDecodeKernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, layout.total_bytes));
-  const dim3 grid(static_cast<unsigned>(launch.plan.max_splits),
+  const dim3 grid(static_cast<unsigned>(launch.splits.max_splits),
                   static_cast<unsigned>((launch.num_q_heads + kHeads - 1) / kHeads),
                   static_cast<unsigned>(launch.table.batch));
   FastMlaDecodeKernel<C><<<grid, kFastMlaThreads, static_cast<size_t>(layout.total_bytes),

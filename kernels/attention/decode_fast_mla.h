@@ -75,7 +75,7 @@ KVSIM_HD_INLINE FastMlaSmemLayout MakeFastMlaSmemLayout(int row_bytes) {
 
 // The FP8 variant (decode_fast_mla_wgmma.cu, on Hopper's FP8 tensor cores through wgmma): Q and
 // the weights quantised to e4m3, QK^T and PV as e4m3 products with the K and V codes used as
-// stored. Same 64-head tiles, split plan and workspace as the bf16 variant, but 64-token tiles
+// stored. Same 64-head tiles, splits and workspace as the bf16 variant, but 64-token tiles
 // (one online-softmax update per 64 tokens); its shared-memory layouts are in
 // decode_fast_mla_wgmma_layout.h.
 //

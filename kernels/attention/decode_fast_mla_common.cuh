@@ -240,7 +240,7 @@ __device__ __forceinline__ void WriteFastMlaPartials(
   const int heads = block.heads;
   const int split = block.split;
   const DecodeWorkspaceLayout workspace =
-      MakeDecodeWorkspaceLayout(launch.table.batch, launch.num_q_heads, kMlaLoraRank, launch.plan);
+      MakeDecodeWorkspaceLayout(launch.table.batch, launch.num_q_heads, kMlaLoraRank, launch.splits);
   auto* acc = reinterpret_cast<float*>(launch.workspace + workspace.partial_acc_offset);
   auto* ml = reinterpret_cast<float*>(launch.workspace + workspace.partial_ml_offset);
   const int64_t request_heads =
@@ -249,7 +249,7 @@ __device__ __forceinline__ void WriteFastMlaPartials(
   for (int r = 0; r < 2; ++r) {
     const int row = r == 0 ? rows.row_low : rows.row_high;
     if (row >= heads) continue;
-    const int64_t partial = (request_heads + row) * launch.plan.max_splits + split;
+    const int64_t partial = (request_heads + row) * launch.splits.max_splits + split;
     float* out = acc + partial * kMlaLoraRank + rows.half * kFastMlaVColumnsPerWarp + 2 * rows.tq;
 #pragma unroll
     for (int n = 0; n < kFastMlaVColumnsPerWarp / 8; ++n) {
@@ -268,7 +268,7 @@ __device__ __forceinline__ void WriteFastMlaPartials(
   if (threadIdx.x == 0 && blockIdx.y == 0) {
     auto* split_status =
         reinterpret_cast<int32_t*>(launch.workspace + workspace.split_status_offset);
-    split_status[static_cast<int64_t>(request) * launch.plan.max_splits + split] =
+    split_status[static_cast<int64_t>(request) * launch.splits.max_splits + split] =
         static_cast<int32_t>(bad_page ? KvAccessStatus::kPageOutOfRange : KvAccessStatus::kOk);
   }
 }

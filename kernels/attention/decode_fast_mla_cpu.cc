@@ -7,7 +7,7 @@
 //   multiplied by the last sigma. FlashMLA rows: the latent quantised alone, a QK^T step per scale
 //   block scaled by the token's block scale, the rope in bf16 steps, and per block of 128 V
 //   columns its own weights and unit (decode_fast_mla.h).
-// Both follow their kernel's split plan, 64-head tiles, token tiles (32 tokens bf16, 64 FP8) and
+// Both follow their kernel's splits, 64-head tiles, token tiles (32 tokens bf16, 64 FP8) and
 // the order of every fp32 operation the kernel fixes. Inside one tensor-core step (16 products
 // added to an accumulator in bf16; 64 from zero in FP8) the hardware's order and precision are
 // unspecified; here the products are summed in k order in fp32, then added to the running dot or
@@ -74,9 +74,9 @@ class FastMlaCpuDecoder {
         row_(kHeadDim),
         token_scale_(static_cast<size_t>(tile_)),
         block_scale_(static_cast<size_t>(kMlaScaleBlocks) * tile_),
-        partial_ml_(static_cast<size_t>(kFastMlaHeadsPerTile) * launch.plan.max_splits),
-        partial_acc_(static_cast<size_t>(kFastMlaHeadsPerTile) * launch.plan.max_splits * kVDim),
-        split_weight_(static_cast<size_t>(launch.plan.max_splits)) {
+        partial_ml_(static_cast<size_t>(kFastMlaHeadsPerTile) * launch.splits.max_splits),
+        partial_acc_(static_cast<size_t>(kFastMlaHeadsPerTile) * launch.splits.max_splits * kVDim),
+        split_weight_(static_cast<size_t>(launch.splits.max_splits)) {
     KVSIM_CHECK(pool_.v_pages == nullptr);
     KVSIM_CHECK(!fp8_math || FastMlaFp8Supported(pool_.format));
     KVSIM_CHECK_EQ(pool_.head_dim, kHeadDim);
@@ -114,10 +114,10 @@ class FastMlaCpuDecoder {
   // Heads [first, first + heads) of one request over every split, then the combine.
   void RunHeadTile(int request, int first, int heads, int seq_len) {
     LoadQueries(request, first, heads);
-    const int splits = DecodeSplitCount(launch_.plan, seq_len);
+    const int splits = DecodeSplitCount(launch_.splits, seq_len);
     for (int split = 0; split < splits; ++split) {
-      const int begin = split * launch_.plan.split_tokens;
-      RunSplit(request, heads, split, begin, std::min(seq_len, begin + launch_.plan.split_tokens));
+      const int begin = split * launch_.splits.split_tokens;
+      RunSplit(request, heads, split, begin, std::min(seq_len, begin + launch_.splits.split_tokens));
     }
     for (int h = 0; h < heads; ++h) {
       CombineDecodeSplits(launch_, request, first + h, splits, &partial_ml_[PartialIndex(h, 0)],
@@ -339,7 +339,7 @@ class FastMlaCpuDecoder {
   }
 
   size_t PartialIndex(int h, int split) const {
-    return static_cast<size_t>(h) * launch_.plan.max_splits + static_cast<size_t>(split);
+    return static_cast<size_t>(h) * launch_.splits.max_splits + static_cast<size_t>(split);
   }
 
   const DecodeAttentionLaunch& launch_;

@@ -71,7 +71,7 @@ inline Status LaunchWgmmaMlaSplits(void (*kernel)(DecodeAttentionLaunch), int sh
   KVSIM_CUDA_RETURN_IF_ERROR(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
   const dim3 grid(
-      static_cast<unsigned>(launch.plan.max_splits),
+      static_cast<unsigned>(launch.splits.max_splits),
       static_cast<unsigned>((launch.num_q_heads + kFastMlaHeadsPerTile - 1) / kFastMlaHeadsPerTile),
       static_cast<unsigned>(launch.table.batch));
   kernel<<<grid, kFastMlaThreads, static_cast<size_t>(shared_bytes),

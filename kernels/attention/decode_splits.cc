@@ -1,4 +1,4 @@
-// The decode split plan and its rounding counts.
+// The decode splits and their rounding counts.
 #include "kernels/attention/decode_splits.h"
 
 #include <algorithm>
@@ -17,18 +17,18 @@ DecodeSplits ChooseDecodeSplits(int batch, int blocks_per_split, int64_t max_con
   int64_t split = (max_context_tokens + wanted_splits - 1) / wanted_splits;
   split = (split + kDecodeTileTokens - 1) / kDecodeTileTokens * kDecodeTileTokens;
   split = std::clamp<int64_t>(split, kDecodeMinSplitTokens, kDecodeMaxSplitTokens);
-  DecodeSplits plan;
-  plan.split_tokens = static_cast<int>(split);
-  plan.max_splits = static_cast<int>((max_context_tokens + split - 1) / split);
-  return plan;
+  DecodeSplits decode_splits;
+  decode_splits.split_tokens = static_cast<int>(split);
+  decode_splits.max_splits = static_cast<int>((max_context_tokens + split - 1) / split);
+  return decode_splits;
 }
 
-DecodeRoundingModel DecodeRoundingModelFor(const DecodeSplits& plan, int head_dim, int seq_len) {
+DecodeRoundingModel DecodeRoundingModelFor(const DecodeSplits& decode_splits, int head_dim, int seq_len) {
   KVSIM_CHECK_GE(seq_len, 1);
-  KVSIM_CHECK_GE(plan.split_tokens, kDecodeTileTokens);
-  const int split_length = std::min(plan.split_tokens, seq_len);
+  KVSIM_CHECK_GE(decode_splits.split_tokens, kDecodeTileTokens);
+  const int split_length = std::min(decode_splits.split_tokens, seq_len);
   const int tiles = (split_length + kDecodeTileTokens - 1) / kDecodeTileTokens;
-  const int splits = DecodeSplitCount(plan, seq_len);
+  const int splits = DecodeSplitCount(decode_splits, seq_len);
   DecodeRoundingModel model;
   // head_dim products and head_dim - 1 additions make a dot product's error at most
   // gamma(head_dim); then the token's K scale, and the factor softmax_scale * k_scale * log2(e):

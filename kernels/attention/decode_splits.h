@@ -15,8 +15,8 @@ inline constexpr int kDecodeTileTokens = 32;
 // long ones leave the GPU idle at small batches.
 inline constexpr int kDecodeMinSplitTokens = 256;
 inline constexpr int kDecodeMaxSplitTokens = 4096;
-// Blocks the plan aims for: 4 per SM on a 132-SM H100/H200. A constant, not the device's count,
-// so the plan (and the reduction order) is the same on every machine and on the CPU.
+// Blocks the splits aim for: 4 per SM on a 132-SM H100/H200. A constant, not the device's count,
+// so the splits (and the reduction order) is the same on every machine and on the CPU.
 inline constexpr int kDecodeTargetBlocks = 4 * 132;
 // MLA query heads handled by one CUDA block (each reads the shared latent tile once).
 inline constexpr int kMlaHeadsPerBlock = 16;
@@ -40,11 +40,11 @@ struct DecodeSplits {
 DecodeSplits ChooseDecodeSplits(int batch, int blocks_per_split, int64_t max_context_tokens);
 
 // Splits of a request of `seq_len` tokens (>= 1).
-KVSIM_HD_INLINE int DecodeSplitCount(const DecodeSplits& plan, int seq_len) {
-  return (seq_len + plan.split_tokens - 1) / plan.split_tokens;
+KVSIM_HD_INLINE int DecodeSplitCount(const DecodeSplits& decode_splits, int seq_len) {
+  return (seq_len + decode_splits.split_tokens - 1) / decode_splits.split_tokens;
 }
 
-// The longest chains of fp32 roundings in one request's attention under `plan`, for the error
+// The longest chains of fp32 roundings in one request's attention under `decode_splits`, for the error
 // bound of docs/numerics.md ("Decode attention"). Both backends stay within these counts.
 struct DecodeRoundingModel {
   // Roundings on the way to one score: the dot product of head_dim terms in any summation order
@@ -62,6 +62,6 @@ struct DecodeRoundingModel {
 };
 
 // The rounding counts of a request of `seq_len` tokens (>= 1) with K rows of `head_dim` values.
-DecodeRoundingModel DecodeRoundingModelFor(const DecodeSplits& plan, int head_dim, int seq_len);
+DecodeRoundingModel DecodeRoundingModelFor(const DecodeSplits& decode_splits, int head_dim, int seq_len);
 
 }  // namespace kvsim

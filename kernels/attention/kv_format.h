@@ -34,7 +34,7 @@ inline constexpr int kMaxKvHeads = 128;
 inline constexpr int kMaxGqaGroup = 16;
 inline constexpr int kMaxMlaQueryHeads = 128;
 // A request's block table covers at most this many tokens (1M): positions and slot offsets stay
-// far inside int32, and the decode split plan has a bounded number of splits.
+// far inside int32, and the decode splits have a bounded number of splits.
 inline constexpr int64_t kMaxContextTokens = int64_t{1} << 20;
 // A pool holds at most this many physical pages (int32 page ids, with room to spare).
 inline constexpr int kMaxPages = 1 << 24;

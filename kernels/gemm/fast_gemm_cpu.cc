@@ -18,9 +18,9 @@ namespace {
 // `split` to `acc` [m, 128] (zero on entry), one product at a time in k order, as the warp's
 // mma instructions take them step by step.
 void AccumulateWarp(const uint16_t* x, int m, int k, const std::vector<float>& w,
-                    const FastGemmGrid& plan, int split, int warp, std::vector<float>& acc) {
-  const int end = plan.EndStep(split);
-  for (int step = plan.FirstStep(split) + warp; step < end; step += kFastGemmWarps) {
+                    const FastGemmGrid& grid, int split, int warp, std::vector<float>& acc) {
+  const int end = grid.EndStep(split);
+  for (int step = grid.FirstStep(split) + warp; step < end; step += kFastGemmWarps) {
     for (int row = 16 * step; row < 16 * (step + 1); ++row) {
       const float* w_row = w.data() + static_cast<int64_t>(row) * kFastGemmColumns;
       for (int i = 0; i < m; ++i) {
@@ -38,17 +38,17 @@ void AccumulateWarp(const uint16_t* x, int m, int k, const std::vector<float>& w
 template <typename DequantizeBlock>
 void FastGemm(const uint16_t* x, int m, int k, int n, const uint16_t* bias, uint16_t* out,
               const DequantizeBlock& dequantize) {
-  const FastGemmGrid plan = ChooseFastGemmGrid(m, n, k);
+  const FastGemmGrid grid = ChooseFastGemmGrid(m, n, k);
   std::vector<float> w(static_cast<size_t>(k) * kFastGemmColumns);
   std::vector<float> warp_acc(static_cast<size_t>(m) * kFastGemmColumns);
   std::vector<float> block_sum(warp_acc.size());
-  std::vector<float> partials(static_cast<size_t>(plan.splits) * warp_acc.size());
-  for (int block = 0; block < plan.grid_x; ++block) {
+  std::vector<float> partials(static_cast<size_t>(grid.splits) * warp_acc.size());
+  for (int block = 0; block < grid.grid_x; ++block) {
     dequantize(block * kFastTilesPerBlock, w.data());
-    for (int split = 0; split < plan.splits; ++split) {
+    for (int split = 0; split < grid.splits; ++split) {
       for (int warp = 0; warp < kFastGemmWarps; ++warp) {
         std::fill(warp_acc.begin(), warp_acc.end(), 0.0f);
-        AccumulateWarp(x, m, k, w, plan, split, warp, warp_acc);
+        AccumulateWarp(x, m, k, w, grid, split, warp, warp_acc);
         // The cross-warp sum: warp 0's, then warps 1, 2 and 3 added in turn.
         for (size_t e = 0; e < warp_acc.size(); ++e) {
           block_sum[e] = warp == 0 ? warp_acc[e] : block_sum[e] + warp_acc[e];
@@ -61,10 +61,10 @@ void FastGemm(const uint16_t* x, int m, int k, int n, const uint16_t* bias, uint
         const int column = block * kFastGemmColumns + j;
         const size_t e = static_cast<size_t>(i) * kFastGemmColumns + j;
         float sum = partials[e];
-        if (plan.splits > 1) {
+        if (grid.splits > 1) {
           // The last block of the tile adds the splits in split order, from zero.
           sum = 0.0f;
-          for (int split = 0; split < plan.splits; ++split)
+          for (int split = 0; split < grid.splits; ++split)
             sum += partials[split * block_sum.size() + e];
         }
         const float bias_value = bias == nullptr ? 0.0f : DecodeBf16(bias[column]);

@@ -44,7 +44,7 @@ struct FastGemmGrid {
   int EndStep(int split) const;
 };
 
-// The plan for an [m, k] x [k, n] product with 1 <= m <= 16, k a positive multiple of 16 and n of
+// The grid for an [m, k] x [k, n] product with 1 <= m <= 16, k a positive multiple of 16 and n of
 // 128 (checked: a violation is a bug in the caller).
 FastGemmGrid ChooseFastGemmGrid(int m, int n, int k);
 

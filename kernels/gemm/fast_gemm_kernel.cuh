@@ -22,7 +22,7 @@
 
 namespace kvsim::gemm_cuda {
 
-// The plan's numbers the kernel needs (fast_gemm_grid.h).
+// The grid's numbers the kernel needs (fast_gemm_grid.h).
 struct FastGemmShape {
   int m;
   int n;
@@ -202,23 +202,23 @@ __global__ void __launch_bounds__(kFastGemmThreads, 4)
   }
 }
 
-// Launches FastGemmKernel for the plan on `stream`; with several splits it first zeroes the
+// Launches FastGemmKernel for the grid on `stream`; with several splits it first zeroes the
 // workspace's counters on the same stream, so the call owns its split state from the start.
 template <class Format>
 Status LaunchFastGemm(const GemmOperands& op, const typename Format::View& weights,
                       cudaStream_t stream) {
-  const FastGemmGrid plan = ChooseFastGemmGrid(op.m, op.n, op.k);
-  FastGemmShape shape{op.m, op.n, plan.k_steps, plan.stages_per_split * kFastGemmStageSteps,
-                      plan.splits};
+  const FastGemmGrid grid = ChooseFastGemmGrid(op.m, op.n, op.k);
+  FastGemmShape shape{op.m, op.n, grid.k_steps, grid.stages_per_split * kFastGemmStageSteps,
+                      grid.splits};
   float* partials = nullptr;
   int* counters = nullptr;
-  if (plan.splits > 1) {
+  if (grid.splits > 1) {
     counters = static_cast<int*>(op.workspace);
-    partials = reinterpret_cast<float*>(static_cast<uint8_t*>(op.workspace) + plan.counter_bytes);
-    KVSIM_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(counters, 0, plan.counter_bytes, stream));
+    partials = reinterpret_cast<float*>(static_cast<uint8_t*>(op.workspace) + grid.counter_bytes);
+    KVSIM_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(counters, 0, grid.counter_bytes, stream));
   }
-  const dim3 grid(plan.grid_x, plan.splits);
-  FastGemmKernel<Format><<<grid, kFastGemmThreads, 0, stream>>>(shape, op.x, op.bias, op.out,
+  const dim3 blocks(grid.grid_x, grid.splits);
+  FastGemmKernel<Format><<<blocks, kFastGemmThreads, 0, stream>>>(shape, op.x, op.bias, op.out,
                                                                 weights, partials, counters);
   KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return Status::Ok();

@@ -137,7 +137,7 @@ Status RunGemm(const char* what, Backend& backend, const Args& args, const Statu
   operands.m = m;
   operands.n = n;
   operands.k = k;
-  operands.plan = ChooseGemmGrid(m, n, k);
+  operands.grid = ChooseGemmGrid(m, n, k);
   operands.launch = args.launch;
   const CudaLaunch& run = fast ? fast_launch : launch;
   const size_t workspace_bytes = GemmWorkspaceBytes(m, n, k, args.launch.path);

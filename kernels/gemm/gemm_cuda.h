@@ -10,7 +10,7 @@
 
 namespace kvsim::gemm_cuda {
 
-// Device pointers and the plan of one call; shapes already checked against the plan.
+// Device pointers and the grid of one call; shapes already checked against it.
 struct GemmOperands {
   const uint16_t* x = nullptr;     // bf16 [m, k]
   const uint16_t* bias = nullptr;  // bf16 [n] or null
@@ -21,7 +21,7 @@ struct GemmOperands {
   int m = 0;
   int n = 0;
   int k = 0;
-  GemmGrid plan;         // the simple path's plan (used when the simple path runs)
+  GemmGrid grid;         // the simple path's grid (used when the simple path runs)
   LaunchOptions launch;  // the path (kFast runs the fast kernel for m <= 16) and the stream
 };
 

@@ -55,7 +55,7 @@ struct GemmGrid {
   size_t workspace_bytes = 0;  // kGemmCounterBytes + 4 partial_floats; 0 when splits == 1
 };
 
-// The plan for an [m, k] x [k, n] product; 1 <= m <= kGemmMaxM, k a positive multiple of 16, n of
+// The grid for an [m, k] x [k, n] product; 1 <= m <= kGemmMaxM, k a positive multiple of 16, n of
 // 128 (checked: a violation is a bug in the caller).
 GemmGrid ChooseGemmGrid(int m, int n, int k);
 

@@ -64,9 +64,9 @@ __device__ __forceinline__ void LoadActivations(const GemmOperands& op, int row0
 //   kWarpsK   warps that share columns and split the block's k steps
 //   kUnroll   k steps whose weights a warp loads before using the first
 //
-//   op        activations, bias, output, shapes and the launch plan (gemm_grid.h)
+//   op        activations, bias, output, shapes and the launch grid (gemm_grid.h)
 //   weights   the packed weights in Format's layout
-//   partials  fp32 [splits, m, n] when the plan splits k, else null
+//   partials  fp32 [splits, m, n] when the grid splits k, else null
 //   counters  int [gridDim.y * gridDim.x], zeroed on the call's stream before the launch, when
 //             split, else null
 template <class Format, int kMTiles, int kNTiles, int kWarpsN, int kWarpsK, int kUnroll>
@@ -85,8 +85,8 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   const int column0 = blockIdx.x * kColumns;
   const int nt0 = column0 / kTileN + wn * kNTiles;
   const int k_steps = op.k / kTileK;
-  const int step_begin = blockIdx.z * op.plan.steps_per_split;
-  const int step_end = min(step_begin + op.plan.steps_per_split, k_steps);
+  const int step_begin = blockIdx.z * op.grid.steps_per_split;
+  const int step_end = min(step_begin + op.grid.steps_per_split, k_steps);
 
   float acc[kMTiles][kNTiles][kSubtilesPerTile][4] = {};
   for (int s0 = step_begin + wk; s0 < step_end; s0 += kWarpsK * kUnroll) {
@@ -148,7 +148,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     __syncthreads();
   }
 
-  if (op.plan.splits == 1) {
+  if (op.grid.splits == 1) {
     for (int e = threadIdx.x; e < kRows * kColumns; e += blockDim.x) {
       const int row = row0 + e / kColumns;
       if (row >= op.m) continue;
@@ -169,7 +169,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
   __threadfence();
   __syncthreads();
   const int tile = blockIdx.y * gridDim.x + blockIdx.x;
-  if (threadIdx.x == 0) last_block = atomicAdd(&counters[tile], 1) == op.plan.splits - 1;
+  if (threadIdx.x == 0) last_block = atomicAdd(&counters[tile], 1) == op.grid.splits - 1;
   __syncthreads();
   if (!last_block) return;
   __threadfence();
@@ -178,7 +178,7 @@ __global__ void __launch_bounds__(kWarpsN* kWarpsK * 32)
     if (row >= op.m) continue;
     const int column = column0 + e % kColumns;
     float sum = 0.0f;
-    for (int split = 0; split < op.plan.splits; ++split) {
+    for (int split = 0; split < op.grid.splits; ++split) {
       // L2 loads: other blocks' partials are not in this SM's L1.
       sum += __ldcg(partials + (static_cast<int64_t>(split) * op.m + row) * op.n + column);
     }
@@ -214,9 +214,9 @@ __global__ void DequantizeKernel(typename Format::View weights, uint16_t* out) {
 
 namespace kvsim::gemm_cuda {
 
-// Launches GemmKernel with the tile configuration the plan chose. The template arguments are tied
-// to the plan's constants (gemm_grid.h) by the static_asserts.
-// With several splits it first zeroes the plan's counters on the same stream, so no call depends
+// Launches GemmKernel with the tile configuration the grid chose. The template arguments are tied
+// to the grid's constants (gemm_grid.h) by the static_asserts.
+// With several splits it first zeroes the grid's counters on the same stream, so no call depends
 // on what an earlier one left in the workspace.
 template <class Format>
 Status LaunchGemm(const GemmOperands& op, const typename Format::View& weights,
@@ -228,25 +228,25 @@ Status LaunchGemm(const GemmOperands& op, const typename Format::View& weights,
   static_assert(kLargeWarpsN * kLargeNTiles * kTileN == kGemmBlockColumns);
   static_assert(32 * kSmallWarpsN * kSmallWarpsK == kGemmThreadsPerBlock);
   static_assert(32 * kLargeWarpsN * kLargeWarpsK == kGemmThreadsPerBlock);
-  const GemmGrid& plan = op.plan;
+  const GemmGrid& grid = op.grid;
   float* partials = nullptr;
   int* counters = nullptr;
-  if (plan.splits > 1) {
+  if (grid.splits > 1) {
     counters = static_cast<int*>(op.workspace);
     partials = reinterpret_cast<float*>(counters + kGemmCounterSlots);
     KVSIM_CUDA_RETURN_IF_ERROR(
-        cudaMemsetAsync(counters, 0, plan.counters * sizeof(int32_t), stream));
+        cudaMemsetAsync(counters, 0, grid.counters * sizeof(int32_t), stream));
   }
-  const dim3 grid(plan.grid_x, plan.grid_y, plan.splits);
-  if (plan.config == GemmTileConfig::kSmallM) {
-    KVSIM_CHECK_EQ(plan.warps_k, kSmallWarpsK);
+  const dim3 blocks(grid.grid_x, grid.grid_y, grid.splits);
+  if (grid.config == GemmTileConfig::kSmallM) {
+    KVSIM_CHECK_EQ(grid.warps_k, kSmallWarpsK);
     // Decode: four steps in flight per warp and n64 tile.
     GemmKernel<Format, kSmallMTiles, kSmallNTiles, kSmallWarpsN, kSmallWarpsK, 4>
-        <<<grid, kGemmThreadsPerBlock, 0, stream>>>(op, weights, partials, counters);
+        <<<blocks, kGemmThreadsPerBlock, 0, stream>>>(op, weights, partials, counters);
   } else {
-    KVSIM_CHECK_EQ(plan.warps_k, kLargeWarpsK);
+    KVSIM_CHECK_EQ(grid.warps_k, kLargeWarpsK);
     GemmKernel<Format, kLargeMTiles, kLargeNTiles, kLargeWarpsN, kLargeWarpsK, 2>
-        <<<grid, kGemmThreadsPerBlock, 0, stream>>>(op, weights, partials, counters);
+        <<<blocks, kGemmThreadsPerBlock, 0, stream>>>(op, weights, partials, counters);
   }
   KVSIM_CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return Status::Ok();

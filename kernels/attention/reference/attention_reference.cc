@@ -123,9 +123,9 @@ int TensorCoreRoundings(int terms) {
   return CeilDiv(terms, kTensorCoreStepK) * kTensorCoreStepRoundings;
 }
 
-bool PlanWithinBound(const DecodeSplits& plan) {
-  return plan.split_tokens >= kBoundMinSplitTokens && plan.split_tokens <= kBoundMaxSplitTokens &&
-         plan.split_tokens % kBoundTileTokens == 0;
+bool SplitsWithinBound(const DecodeSplits& decode_splits) {
+  return decode_splits.split_tokens >= kBoundMinSplitTokens && decode_splits.split_tokens <= kBoundMaxSplitTokens &&
+         decode_splits.split_tokens % kBoundTileTokens == 0;
 }
 
 DecodeRoundingModel WorstCaseRoundingModel(int head_dim, int seq_len, DecodeArithmetic arithmetic) {

@@ -52,7 +52,7 @@ DequantizedKv DequantizeRequest(const HostKvCache& cache, const std::vector<int3
 // What the bound assumes of a decode kernel's order of operations (docs/numerics.md, "Decode
 // attention within a derived bound"): scores of tiles of 32 tokens, one online-softmax update per
 // tile, splits of whole tiles from 256 to 4,096 tokens, combined in the end. Stated here, apart
-// from the kernels' plan, so that a plan that strays cannot widen the bound it is checked against.
+// from the kernels' splits, so that splits that stray cannot widen the bound it is checked against.
 inline constexpr int kBoundTileTokens = 32;
 inline constexpr int kBoundMinSplitTokens = 256;
 inline constexpr int kBoundMaxSplitTokens = 4096;
@@ -93,12 +93,12 @@ inline constexpr int kTensorCoreStepRoundings = 36;
 // The roundings a chain of tensor-core steps over `terms` products counts as (whole steps).
 int TensorCoreRoundings(int terms);
 
-// Whether a kernel's split plan is one the bound covers: a whole number of tiles within the range.
-bool PlanWithinBound(const DecodeSplits& plan);
+// Whether a kernel's splits is one the bound covers: a whole number of tiles within the range.
+bool SplitsWithinBound(const DecodeSplits& decode_splits);
 
 // The longest chains of roundings in one request of `seq_len` tokens (>= 1) with K rows of
 // `head_dim` values, the largest over every split length the bound covers, whatever the kernel's
-// plan chose. Under kBf16TensorCore each 16-product tensor-core step counts as 36 roundings,
+// splits chose. Under kBf16TensorCore each 16-product tensor-core step counts as 36 roundings,
 // under kFp8TensorCore each 64-product step as 133,120, under kFp8BlockTensorCore a score's
 // 128-product step as 264,192 (docs/numerics.md, "The fast paths").
 DecodeRoundingModel WorstCaseRoundingModel(int head_dim, int seq_len,

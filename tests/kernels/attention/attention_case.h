@@ -123,7 +123,7 @@ Result<DecodeOutputs> RunDecodeWith(Backend& backend, const AttentionCase& c, De
 // The decode arguments for a case (outputs left null).
 DecodeAttentionArgs DecodeArgsFor(const AttentionCase& c, DeviceCase& device);
 
-// The split plan decode attention uses for the case on `path` (DecodeSplitsFor on its shapes).
+// The splits decode attention uses for the case on `path` (DecodeSplitsFor on its shapes).
 DecodeSplits SplitsFor(const AttentionCase& c, KernelPath path = kDefaultKernelPath);
 
 // The request's block-table row, as the reference reads it.

@@ -94,7 +94,7 @@ TEST(DecodeFastMlaTest, LongRequestMatchesReference) {
   std::cout << "fast MLA 4097 tokens, largest |kernel - reference| / bound: " << worst << "\n";
 }
 
-// The fast plan puts 64 heads in one block: fewer blocks per split than the simple path's 16.
+// The fast path puts 64 heads in one block: fewer blocks per split than the simple path's 16.
 TEST(DecodeFastMlaTest, PlanCountsHeadTiles) {
   AttentionCaseParams params;
   params.shape = MlaCacheShape(0, 64, {KvDtype::kFp8E4M3, KvScaling::kPerTensor});

@@ -1,6 +1,6 @@
 // The rounding counts of the fast GQA decode path's order (docs/numerics.md, "The fast paths"),
 // for the FP64 reference's bound: the largest over every split length the bound covers, computed
-// from the path's tiling and not from the plan a kernel chose.
+// from the path's tiling and not from the splits a kernel chose.
 #pragma once
 
 #include "kernels/attention/decode_splits.h"

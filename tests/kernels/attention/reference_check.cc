@@ -76,9 +76,9 @@ ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
   auto fail = [&](const std::string& what) {
     if (check.failure.empty()) check.failure = what + " in " + DescribeCase(c);
   };
-  const DecodeSplits plan = SplitsFor(c, path);
-  if (!reference::PlanWithinBound(plan)) {
-    fail("the kernels' plan splits at " + std::to_string(plan.split_tokens) +
+  const DecodeSplits decode_splits = SplitsFor(c, path);
+  if (!reference::SplitsWithinBound(decode_splits)) {
+    fail("the kernels' decode_splits splits at " + std::to_string(decode_splits.split_tokens) +
          " tokens, outside what the bound covers");
   }
   for (int r = 0; r < c.batch; ++r) {

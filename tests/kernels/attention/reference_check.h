@@ -57,7 +57,7 @@ BoundModelsFor PathBoundModels(const AttentionCase& c, KernelPath path);
 
 // Checks every request and head of `outputs` (run on `c` with `out_dtype` on `path`) against the
 // reference of the cache `cache` (downloaded after the run), within the bound of `models` (the
-// path's plan must be one the bound covers). Every status must be kOk.
+// path's splits must be ones the bound covers). Every status must be kOk.
 ReferenceCheck CheckDecodeAgainstReference(const AttentionCase& c,
                                            const reference::HostKvCache& cache,
                                            const DecodeOutputs& outputs,

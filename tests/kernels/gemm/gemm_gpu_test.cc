@@ -141,7 +141,7 @@ TEST_F(GemmGpuTest, EveryRowCountAndConfigurationMeetsTheBound) {
   }
 }
 
-// The benchmark's shapes at the row counts where the launch plan splits k across blocks.
+// The benchmark's shapes at the row counts where the launch grid splits k across blocks.
 TEST_F(GemmGpuTest, ModelShapesMeetTheBound) {
   struct Shape {
     int k;
