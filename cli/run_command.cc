@@ -40,9 +40,9 @@ class RunCommand : public Command {
     app.add_option("--csv", csv_, "Write one line per request here");
     app.add_option("--plot", plot_,
                    "Draw latency CDFs and pages in use over time here (.svg or .png, gnuplot)");
-    app.add_option("--trace", trace_,
-                   "Write a Chrome/Perfetto trace of the run here (steps, requests, transfers, "
-                   "aborts; open it in ui.perfetto.dev)");
+    app.add_option("--timeline", timeline_,
+                   "Write a timeline of the run here (steps, requests, transfers, aborts), in the "
+                   "trace-event JSON that ui.perfetto.dev opens");
     app.add_option("--weaken", weaken_text_,
                    "Plant a weakness in the checks themselves, to see the run's verdict fail: "
                    "refuse-after-fault, skip-write-check, seal-one-slot-short, table-after-check, "
@@ -78,7 +78,7 @@ class RunCommand : public Command {
     KVSIM_ASSIGN_OR_RETURN(options.weakness, sim::ParseWeakness(weaken_text_));
     options.json_path = json_;
     options.csv_path = csv_;
-    options.trace_path = trace_;
+    options.timeline_path = timeline_;
     options.plot_path = plot_;
     KVSIM_ASSIGN_OR_RETURN(const sim::RunReport report, RunAndReport(scenario, options, out));
     return FindingsStatus(report);
@@ -91,7 +91,7 @@ class RunCommand : public Command {
   std::string backend_text_ = "auto";
   std::string json_;
   std::string csv_;
-  std::string trace_;
+  std::string timeline_;
   std::string plot_;
   std::string configs_;
   std::string weaken_text_ = "none";

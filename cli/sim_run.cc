@@ -15,7 +15,7 @@
 #include "cli/text_table.h"
 #include "kernels/backend_factory.h"
 #include "model/catalog.h"
-#include "sim/report/chrome_trace.h"
+#include "sim/report/timeline.h"
 #include "sim/report/report_io.h"
 #include "sim/scenario/run_scenario.h"
 
@@ -173,8 +173,8 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
   run.kernel_wall = &kernel_wall;
   std::vector<std::string> pool_names;
   for (const sim::PreparedPool& pool : prepared.pools) pool_names.push_back(pool.name);
-  sim::ChromeTrace trace(pool_names);
-  if (!options.trace_path.empty()) run.trace = &trace;
+  sim::Timeline timeline(pool_names);
+  if (!options.timeline_path.empty()) run.timeline = &timeline;
   const auto wall_start = std::chrono::steady_clock::now();
   Result<sim::RunReport> result = sim::RunPrepared(scenario, prepared, run, *backend);
   const double wall_s =
@@ -265,11 +265,11 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
     // A missing gnuplot is said, not a failure of the run (its report is written above).
     out << (plotted.ok() ? "Plot: " + options.plot_path : "No plot: " + plotted.message()) << "\n";
   }
-  if (!options.trace_path.empty()) {
-    std::ofstream file(options.trace_path);
-    if (!file) return InvalidArgumentError("--trace: cannot write " + options.trace_path);
-    trace.Write(file);
-    if (!file) return InvalidArgumentError("--trace: writing " + options.trace_path + " failed");
+  if (!options.timeline_path.empty()) {
+    std::ofstream file(options.timeline_path);
+    if (!file) return InvalidArgumentError("--timeline: cannot write " + options.timeline_path);
+    timeline.Write(file);
+    if (!file) return InvalidArgumentError("--timeline: writing " + options.timeline_path + " failed");
   }
   if (!options.csv_path.empty()) {
     std::ofstream file(options.csv_path);

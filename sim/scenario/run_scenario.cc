@@ -162,7 +162,7 @@ Result<RunReport> RunPrepared(const Scenario& scenario, const PreparedScenario& 
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<Server> server,
                          Server::Create(config, std::move(pools), prepared.link, backend));
   server->set_progress(options.progress);
-  server->set_trace(options.trace);
+  server->set_timeline(options.timeline);
   KVSIM_ASSIGN_OR_RETURN(RunReport report, server->Run());
   report.scenario = scenario.name;
   report.mode = RunModeName(options.mode);

@@ -13,7 +13,7 @@
 #include "model/catalog.h"
 #include "model/plan.h"
 #include "sim/dataplane/kernel_data_plane.h"
-#include "sim/report/chrome_trace.h"
+#include "sim/report/timeline.h"
 #include "sim/report/run_report.h"
 #include "sim/scenario/scenario.h"
 #include "sim/server/server.h"
@@ -48,7 +48,7 @@ struct RunOptions {
   // Kernel mode: where the data planes' wall time went is written here when not null.
   KernelWallClock* kernel_wall = nullptr;
   // The run is recorded here when not null (one track per prepared pool, in their order).
-  ChromeTrace* trace = nullptr;
+  Timeline* timeline = nullptr;
 };
 
 // Applies to `prepared` what of `scenario` its preparation does not depend on: the server's

@@ -179,8 +179,8 @@ void Server::DropFirstHalf(int64_t id) {
 
 Status Server::OnCancel(int64_t id, EventQueue& queue) {
   const Location at = where_[static_cast<size_t>(id)];
-  if (trace_ != nullptr && (at.first >= 0 || at.decode >= 0)) {
-    trace_->Instant(at.decode >= 0 ? 1 : 0, queue.now(), "cancel", "request " + std::to_string(id));
+  if (timeline_ != nullptr && (at.first >= 0 || at.decode >= 0)) {
+    timeline_->Instant(at.decode >= 0 ? 1 : 0, queue.now(), "cancel", "request " + std::to_string(id));
   }
   Scheduler* decode = disaggregated() ? &pools_[1]->scheduler : nullptr;
   if (at.decode >= 0 && faults_ && decode->request(at.decode).phase == RequestPhase::kReceiving &&
@@ -306,8 +306,8 @@ Status Server::StartStep(size_t pool, EventQueue& queue) {
     used += each->scheduler.pool().pages_owned();
     waiting += static_cast<int32_t>(each->scheduler.waiting().size());
   }
-  if (trace_ != nullptr) {
-    trace_->Counters(static_cast<int>(pool), now, p.scheduler.pool().pages_owned(),
+  if (timeline_ != nullptr) {
+    timeline_->Counters(static_cast<int>(pool), now, p.scheduler.pool().pages_owned(),
                      static_cast<int32_t>(p.scheduler.running().size()),
                      static_cast<int32_t>(p.scheduler.waiting().size()));
   }
@@ -322,13 +322,13 @@ Status Server::OnStepEnd(size_t pool, EventQueue& queue) {
   const SimNs now = queue.now();
   KVSIM_RETURN_IF_ERROR(CheckStepClock(p.step_start_ns, now));
   p.in_flight = false;
-  if (trace_ != nullptr) {
+  if (timeline_ != nullptr) {
     std::vector<std::pair<std::string, double>> operator_us;
     for (int op = 0; op < model::kOperatorCount; ++op) {
       const double s = p.step_cost.operator_s[static_cast<size_t>(op)];
       if (s > 0) operator_us.emplace_back(model::OperatorName(model::Operator(op)), s * 1e6);
     }
-    trace_->Step(static_cast<int>(pool), p.step_start_ns, now, p.decode_rows, p.prefill_tokens,
+    timeline_->Step(static_cast<int>(pool), p.step_start_ns, now, p.decode_rows, p.prefill_tokens,
                  operator_us);
   }
   std::vector<SimNs> last_token_before;
@@ -402,8 +402,8 @@ Status Server::OnTransferEnd(int64_t id, EventQueue& queue) {
   }
   if (at.decode < 0) return Status::Ok();  // it ended while the data was on the way
   transfers_.push_back(queue.now() - transfer_start_[static_cast<size_t>(id)]);
-  if (trace_ != nullptr)
-    trace_->Transfer(id, transfer_start_[static_cast<size_t>(id)], queue.now());
+  if (timeline_ != nullptr)
+    timeline_->Transfer(id, transfer_start_[static_cast<size_t>(id)], queue.now());
   Pool& decode = *pools_[1];
   const SimRequest& received = decode.scheduler.request(at.decode);
   const bool cancelled = received.cancel_pending ||

@@ -28,7 +28,7 @@
 #include "sim/faults/fault_mix.h"
 #include "sim/integrity/integrity_tracker.h"
 #include "sim/integrity/written_seal.h"
-#include "sim/report/chrome_trace.h"
+#include "sim/report/timeline.h"
 #include "sim/report/run_report.h"
 #include "sim/sched/scheduler.h"
 #include "sim/server/server_config.h"
@@ -67,9 +67,9 @@ class Server final : public EventHandler {
   void set_progress(std::function<void(SimNs, int64_t)> progress) {
     progress_ = std::move(progress);
   }
-  // Records steps, requests, transfers and instants into `trace` (null: none); it must outlive the
+  // Records steps, requests, transfers and instants into `timeline` (null: none); it must outlive the
   // run and have one track per pool.
-  void set_trace(ChromeTrace* trace) { trace_ = trace; }
+  void set_timeline(Timeline* timeline) { timeline_ = timeline; }
 
   Status Handle(const Event& event, EventQueue& queue) override;
   Status CheckCheapInvariants() const override;
@@ -119,7 +119,7 @@ class Server final : public EventHandler {
     std::vector<int32_t> generated_before;
     int32_t decode_rows = 0;             // of the step in flight
     int64_t prefill_tokens = 0;          // of the step in flight
-    model::StepTimeBreakdown step_cost;  // of the step in flight, by operator (for the trace)
+    model::StepTimeBreakdown step_cost;  // of the step in flight, by operator (for the timeline)
   };
 
   // Where a live request is: its slot in the first pool, and in the decode pool once handed over.
@@ -225,7 +225,7 @@ class Server final : public EventHandler {
   PoolSeries series_;
   uint64_t hash_ = 0;
   std::function<void(SimNs, int64_t)> progress_;
-  ChromeTrace* trace_ = nullptr;
+  Timeline* timeline_ = nullptr;
 };
 
 }  // namespace kvsim::sim

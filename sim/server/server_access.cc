@@ -99,8 +99,8 @@ void Server::Refuse(size_t pool, int32_t slot, const Refusal& refusal, RefusalKi
     finding.detail = p.name + " pool: " + refusal.message;
     AddFinding(std::move(finding));
   }
-  if (trace_ != nullptr) {
-    trace_->Instant(static_cast<int>(pool), queue_->now(), "abort",
+  if (timeline_ != nullptr) {
+    timeline_->Instant(static_cast<int>(pool), queue_->now(), "abort",
                     "request " + std::to_string(r.spec.id) + ": " + refusal.message);
   }
   // A zombie has ended already: its write is dropped, and that is all. So has a request whose KV

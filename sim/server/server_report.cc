@@ -68,8 +68,8 @@ void Server::RecordEnd(size_t pool, int32_t slot, EventQueue& queue) {
     report_.prompt_tokens += r.spec.prompt_tokens;
     report_.cached_tokens += r.cached_tokens;
   }
-  if (trace_ != nullptr) {
-    trace_->Request(r.spec.id, r.spec.arrival_ns, r.first_scheduled_ns, r.first_token_ns, r.end_ns,
+  if (timeline_ != nullptr) {
+    timeline_->Request(r.spec.id, r.spec.arrival_ns, r.first_scheduled_ns, r.first_token_ns, r.end_ns,
                     RequestPhaseName(record.phase));
   }
   MixHash(static_cast<uint64_t>(r.spec.id) * 16 + static_cast<uint64_t>(record.phase));

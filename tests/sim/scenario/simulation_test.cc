@@ -12,7 +12,7 @@
 
 #include "kernels/backend.h"
 #include "model/catalog.h"
-#include "sim/report/chrome_trace.h"
+#include "sim/report/timeline.h"
 #include "sim/report/report_io.h"
 #include "sim/scenario/run_scenario.h"
 
@@ -29,13 +29,13 @@ Scenario Shipped(const std::string& name) {
 }
 
 RunReport Simulate(const Scenario& scenario, uint64_t seed, RunMode mode = RunMode::kTiming,
-                   ChromeTrace* trace = nullptr) {
+                   Timeline* timeline = nullptr) {
   const PreparedScenario prepared = PrepareScenario(scenario, Configs()).value();
   std::unique_ptr<Backend> backend = CreateCpuBackend();
   RunOptions options;
   options.seed = seed;
   options.mode = mode;
-  options.trace = trace;
+  options.timeline = timeline;
   Result<RunReport> report = RunPrepared(scenario, prepared, options, *backend);
   KVSIM_CHECK(report.ok()) << report.status().ToString();
   return std::move(report).value();
@@ -252,14 +252,14 @@ TEST(SimulationTest, DisaggregatedKernelModeConvertsTheFormatOnTheWay) {
   EXPECT_EQ(kernel.state_hash, Simulate(pd, pd.seed).state_hash);
 }
 
-// The trace is JSON in the trace-event format: one complete event per step, a begin and an end
+// The timeline is JSON in the trace-event format: one complete event per step, a begin and an end
 // for every request span, one event per transfer, an instant per cancellation, named tracks.
 TEST(SimulationTest, TheTraceParsesAndHoldsEveryStepRequestAndTransfer) {
   const Scenario pd = Shipped("pd-aborts-in-transfer");
-  ChromeTrace trace({"prefill", "decode"});
-  const RunReport r = Simulate(pd, pd.seed, RunMode::kTiming, &trace);
+  Timeline timeline({"prefill", "decode"});
+  const RunReport r = Simulate(pd, pd.seed, RunMode::kTiming, &timeline);
   std::ostringstream out;
-  trace.Write(out);
+  timeline.Write(out);
   const nlohmann::json json = nlohmann::json::parse(out.str());
   int64_t steps = 0, transfers = 0, begins = 0, ends = 0, names = 0, cancels = 0;
   for (const nlohmann::json& event : json.at("traceEvents")) {

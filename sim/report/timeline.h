@@ -1,4 +1,4 @@
-// ChromeTrace: a run as a Chrome/Perfetto trace (the JSON trace-event format that ui.perfetto.dev
+// Timeline: a run in time, written in the JSON trace-event format that ui.perfetto.dev
 // and chrome://tracing open): each pool's steps on its own track with their batch, each request's
 // queueing, prefill and decode as an async span, KV transfers, aborts and cancellations as
 // instants, and the pools' pages, running and waiting requests as counters. Times are the
@@ -15,10 +15,10 @@
 
 namespace kvsim::sim {
 
-class ChromeTrace {
+class Timeline {
  public:
   // The tracks of the pools, in pool order ("pool", or "prefill" and "decode").
-  explicit ChromeTrace(std::vector<std::string> pool_names);
+  explicit Timeline(std::vector<std::string> pool_names);
 
   // A step of `pool` from `start` to `end`: its decode rows and prefill tokens, and the step-time
   // model's time of each operator in microseconds ("routed experts", 812.5), as it priced them.
@@ -35,7 +35,7 @@ class ChromeTrace {
   // The state of `pool` at `time`.
   void Counters(int pool, SimNs time, int32_t pages_used, int32_t running, int32_t waiting);
 
-  // Writes the whole trace as one JSON object.
+  // Writes the whole timeline as one JSON object.
   void Write(std::ostream& out) const;
 
  private:

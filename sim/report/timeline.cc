@@ -1,5 +1,5 @@
-// Trace events, written in the trace-event JSON format.
-#include "sim/report/chrome_trace.h"
+// The timeline, written as trace events (the trace-event JSON format).
+#include "sim/report/timeline.h"
 
 #include <fmt/format.h>
 
@@ -32,10 +32,10 @@ std::string Escaped(const std::string& text) {
 
 }  // namespace
 
-ChromeTrace::ChromeTrace(std::vector<std::string> pool_names)
+Timeline::Timeline(std::vector<std::string> pool_names)
     : pool_names_(std::move(pool_names)) {}
 
-void ChromeTrace::Step(int pool, SimNs start, SimNs end, int32_t decode_rows,
+void Timeline::Step(int pool, SimNs start, SimNs end, int32_t decode_rows,
                        int64_t prefill_tokens,
                        const std::vector<std::pair<std::string, double>>& operator_us) {
   std::string operators;
@@ -47,7 +47,7 @@ void ChromeTrace::Step(int pool, SimNs start, SimNs end, int32_t decode_rows,
                                 decode_rows, prefill_tokens, operators)});
 }
 
-void ChromeTrace::Request(int64_t id, SimNs arrival, SimNs first_scheduled, SimNs first_token,
+void Timeline::Request(int64_t id, SimNs arrival, SimNs first_scheduled, SimNs first_token,
                           SimNs end, const char* outcome) {
   const std::string args = fmt::format("\"request\":{},\"outcome\":\"{}\"", id, outcome);
   const auto span = [&](const char* name, SimNs begin, SimNs finish) {
@@ -62,25 +62,25 @@ void ChromeTrace::Request(int64_t id, SimNs arrival, SimNs first_scheduled, SimN
   if (first_token >= 0) span("decode", first_token, end);
 }
 
-void ChromeTrace::Transfer(int64_t id, SimNs start, SimNs end) {
+void Timeline::Transfer(int64_t id, SimNs start, SimNs end) {
   spans_.push_back({'X', kTransfersPid, 0, start, end - start, fmt::format("request {}", id),
                     fmt::format("\"request\":{}", id)});
 }
 
-void ChromeTrace::Instant(int pool, SimNs time, const std::string& name,
+void Timeline::Instant(int pool, SimNs time, const std::string& name,
                           const std::string& detail) {
   spans_.push_back(
       {'i', pool, 0, time, 0, name, fmt::format("\"detail\":\"{}\"", Escaped(detail))});
 }
 
-void ChromeTrace::Counters(int pool, SimNs time, int32_t pages_used, int32_t running,
+void Timeline::Counters(int pool, SimNs time, int32_t pages_used, int32_t running,
                            int32_t waiting) {
   spans_.push_back({'C', pool, 0, time, 0, "pool",
                     fmt::format("\"pages_used\":{},\"running\":{},\"waiting\":{}", pages_used,
                                 running, waiting)});
 }
 
-void ChromeTrace::Write(std::ostream& out) const {
+void Timeline::Write(std::ostream& out) const {
   out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   bool first = true;
   const auto separator = [&]() -> const char* {
