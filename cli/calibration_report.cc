@@ -103,7 +103,7 @@ void PrintCalibrationJson(std::ostream& out, const model::Calibration& c,
     const model::LeaveOneOutRow* left = LeftOut(leave_one_out, point);
     // Out of memory on either side: no figure and no error, but whether the two sides agree.
     points.push_back({
-        {"kv_dtype", KvFormatName(point.kv_format)},
+        {"kv_format", KvFormatName(point.kv_format)},
         {"concurrency", point.concurrency},
         {"role", point.fit ? "fitted" : "predicted"},
         {"published_out_of_memory", point.out_of_memory},

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <regex>
 #include <sstream>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace kvsim::cli {
@@ -28,13 +30,25 @@ size_t EditDistance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
-// The long option of `app` that `given` ("--kv_dtype", "--concurency") most likely meant: the same
-// name with '-' for '_', else the nearest within two edits; empty when none is near.
+// Options renamed so that each name means one thing: the former name, then the present one.
+constexpr std::pair<const char*, const char*> kRenamedOptions[] = {
+    {"kv-dtype", "kv-format"},  // the KV cache's format: a dtype and its scaling
+    {"trace", "timeline"},      // a trace is a workload's; the run's record in time is a timeline
+};
+
+// The long option of `app` that `given` ("--kv_format", "--concurency") most likely meant: the
+// present name of a renamed option, the same name with '-' for '_', else the nearest within two
+// edits; empty when none is near.
 std::string Nearest(const CLI::App& app, std::string given) {
   given.erase(0, given.find_first_not_of('-'));
   given = given.substr(0, given.find('='));
   std::string dashed = given;
   std::replace(dashed.begin(), dashed.end(), '_', '-');
+  for (const auto& [former, present] : kRenamedOptions) {
+    if (dashed == former && app.get_option_no_throw(std::string("--") + present) != nullptr) {
+      return std::string("--") + present;
+    }
+  }
   std::string best;
   size_t best_distance = 3;
   for (const CLI::Option* option : app.get_options()) {

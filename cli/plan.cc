@@ -40,7 +40,7 @@ const std::vector<FieldHelp>& FieldHelps() {
       {"reserved-gib",
        "GiB per GPU subtracted after the fraction: budget = memory x fraction - reserved (default "
        "0)"},
-      {"kv-dtype", "KV cache format: " + KvFormatNameList() + " (default bf16)"},
+      {"kv-format", "KV cache format: " + KvFormatNameList() + " (default bf16)"},
       {"page-size", "Tokens per KV page (default 64)"},
       {"weights", "Weight variant of the model (default: as published; see the model YAML)"},
       {"latent-projections",

@@ -39,21 +39,21 @@ Status PrintPlanDemo(std::ostream& out, const std::string& configs_root,
          "KV cache\n\n";
   KVSIM_ASSIGN_OR_RETURN(
       std::vector<LabeledPlan> kimi,
-      Compare(catalog, calibration, {{"model", "kimi-k2.6"}}, "kv-dtype=bf16,fp8_e4m3"));
+      Compare(catalog, calibration, {{"model", "kimi-k2.6"}}, "kv-format=bf16,fp8_e4m3"));
   PrintPlanText(out, kimi);
   out << fmt::format(
       "\n   Reproduce: kvsim plan --model kimi-k2.6 --gpu h200-sxm --gpus 8 --tp 8 --context "
-      "21000 --compare kv-dtype=bf16,fp8_e4m3 --concurrency {}\n",
+      "21000 --compare kv-format=bf16,fp8_e4m3 --concurrency {}\n",
       kConcurrency);
 
   out << "\n2. GLM 5.2 on 8 x H200 (tp 8), FP8 KV cache: FP8 or INT4 weights\n\n";
   KVSIM_ASSIGN_OR_RETURN(
       std::vector<LabeledPlan> glm,
-      Compare(catalog, calibration, {{"model", "glm-5.2"}, {"kv-dtype", "fp8_e4m3"}},
+      Compare(catalog, calibration, {{"model", "glm-5.2"}, {"kv-format", "fp8_e4m3"}},
               "weights=fp8,int4"));
   PrintPlanText(out, glm);
   out << fmt::format(
-      "\n   Reproduce: kvsim plan --model glm-5.2 --kv-dtype fp8_e4m3 --compare weights=fp8,int4 "
+      "\n   Reproduce: kvsim plan --model glm-5.2 --kv-format fp8_e4m3 --compare weights=fp8,int4 "
       "--concurrency {}\n",
       kConcurrency);
   out << "   Step times use the calibration fitted to published Kimi K2.6 figures "

@@ -126,7 +126,7 @@ Result<NeedReport> SolveNeed(const model::Catalog& catalog, const model::StepTim
   std::vector<int> tps = {d.tp};
   if (!Given(base, "tp")) tps.assign(std::begin(kNeedTpSizes), std::end(kNeedTpSizes));
   std::vector<std::string> kvs = {KvFormatName(d.kv_format)};
-  if (!Given(base, "kv-dtype")) kvs = {"bf16", "fp8_e4m3"};
+  if (!Given(base, "kv-format")) kvs = {"bf16", "fp8_e4m3"};
   std::vector<std::string> variants = {d.weight_variant};
   if (!Given(base, "weights")) {
     variants.clear();
@@ -137,7 +137,7 @@ Result<NeedReport> SolveNeed(const model::Catalog& catalog, const model::StepTim
   const bool search_ep = spec.moe.has_value() && !Given(base, "ep");
   NeedReport report;
   report.searched = {"gpu " + Joined(gpus), "gpus " + Joined(Texts(counts)),
-                     "tp " + Joined(Texts(tps)) + " (dividing gpus)", "kv-dtype " + Joined(kvs),
+                     "tp " + Joined(Texts(tps)) + " (dividing gpus)", "kv-format " + Joined(kvs),
                      "weights " + Joined(variants)};
   if (search_ep) report.searched.push_back("ep 1, tp");
   for (const std::string& gpu : gpus) {
@@ -200,7 +200,7 @@ void PrintNeed(std::ostream& out, const Need& need, const model::PlanSettings& b
                      Joined(report.searched));
   if (!report.meeting.empty()) {
     out << fmt::format("{} meet it; the cheapest:\n", report.meeting.size());
-    TextTable table({"gpu", "gpus", "tp", "ep", "kv-dtype", "weights", "ms/tok", "tok/s", "TTFT ms",
+    TextTable table({"gpu", "gpus", "tp", "ep", "kv-format", "weights", "ms/tok", "tok/s", "TTFT ms",
                      "USD/h", "USD/Mtok"},
                     {TextTable::Align::kLeft, TextTable::Align::kRight, TextTable::Align::kRight,
                      TextTable::Align::kRight, TextTable::Align::kLeft, TextTable::Align::kLeft,
@@ -263,7 +263,7 @@ nlohmann::json CandidateJson(const NeedCandidate& c) {
                       {"gpus", d.gpus},
                       {"tp", d.tp},
                       {"ep", d.ep},
-                      {"kv_dtype", KvFormatName(d.kv_format)},
+                      {"kv_format", KvFormatName(d.kv_format)},
                       {"weights", d.weight_variant},
                       {"usd_per_hour", c.usd_per_hour}};
   if (r.planned()) {

@@ -27,7 +27,7 @@ const std::vector<PlotField>& PlotFields() {
        }},
       {{"tp"},
        [](const model::PlanResult& r) { return fmt::format("tp {}", r.settings.deployment.tp); }},
-      {{"kv-dtype"},
+      {{"kv-format"},
        [](const model::PlanResult& r) {
          return fmt::format("{} KV cache", KvFormatName(r.settings.deployment.kv_format));
        }},

@@ -127,7 +127,7 @@ void PrintSetup(std::ostream& out, const std::vector<LabeledPlan>& plans) {
     return fmt::format("{} / {}", r.settings.deployment.tp, r.settings.deployment.pool_count());
   });
   AddRow(table, "weights", plans, [](const PlanResult& r) { return r.weight_variant; });
-  AddRow(table, "KV cache dtype", plans,
+  AddRow(table, "KV cache format", plans,
          [](const PlanResult& r) { return KvFormatName(r.settings.deployment.kv_format); });
   AddRow(table, "tokens per request", plans,
          [](const PlanResult& r) { return Grouped(r.settings.deployment.context_tokens); });
@@ -350,7 +350,7 @@ nlohmann::json PlanJson(const LabeledPlan& plan) {
       {"pools", d.pool_count()},
       {"memory_fraction", d.memory_fraction},
       {"reserved_bytes", d.reserved_bytes},
-      {"kv_dtype", KvFormatName(d.kv_format)},
+      {"kv_format", KvFormatName(d.kv_format)},
       {"page_size", d.page_size},
       {"weights", r.weight_variant},
       {"context_tokens", d.context_tokens},
@@ -419,7 +419,7 @@ void PrintPlanJson(std::ostream& out, const std::vector<LabeledPlan>& plans,
 }
 
 void PrintPlanCsv(std::ostream& out, const std::vector<LabeledPlan>& plans) {
-  out << "label,model,gpu,gpus,tp,pools,kv_dtype,weights,context_tokens,output_tokens,"
+  out << "label,model,gpu,gpus,tp,pools,kv_format,weights,context_tokens,output_tokens,"
          "memory_fraction,status,weights_fit,does_not_fit,step_time_source,budget_bytes_per_gpu,"
          "weight_bytes_per_gpu,kv_bytes_per_token_per_gpu,";
   for (const KvPart& part : kKvParts) out << "kv_" << part.key << ",";

@@ -10,7 +10,7 @@
 
 namespace kvsim::cli {
 
-// One configuration of a plan run: its label ("kv-dtype=bf16"; empty when there is one) and
+// One configuration of a plan run: its label ("kv-format=bf16"; empty when there is one) and
 // result.
 struct LabeledPlan {
   std::string label;

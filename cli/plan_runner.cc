@@ -33,7 +33,7 @@ Result<std::vector<LabeledSettings>> ExpandCompare(const model::PlanSettings& ba
     const size_t equals = compare.find('=');
     if (equals == std::string::npos || equals == 0 || equals + 1 == compare.size()) {
       return InvalidArgumentError(fmt::format(
-          "--compare '{}' must be FIELD=VALUE1,VALUE2,... (e.g. kv-dtype=bf16,fp8_e4m3), or "
+          "--compare '{}' must be FIELD=VALUE1,VALUE2,... (e.g. kv-format=bf16,fp8_e4m3), or "
           "FIELD+FIELD=... to set two fields to each value (gpus+tp=2,4,8)",
           compare));
     }

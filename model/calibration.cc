@@ -32,11 +32,11 @@ constexpr double kLastStep = 1e-7;
 constexpr int kMaxSearchIterations = 20000;
 
 Result<CalibrationPoint> ParsePoint(const YamlMap& map) {
-  KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"kv_dtype", "concurrency", "tokens_per_s", "role"}));
+  KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"kv_format", "concurrency", "tokens_per_s", "role"}));
   CalibrationPoint point;
-  KVSIM_ASSIGN_OR_RETURN(const std::string format_name, map.String("kv_dtype"));
+  KVSIM_ASSIGN_OR_RETURN(const std::string format_name, map.String("kv_format"));
   const Result<KvFormat> format = ParseKvFormat(format_name);
-  if (!format.ok()) return map.Error("kv_dtype", format.status().message());
+  if (!format.ok()) return map.Error("kv_format", format.status().message());
   point.kv_format = *format;
   KVSIM_ASSIGN_OR_RETURN(point.concurrency, map.Int("concurrency", 1, 1 << 20));
   KVSIM_ASSIGN_OR_RETURN(const std::string role, map.Enum("role", {"fit", "predict"}));

@@ -17,7 +17,7 @@ namespace kvsim::model {
 
 // One published figure: tokens/s at a concurrency with a KV format, or "out of memory".
 struct CalibrationPoint {
-  KvFormat kv_format;  // the YAML's kv_dtype
+  KvFormat kv_format;  // the YAML's kv_format
   int64_t concurrency = 0;
   bool out_of_memory = false;
   double tokens_per_s = 0;  // when not out_of_memory

@@ -57,6 +57,13 @@ bool IsRelativePath(const std::string& text) {
 }
 
 // "model, gpu, gpus, ...": for messages about unknown fields.
+// The hint for a field under a name it no longer has ("" for any other): kv-dtype named the KV
+// cache's format, which is a dtype and a scaling, so it became kv-format, the C++ type's name.
+std::string RenamedFieldHint(const std::string& field) {
+  if (field == "kv-dtype") return "; kv-dtype is now kv-format (" + KvFormatNameList() + ")";
+  return "";
+}
+
 std::string FieldNameList() {
   std::string names;
   for (const auto& name : PlanFieldNames()) names += (names.empty() ? "" : ", ") + name;
@@ -69,7 +76,7 @@ const std::vector<std::string>& PlanFieldNames() {
   static const std::vector<std::string> kNames = {
       "model",    "gpu",       "gpus",         "tp",
       "ep",       "pools",     "mem-fraction", "reserved-gib",
-      "kv-dtype", "page-size", "weights",      "latent-projections",
+      "kv-format", "page-size", "weights",      "latent-projections",
       "mtp",      "context",   "output",       "usd-per-gpu-hour"};
   return kNames;
 }
@@ -111,7 +118,7 @@ Status SetPlanField(PlanSettings& s, const std::string& raw_field, const std::st
   } else if (field == "reserved-gib") {
     KVSIM_ASSIGN_OR_RETURN(const double gib, ParseNumber(field, value, 0, 1024));
     d.reserved_bytes = static_cast<uint64_t>(std::llround(gib * static_cast<double>(kGiB)));
-  } else if (field == "kv-dtype") {
+  } else if (field == "kv-format") {
     KVSIM_ASSIGN_OR_RETURN(d.kv_format, ParseKvFormat(value));
   } else if (field == "page-size") {
     KVSIM_ASSIGN_OR_RETURN(const int64_t v, ParseInt(field, value, 1, 4096));
@@ -134,7 +141,8 @@ Status SetPlanField(PlanSettings& s, const std::string& raw_field, const std::st
     KVSIM_ASSIGN_OR_RETURN(d.usd_per_gpu_hour, ParseNumber(field, value, 0, 1000));
   } else {
     return InvalidArgumentError(
-        fmt::format("unknown field '{}'; allowed: {}", raw_field, FieldNameList()));
+        fmt::format("unknown field '{}'{}; allowed: {}", raw_field, RenamedFieldHint(field),
+                    FieldNameList()));
   }
   if (std::find(s.given.begin(), s.given.end(), field) == s.given.end()) s.given.push_back(field);
   return Status::Ok();
@@ -160,7 +168,8 @@ Status ApplyPlanFields(PlanSettings& settings, const YamlMap& map) {
   for (const std::string& key : map.Keys()) {
     const std::string field = CanonicalField(key);
     if (std::find(names.begin(), names.end(), field) == names.end()) {
-      return map.KeyError(key, "unknown field; allowed: " + FieldNameList());
+      return map.KeyError(key,
+                          "unknown field" + RenamedFieldHint(field) + "; allowed: " + FieldNameList());
     }
     if (std::find(seen.begin(), seen.end(), field) != seen.end()) {
       return map.KeyError(key, fmt::format("given twice ('-' and '_' spell the same field '{}'); "

@@ -30,7 +30,7 @@ struct PlanSettings {
   std::string gpu_origin;
 };
 
-// The field names, as flags spell them ("kv-dtype"); YAML spells them with '_' ("kv_dtype") and
+// The field names, as flags spell them ("kv-format"); YAML spells them with '_' ("kv_format") and
 // both spellings are accepted everywhere.
 const std::vector<std::string>& PlanFieldNames();
 

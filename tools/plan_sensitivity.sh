@@ -18,7 +18,7 @@ row() {  # row LABEL FILE SED: the predictions with SED applied to FILE under a 
     cmp -s "$configs/$2" "$work/configs/$2" && { echo "$1: the edit changed nothing" >&2; exit 1; }
   fi
   local figures
-  figures=$("$kvsim" plan --configs "$work/configs" --model glm-5.2 --kv-dtype fp8_e4m3 \
+  figures=$("$kvsim" plan --configs "$work/configs" --model glm-5.2 --kv-format fp8_e4m3 \
     --context 8192 --output 1000 --concurrency 1,32 | grep -E '^  (1|32) |^  tokens/s' |
     awk '{ printf "%12s", $2 }')
   printf '%-46s%s\n' "$1" "$figures"

@@ -90,7 +90,7 @@ void WriteDeployment(YAML::Emitter& out, const model::PlanSettings& settings) {
   Field(out, "mem_fraction", Number(d.memory_fraction));
   Field(out, "reserved_gib",
         Number(static_cast<double>(d.reserved_bytes) / static_cast<double>(kGiB)));
-  Field(out, "kv_dtype", KvFormatName(d.kv_format));
+  Field(out, "kv_format", KvFormatName(d.kv_format));
   Field(out, "page_size", d.page_size);
   if (!d.weight_variant.empty()) Field(out, "weights", d.weight_variant);
   if (!d.replicate_latent_projections) Field(out, "latent_projections", "sharded");

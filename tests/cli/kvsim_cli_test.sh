@@ -115,6 +115,7 @@ expect_exit 0 "Reproduce: kvsim run kimi-decode-fp8 --seed 0x7 --mode timing --b
 expect_exit 0 "peak running 64" run kimi-decode-fp8 --backend cpu
 expect_exit 0 "peak running 32" run kimi-decode-bf16 --backend cpu
 expect_exit 0 "0 outside the bound" run page-reuse-storm --mode kernel --backend cpu
+expect_exit 2 "unknown option '--trace'; did you mean --timeline\?" run kimi-decode-fp8 --trace x.json
 expect_exit 1 "finding\(s\): the simulated server did what it must not" \
   run page-reuse-storm-bugs-unchecked --backend cpu
 expect_exit 0 "replay: state hash 0x[0-9a-f]+ reproduced" replay "$out/run.json"

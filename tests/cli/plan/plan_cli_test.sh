@@ -15,11 +15,11 @@ expect_exit 0 "--calibration-report" plan --help
 expect_exit 0 "--reserved-gib .*subtracted after the fraction" plan --help
 
 # The published Kimi K2.6 figures on 8xH200 (docs/capacity-validation.md).
-expect_exit 0 "requests that fit at once +32 +65" plan --compare kv-dtype=bf16,fp8_e4m3
-expect_exit 0 "first request that does not fit +#33 +#66" plan --compare kv-dtype=bf16,fp8_e4m3
-expect_exit 0 "tokens in all pools +685,120 +1,370,240" plan --compare kv-dtype=bf16,fp8_e4m3
-expect_exit 0 "bytes per token per GPU +70,272 +35,136" plan --compare kv-dtype=bf16,fp8_e4m3
-expect_exit 0 "^  64 +out of memory +- +- +10,688 +1411 " plan --compare kv-dtype=bf16,fp8_e4m3
+expect_exit 0 "requests that fit at once +32 +65" plan --compare kv-format=bf16,fp8_e4m3
+expect_exit 0 "first request that does not fit +#33 +#66" plan --compare kv-format=bf16,fp8_e4m3
+expect_exit 0 "tokens in all pools +685,120 +1,370,240" plan --compare kv-format=bf16,fp8_e4m3
+expect_exit 0 "bytes per token per GPU +70,272 +35,136" plan --compare kv-format=bf16,fp8_e4m3
+expect_exit 0 "^  64 +out of memory +- +- +10,688 +1411 " plan --compare kv-format=bf16,fp8_e4m3
 expect_exit 0 "largest leave-one-out error: 9.2%" plan --calibration-report
 expect_exit 0 "attended_context +5637 +bounds 1 to 21000" plan --calibration-report
 expect_exit 0 "bf16 +64 +predicted +out of memory +out of memory +agrees" plan --calibration-report
@@ -28,12 +28,12 @@ expect_exit 0 "checkpoint \(all GPUs, GiB\) +703.65 +419.93" plan --model glm-5.
 
 # Formats.
 expect_exit 0 '"tokens_total": 685120' plan --json
-expect_exit 0 '"kv_bytes_per_token_per_gpu": 35136' plan --json --kv-dtype fp8_e4m3
-expect_exit 0 "^label,model,gpu,gpus,tp,pools,kv_dtype," plan --csv
+expect_exit 0 '"kv_bytes_per_token_per_gpu": 35136' plan --json --kv-format fp8_e4m3
+expect_exit 0 "^label,model,gpu,gpus,tp,pools,kv_format," plan --csv
 # The per-token KV breakdown the table shows, in JSON and CSV too (GLM 5.2 has every MLA and
 # indexer part: 576 x 78 latent and rope bytes, 132 x 21 indexer bytes).
 expect_exit 0 '"kv_bytes_per_token_per_gpu_by_part": \{' plan --json --concurrency 1
-glm_json=$("$kvsim" plan --json --concurrency 1 --model glm-5.2 --kv-dtype fp8_e4m3)
+glm_json=$("$kvsim" plan --json --concurrency 1 --model glm-5.2 --kv-format fp8_e4m3)
 for part in '"indexer_keys": 2688' '"indexer_scales": 84' '"latent": 39936' '"rope": 4992' \
   '"keys": 0' '"scales": 0' '"values": 0'; do
   grep -qF "$part" <<<"$glm_json" || { echo "FAIL: --json lacks $part"; failures=$((failures + 1)); }
@@ -41,19 +41,19 @@ done
 expect_exit 0 ",kv_bytes_per_token_per_gpu,kv_keys,kv_values,kv_latent,kv_rope,kv_scales,kv_indexer_keys,kv_indexer_scales,tokens_total," \
   plan --csv --concurrency 1
 expect_exit 0 ",47700,0,0,39936,4992,0,2688,84,[0-9]+," plan --csv --concurrency 1 --model glm-5.2 \
-  --kv-dtype fp8_e4m3
+  --kv-format fp8_e4m3
 expect_exit 0 '^"",kimi-k2.6,h200-sxm,8,8,1,bf16,int4,21000,,.*,64,false,10688,,,,$' plan --csv
-rows=$("$kvsim" plan --csv --compare kv-dtype=bf16,fp8_e4m3 | wc -l)
+rows=$("$kvsim" plan --csv --compare kv-format=bf16,fp8_e4m3 | wc -l)
 [ "$rows" -eq 11 ] || { echo "FAIL: --csv gave $rows lines, expected 11"; failures=$((failures + 1)); }
 # Every KV format plans. Per-token-head adds one fp32 per token and head: Kimi K2.6 4 B x 61
 # layers on 576 x 61; Llama 3.1 70B, one KV head per GPU, K's and V's: 2 x 4 B x 80 layers.
-expect_exit 0 "bytes per token per GPU +35,380" plan --kv-dtype fp8_e4m3_per_token_head
-expect_exit 0 "^    scales +244$" plan --kv-dtype fp8_e4m3_per_token_head
-expect_exit 0 '"scales": 640' plan --json --model llama-3.1-70b --kv-dtype fp8_e5m2_per_token_head
+expect_exit 0 "bytes per token per GPU +35,380" plan --kv-format fp8_e4m3_per_token_head
+expect_exit 0 "^    scales +244$" plan --kv-format fp8_e4m3_per_token_head
+expect_exit 0 '"scales": 640' plan --json --model llama-3.1-70b --kv-format fp8_e5m2_per_token_head
 expect_exit 0 "token scales = one fp32 per token: 4 B x layers 61" plan --explain \
-  --kv-dtype fp8_e5m2_per_token_head
+  --kv-format fp8_e5m2_per_token_head
 all_formats=bf16,fp8_e4m3,fp8_e5m2,fp8_e4m3_per_token_head,fp8_e5m2_per_token_head,fp8_mla_tiles
-rows=$("$kvsim" plan --csv --model glm-5.2 --compare "kv-dtype=$all_formats" | wc -l)
+rows=$("$kvsim" plan --csv --model glm-5.2 --compare "kv-format=$all_formats" | wc -l)
 [ "$rows" -eq 31 ] || { echo "FAIL: six formats gave $rows CSV lines, expected 31"; failures=$((failures + 1)); }
 expect_exit 0 "kv_lora_rank 512 x layers 61 x 2 B" plan --explain
 expect_exit 0 "routed experts = 60 MoE layers x 188.2 experts touched \(384 x \(1 - \(1 - 8/384\)\^32 tokens\)\)" plan --explain
@@ -72,7 +72,7 @@ expect_exit 0 "x 8.0 experts touched .* x 4719744 B, 1 rows per expert: .* / \(1
   plan --model glm-5.2 --explain --concurrency 1
 expect_exit 0 "DSA indexer scoring = max\(" plan --model glm-5.2 --explain --concurrency 1
 expect_exit 0 "decode attention = .* FP8 values x 0.109 cycles / \(2.416e\+11 SM cycles/s\)\)" \
-  plan --explain --concurrency 1 --kv-dtype fp8_e4m3
+  plan --explain --concurrency 1 --kv-format fp8_e4m3
 expect_exit 0 '"operators_ms": \{' plan --json --concurrency 1
 # --explain with --json: the same terms in each configuration; with --csv: refused.
 expect_exit 0 '"quantity": "requests at once"' plan --json --explain --concurrency 1
@@ -90,12 +90,12 @@ for option in --explain --csv "--plot $tmp/c.svg" "--compare tp=4,8" "--model gl
     plan --calibration-report $option
 done
 expect_exit 0 "plot written to $tmp/plan.png" plan --plot "$tmp/plan.png" \
-  --compare kv-dtype=bf16,fp8_e4m3
+  --compare kv-format=bf16,fp8_e4m3
 if ! head -c 8 "$tmp/plan.png" | grep -q PNG; then
   echo "FAIL: --plot wrote no PNG"; failures=$((failures + 1))
 fi
-printf 'model: glm-5.2\nkv_dtype: fp8_e4m3\nweights: int4\n' >"$tmp/deployment.yaml"
-expect_exit 0 "KV cache dtype +fp8_e4m3" plan --deployment "$tmp/deployment.yaml"
+printf 'model: glm-5.2\nkv_format: fp8_e4m3\nweights: int4\n' >"$tmp/deployment.yaml"
+expect_exit 0 "KV cache format +fp8_e4m3" plan --deployment "$tmp/deployment.yaml"
 expect_exit 0 "weights +int4" plan --deployment "$tmp/deployment.yaml"
 
 # Bad input: exit 2 with what is allowed; a deployment that cannot be met: exit 1.
@@ -131,10 +131,10 @@ printf 'colour: red\n' >"$tmp/colour.yaml"
 expect_exit 2 "colour.yaml:1:1: field 'colour': unknown field; allowed: model, gpu" \
   plan --deployment "$tmp/colour.yaml"
 expect_exit 2 "fp8_mla_tiles needs MLA attention" plan --model llama-3.1-70b \
-  --kv-dtype fp8_mla_tiles
-expect_exit 2 "^kvsim plan: --kv-dtype: KV cache format 'e4m3' is not known; allowed: bf16, fp8_e4m3, fp8_e5m2, fp8_e4m3_per_token_head, fp8_e5m2_per_token_head, fp8_mla_tiles$" \
-  plan --kv-dtype e4m3
-expect_exit 0 "--kv-dtype TEXT +KV cache format: bf16, fp8_e4m3, fp8_e5m2," plan --help
+  --kv-format fp8_mla_tiles
+expect_exit 2 "^kvsim plan: --kv-format: KV cache format 'e4m3' is not known; allowed: bf16, fp8_e4m3, fp8_e5m2, fp8_e4m3_per_token_head, fp8_e5m2_per_token_head, fp8_mla_tiles$" \
+  plan --kv-format e4m3
+expect_exit 0 "--kv-format TEXT +KV cache format: bf16, fp8_e4m3, fp8_e5m2," plan --help
 expect_exit 2 "kimi-k2.6 has no weight variant 'int8'; available: int4, fp8" plan --weights int8
 expect_exit 2 "give --json or --csv, not both" plan --json --csv
 expect_exit 2 "plot file 'x.pdf' must end in .png or .svg" plan --plot x.pdf
@@ -189,14 +189,19 @@ expect_exit 2 "^kvsim plan: --tp is given 2 times; give it once$" plan --tp 4 --
 expect_exit 2 "^kvsim plan: --compare 'tp=2': field 'tp' is compared twice" \
   plan --compare tp=4,8 --compare tp=2
 expect_exit 2 "^kvsim plan: --compare 'tp=4,8': tp is also set" plan --tp 8 --compare tp=4,8
-expect_exit 2 "^kvsim plan: unknown option '--kv_dtype'; did you mean --kv-dtype\?$" \
-  plan --kv_dtype fp8_e4m3
+expect_exit 2 "^kvsim plan: unknown option '--kv_format'; did you mean --kv-format\?$" \
+  plan --kv_format fp8_e4m3
 expect_exit 2 "^kvsim plan: unknown option '--concurency'; did you mean --concurrency\?$" \
   plan --concurency 8
+# Renamed options name their present name.
+expect_exit 2 "^kvsim plan: unknown option '--kv-dtype'; did you mean --kv-format\?$" \
+  plan --kv-dtype fp8_e4m3
+printf 'model: glm-5.2\nkv_dtype: fp8_e4m3\n' >"$tmp/former.yaml"
+expect_exit 2 "kv-dtype is now kv-format" plan --deployment "$tmp/former.yaml"
 expect_exit 2 "^kvsim plan: --model needs a value after it$" plan --model
 expect_exit 2 "^kvsim accuracy: kv: --requests 'many' is not an integer$" accuracy kv --requests many
-printf 'model: glm-5.2\nkv_dtype: bf16\nkv-dtype: fp8_e4m3\n' >"$tmp/twice.yaml"
-expect_exit 2 "twice.yaml:3:1: field 'kv-dtype': given twice \('-' and '_' spell the same field" \
+printf 'model: glm-5.2\nkv_format: bf16\nkv-format: fp8_e4m3\n' >"$tmp/twice.yaml"
+expect_exit 2 "twice.yaml:3:1: field 'kv-format': given twice \('-' and '_' spell the same field" \
   plan --deployment "$tmp/twice.yaml"
 # A model path in a deployment file is read beside it, whatever the working folder.
 mkdir -p "$tmp/deploy/models"
@@ -236,8 +241,8 @@ latin1="$tmp/$(printf 'k\xe9')"
 cp configs/models/kimi-k2.6.yaml "$latin1.yaml"
 expect_exit 0 $'"label": "model=.*k\xef\xbf\xbd\\.yaml"' plan --json --concurrency 1 --compare "model=$latin1.yaml"
 
-first=$("$kvsim" plan --compare kv-dtype=bf16,fp8_e4m3 --json)
-second=$("$kvsim" plan --compare kv-dtype=bf16,fp8_e4m3 --json)
+first=$("$kvsim" plan --compare kv-format=bf16,fp8_e4m3 --json)
+second=$("$kvsim" plan --compare kv-format=bf16,fp8_e4m3 --json)
 [ "$first" = "$second" ] || { echo "FAIL: two identical plans differ"; failures=$((failures + 1)); }
 
 echo "$failures failure(s)"

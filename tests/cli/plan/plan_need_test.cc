@@ -78,7 +78,7 @@ TEST(SolveNeedTest, EveryAnswerMeetsTheNeedCheapestFirst) {
 TEST(SolveNeedTest, GivenFieldsStayAndAnImpossibleNeedHasReasons) {
   model::PlanSettings base;
   ASSERT_TRUE(model::SetPlanField(base, "gpu", "h200-sxm").ok());
-  ASSERT_TRUE(model::SetPlanField(base, "kv-dtype", "fp8_e4m3").ok());
+  ASSERT_TRUE(model::SetPlanField(base, "kv-format", "fp8_e4m3").ok());
   const Result<NeedReport> report =
       SolveNeed(model::ShippedCatalog(), model::ShippedParams(), base, Need{8, 1, 0});
   ASSERT_TRUE(report.ok()) << report.status().ToString();

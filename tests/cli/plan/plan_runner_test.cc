@@ -16,11 +16,11 @@ namespace {
 
 TEST(ExpandCompareTest, CrossProductWithLabels) {
   const Result<std::vector<LabeledSettings>> configs =
-      ExpandCompare(model::PlanSettings{}, {"kv-dtype=bf16,fp8_e4m3", "weights=int4,fp8"});
+      ExpandCompare(model::PlanSettings{}, {"kv-format=bf16,fp8_e4m3", "weights=int4,fp8"});
   ASSERT_TRUE(configs.ok()) << configs.status().ToString();
   ASSERT_EQ(configs->size(), 4u);
-  EXPECT_EQ((*configs)[0].label, "kv-dtype=bf16 weights=int4");
-  EXPECT_EQ((*configs)[3].label, "kv-dtype=fp8_e4m3 weights=fp8");
+  EXPECT_EQ((*configs)[0].label, "kv-format=bf16 weights=int4");
+  EXPECT_EQ((*configs)[3].label, "kv-format=fp8_e4m3 weights=fp8");
   EXPECT_EQ(KvFormatName((*configs)[3].settings.deployment.kv_format), "fp8_e4m3");
   EXPECT_EQ((*configs)[3].settings.deployment.weight_variant, "fp8");
   // No --compare: one unlabelled configuration.
@@ -31,11 +31,11 @@ TEST(ExpandCompareTest, CrossProductWithLabels) {
 }
 
 TEST(ExpandCompareTest, ErrorsSayWhatIsAllowed) {
-  auto r = ExpandCompare(model::PlanSettings{}, {"kv-dtype"});
+  auto r = ExpandCompare(model::PlanSettings{}, {"kv-format"});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(
       r.status().message(),
-      "--compare 'kv-dtype' must be FIELD=VALUE1,VALUE2,... (e.g. kv-dtype=bf16,fp8_e4m3), or "
+      "--compare 'kv-format' must be FIELD=VALUE1,VALUE2,... (e.g. kv-format=bf16,fp8_e4m3), or "
       "FIELD+FIELD=... to set two fields to each value (gpus+tp=2,4,8)");
   r = ExpandCompare(model::PlanSettings{}, {"tp=1,two"});
   ASSERT_FALSE(r.ok());
@@ -46,14 +46,27 @@ TEST(ExpandCompareTest, ErrorsSayWhatIsAllowed) {
   EXPECT_EQ(r.status().message(), "--compare makes 20 configurations; at most 16 allowed");
 }
 
+// kv-dtype was the field's former name: it is refused, in a flag's spelling or a YAML key's, with
+// the name it has now.
+TEST(ExpandCompareTest, TheFormerNameOfKvFormatSaysTheNewOne) {
+  model::PlanSettings settings;
+  for (const char* field : {"kv-dtype", "kv_dtype"}) {
+    const Status refused = model::SetPlanField(settings, field, "fp8_e4m3");
+    ASSERT_FALSE(refused.ok()) << field;
+    EXPECT_NE(refused.message().find("kv-dtype is now kv-format (bf16"), std::string::npos)
+        << refused.message();
+  }
+  EXPECT_TRUE(model::SetPlanField(settings, "kv_format", "fp8_e4m3").ok());
+}
+
 // gpus+tp=2,4,8: a paired sweep, each value set in both fields.
 TEST(ExpandCompareTest, PairedFieldsTakeEachValueTogether) {
   const auto configs =
-      ExpandCompare(model::PlanSettings{}, {"gpus+tp=2,4,8", "kv-dtype=bf16,fp8_e4m3"});
+      ExpandCompare(model::PlanSettings{}, {"gpus+tp=2,4,8", "kv-format=bf16,fp8_e4m3"});
   ASSERT_TRUE(configs.ok()) << configs.status().ToString();
   ASSERT_EQ(configs->size(), 6u);
-  EXPECT_EQ((*configs)[0].label, "gpus+tp=2 kv-dtype=bf16");
-  EXPECT_EQ((*configs)[5].label, "gpus+tp=8 kv-dtype=fp8_e4m3");
+  EXPECT_EQ((*configs)[0].label, "gpus+tp=2 kv-format=bf16");
+  EXPECT_EQ((*configs)[5].label, "gpus+tp=8 kv-format=fp8_e4m3");
   for (const LabeledSettings& c : *configs) {
     EXPECT_EQ(c.settings.deployment.gpus, c.settings.deployment.tp) << c.label;
   }
@@ -68,9 +81,9 @@ TEST(ExpandCompareTest, AFieldComparedTwiceOrAlsoSetIsRefused) {
   EXPECT_EQ(r.status().message(),
             "--compare 'tp=2': field 'tp' is compared twice; give its values in one --compare");
   // The two spellings of one field, and a field inside a pair.
-  r = ExpandCompare(model::PlanSettings{}, {"kv-dtype=bf16", "kv_dtype=fp8_e4m3"});
+  r = ExpandCompare(model::PlanSettings{}, {"kv-format=bf16", "kv_format=fp8_e4m3"});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("field 'kv-dtype' is compared twice"), std::string::npos);
+  EXPECT_NE(r.status().message().find("field 'kv-format' is compared twice"), std::string::npos);
   r = ExpandCompare(model::PlanSettings{}, {"gpus+tp=4,8", "tp=2"});
   ASSERT_FALSE(r.ok());
   model::PlanSettings base;
@@ -108,7 +121,7 @@ TEST(PlanFieldsTest, EveryFieldSetsItsSetting) {
       {"pools", "8"},
       {"mem-fraction", "0.9"},
       {"reserved-gib", "1.5"},
-      {"kv-dtype", "fp8_mla_tiles"},
+      {"kv-format", "fp8_mla_tiles"},
       {"page-size", "16"},
       {"weights", "int4"},
       {"latent-projections", "sharded"},
@@ -138,7 +151,7 @@ TEST(PlanFieldsTest, EveryFieldSetsItsSetting) {
   EXPECT_EQ(d.output_tokens, 512);
   EXPECT_EQ(d.usd_per_gpu_hour, 2.25);
   // YAML spellings with '_' are the same fields.
-  ASSERT_TRUE(model::SetPlanField(s, "kv_dtype", "bf16").ok());
+  ASSERT_TRUE(model::SetPlanField(s, "kv_format", "bf16").ok());
   EXPECT_EQ(KvFormatName(s.deployment.kv_format), "bf16");
   const Status unknown = model::SetPlanField(s, "colour", "red");
   EXPECT_EQ(unknown.message().substr(0, 40), "unknown field 'colour'; allowed: model, ");
@@ -151,7 +164,7 @@ TEST(PlanFieldsTest, EveryFieldSetsItsSetting) {
 // Values the help does not offer are refused, naming what is allowed, not read some other way.
 TEST(PlanFieldsTest, EmptyValuesAndOtherSpellingsAreRefused) {
   model::PlanSettings s;
-  for (const char* field : {"model", "gpu", "gpus", "kv-dtype", "weights", "mtp", "context"}) {
+  for (const char* field : {"model", "gpu", "gpus", "kv-format", "weights", "mtp", "context"}) {
     for (const char* empty : {"", " ", "\t"}) {
       EXPECT_EQ(model::SetPlanField(s, field, empty).message(),
                 std::string(field) + " must not be empty");
@@ -178,7 +191,7 @@ TEST(PlanFieldsTest, DeploymentYamlErrorsNameTheLineAndField) {
   const Status status = model::ApplyPlanYaml(s, path);
   EXPECT_EQ(status.message(),
             path + ":3:5: field 'tp': tp 'eight' is not an integer; allowed: 1 to 4096");
-  std::ofstream(path) << "model: glm-5.2\nkv_dtype: fp8_e4m3\npools: 2\n";
+  std::ofstream(path) << "model: glm-5.2\nkv_format: fp8_e4m3\npools: 2\n";
   ASSERT_TRUE(model::ApplyPlanYaml(s, path).ok());
   EXPECT_EQ(s.model, "glm-5.2");
   EXPECT_EQ(KvFormatName(s.deployment.kv_format), "fp8_e4m3");
@@ -189,12 +202,12 @@ TEST(PlanFieldsTest, DeploymentYamlErrorsNameTheLineAndField) {
 TEST(PlanFieldsTest, DeploymentYamlRefusesAFieldGivenTwice) {
   const char* tmp = std::getenv("TEST_TMPDIR");
   const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/twice.yaml";
-  std::ofstream(path) << "model: glm-5.2\nkv_dtype: bf16\nkv-dtype: fp8_e4m3\n";
+  std::ofstream(path) << "model: glm-5.2\nkv_format: bf16\nkv-format: fp8_e4m3\n";
   model::PlanSettings s;
   Status status = model::ApplyPlanYaml(s, path);
   EXPECT_EQ(status.message(), path +
-                                  ":3:1: field 'kv-dtype': given twice ('-' and '_' spell the "
-                                  "same field 'kv-dtype'); give it once");
+                                  ":3:1: field 'kv-format': given twice ('-' and '_' spell the "
+                                  "same field 'kv-format'); give it once");
   EXPECT_EQ(ExitCodeFor(status), 2);
   std::ofstream(path) << "tp: 8\nmodel: glm-5.2\ntp: 4\n";
   status = model::ApplyPlanYaml(s, path);
@@ -398,7 +411,7 @@ TEST(PlotScriptTest, TitleHasTheSharedFieldsAndLegendsTheVaryingOnes) {
 
 TEST(PlotScriptTest, DrawsOnlyWhatFitsAndRefusesOtherFormats) {
   LabeledPlan plan;
-  plan.label = "kv-dtype=bf16";
+  plan.label = "kv-format=bf16";
   plan.result.model.name = "m";
   for (int64_t c : {1, 64}) {
     model::DecodeEstimate e;
@@ -413,7 +426,7 @@ TEST(PlotScriptTest, DrawsOnlyWhatFitsAndRefusesOtherFormats) {
   // Only the concurrency that fits is drawn: no throughput is invented for the other.
   EXPECT_NE(script->find("$d0 << EOD\n1 137.00\nEOD\n"), std::string::npos) << *script;
   EXPECT_EQ(script->find("2000"), std::string::npos) << *script;
-  EXPECT_NE(script->find("title 'kv-dtype=bf16 (out of memory at 64)'"), std::string::npos)
+  EXPECT_NE(script->find("title 'kv-format=bf16 (out of memory at 64)'"), std::string::npos)
       << *script;
   EXPECT_NE(PlanPlotScript({plan}, "out.png", "t")->find("pngcairo"), std::string::npos);
   EXPECT_EQ(PlanPlotScript({plan}, "out.pdf", "t").status().message(),

@@ -192,11 +192,11 @@ TEST(CalibrationTest, AKernelProfileOutsideItsBoundsIsRefusedNamingTheField) {
 
 TEST(CalibrationTest, BadSpecsAreRefusedWithTheReason) {
   // The KV format names are the one vocabulary's; the error is located and lists them.
-  Result<Calibration> c = FromText(Replace(ShippedText(), "{kv_dtype: fp8_e4m3, concurrency: 8,",
-                                           "{kv_dtype: e4m3, concurrency: 8,"));
+  Result<Calibration> c = FromText(Replace(ShippedText(), "{kv_format: fp8_e4m3, concurrency: 8,",
+                                           "{kv_format: e4m3, concurrency: 8,"));
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find(
-                "field 'points[6].kv_dtype': KV cache format 'e4m3' is not known; allowed: "
+                "field 'points[6].kv_format': KV cache format 'e4m3' is not known; allowed: "
                 "bf16, fp8_e4m3, fp8_e5m2, fp8_e4m3_per_token_head, fp8_e5m2_per_token_head, "
                 "fp8_mla_tiles"),
             std::string::npos)

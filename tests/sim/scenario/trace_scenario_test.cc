@@ -19,7 +19,7 @@ namespace {
 constexpr const char* kMooncake = R"(name: small-mooncake
 seed: 0x5eed
 deployment: {model: llama-3.1-70b, gpu: h200-sxm, gpus: 8, tp: 8, weights: fp8,
-             kv_dtype: fp8_e4m3, context: 16384, page_size: 64}
+             kv_format: fp8_e4m3, context: 16384, page_size: 64}
 pool: {pages: 32768}
 scheduler: {reservation: prompt, max_running: 32, token_budget: 8192, prefix_cache: PREFIX_CACHE}
 workload:
@@ -33,7 +33,7 @@ limits: {sweep_every: 256}
 
 constexpr const char* kAzure = R"(name: small-azure
 seed: 0x2a
-deployment: {model: llama-2-70b, gpu: a100-sxm-80gb, gpus: 2, tp: 2, kv_dtype: bf16,
+deployment: {model: llama-2-70b, gpu: a100-sxm-80gb, gpus: 2, tp: 2, kv_format: bf16,
              context: 4096, page_size: 16, mem_fraction: 0.9}
 pool: {pages: 3328}
 scheduler: {reservation: prompt, token_budget: 512, watermark_pages: 33, max_model_tokens: 4096}
