@@ -200,8 +200,8 @@ void PrintNeed(std::ostream& out, const Need& need, const model::PlanSettings& b
                      Joined(report.searched));
   if (!report.meeting.empty()) {
     out << fmt::format("{} meet it; the cheapest:\n", report.meeting.size());
-    TextTable table({"gpu", "gpus", "tp", "ep", "kv-format", "weights", "ms/tok", "tok/s", "TTFT ms",
-                     "USD/h", "USD/Mtok"},
+    TextTable table({"gpu", "gpus", "tp", "ep", "kv-format", "weights", "ms/tok", "tok/s",
+                     "TTFT ms", "USD/h", "USD/Mtok"},
                     {TextTable::Align::kLeft, TextTable::Align::kRight, TextTable::Align::kRight,
                      TextTable::Align::kRight, TextTable::Align::kLeft, TextTable::Align::kLeft,
                      TextTable::Align::kRight, TextTable::Align::kRight, TextTable::Align::kRight,

@@ -15,8 +15,8 @@
 #include "cli/text_table.h"
 #include "kernels/backend_factory.h"
 #include "model/catalog.h"
-#include "sim/report/timeline.h"
 #include "sim/report/report_io.h"
+#include "sim/report/timeline.h"
 #include "sim/scenario/run_scenario.h"
 
 namespace kvsim::cli {
@@ -171,9 +171,10 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
   run.progress = [&progress](sim::SimNs now, int64_t steps) { progress.Update(now, steps); };
   sim::KernelWallClock kernel_wall;
   run.kernel_wall = &kernel_wall;
-  std::vector<std::string> pool_names;
-  for (const sim::PreparedPool& pool : prepared.pools) pool_names.push_back(pool.name);
-  sim::Timeline timeline(pool_names);
+  std::vector<std::string> instance_names;
+  for (const sim::PreparedInstance& instance : prepared.instances)
+    instance_names.push_back(instance.name);
+  sim::Timeline timeline(instance_names);
   if (!options.timeline_path.empty()) run.timeline = &timeline;
   const auto wall_start = std::chrono::steady_clock::now();
   Result<sim::RunReport> result = sim::RunPrepared(scenario, prepared, run, *backend);
@@ -187,13 +188,13 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
   out << fmt::format("kvsim run: {} (seed {}, {} mode, {} backend)\n", r.scenario,
                      FormatSeed(r.seed), r.mode, r.backend);
   if (!scenario.description.empty()) out << "  " << scenario.description << "\n";
-  for (const sim::PreparedPool& pool : prepared.pools) {
-    const model::Deployment& d = pool.plan.settings.deployment;
+  for (const sim::PreparedInstance& instance : prepared.instances) {
+    const model::Deployment& d = instance.plan.settings.deployment;
     out << fmt::format("  {}: {} on {} x {}, tp {}, {} weights, KV {}; {} pages of {} tokens\n",
-                       pool.name == "pool" ? "deployment" : pool.name + " pool",
-                       pool.plan.model.name, d.gpus, pool.plan.gpu.name, d.tp,
-                       pool.plan.weight_variant, KvFormatName(d.kv_format),
-                       Grouped(pool.scheduler.pool.num_pages), pool.scheduler.page_size);
+                       instance.name == "unified" ? "deployment" : instance.name + " instance",
+                       instance.plan.model.name, d.gpus, instance.plan.gpu.name, d.tp,
+                       instance.plan.weight_variant, KvFormatName(d.kv_format),
+                       Grouped(instance.scheduler.pool.num_pages), instance.scheduler.page_size);
   }
   if (prepared.link) {
     out << fmt::format(
@@ -252,7 +253,8 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
       wall_s, wall_s > 0 ? static_cast<double>(r.output_tokens) / wall_s : 0.0,
       wall_s > 0 ? static_cast<double>(r.arrived) / wall_s : 0.0);
   out << "Reproduce: " << reproduce << "\n";
-  const sim::ReportContext context{options.scenario_arg, scenario.path,   scenario.text, reproduce,
+  const sim::ReportContext context{options.scenario_arg, scenario.path,
+                                   scenario.text,        reproduce,
                                    options.max_time_s,   sim::WeaknessName(options.weakness)};
   if (!options.json_path.empty()) {
     std::ofstream file(options.json_path);
@@ -269,7 +271,8 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
     std::ofstream file(options.timeline_path);
     if (!file) return InvalidArgumentError("--timeline: cannot write " + options.timeline_path);
     timeline.Write(file);
-    if (!file) return InvalidArgumentError("--timeline: writing " + options.timeline_path + " failed");
+    if (!file)
+      return InvalidArgumentError("--timeline: writing " + options.timeline_path + " failed");
   }
   if (!options.csv_path.empty()) {
     std::ofstream file(options.csv_path);

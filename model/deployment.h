@@ -31,7 +31,8 @@ struct Deployment {
   double memory_fraction = 0.83;
   // Memory taken before the fraction applies (CUDA context, other processes), per GPU.
   uint64_t reserved_bytes = 0;
-  // How the KV cache is stored (the flags and YAML call the field kv_format too: a dtype and its scaling).
+  // How the KV cache is stored (the flags and YAML call the field kv_format too: a dtype and its
+  // scaling).
   KvFormat kv_format;
   int page_size = 64;          // tokens per KV page; a request holds whole pages
   std::string weight_variant;  // empty: the model's first (published) variant

@@ -74,10 +74,10 @@ std::string FieldNameList() {
 
 const std::vector<std::string>& PlanFieldNames() {
   static const std::vector<std::string> kNames = {
-      "model",    "gpu",       "gpus",         "tp",
-      "ep",       "pools",     "mem-fraction", "reserved-gib",
+      "model",     "gpu",       "gpus",         "tp",
+      "ep",        "pools",     "mem-fraction", "reserved-gib",
       "kv-format", "page-size", "weights",      "latent-projections",
-      "mtp",      "context",   "output",       "usd-per-gpu-hour"};
+      "mtp",       "context",   "output",       "usd-per-gpu-hour"};
   return kNames;
 }
 
@@ -140,9 +140,8 @@ Status SetPlanField(PlanSettings& s, const std::string& raw_field, const std::st
   } else if (field == "usd-per-gpu-hour") {
     KVSIM_ASSIGN_OR_RETURN(d.usd_per_gpu_hour, ParseNumber(field, value, 0, 1000));
   } else {
-    return InvalidArgumentError(
-        fmt::format("unknown field '{}'{}; allowed: {}", raw_field, RenamedFieldHint(field),
-                    FieldNameList()));
+    return InvalidArgumentError(fmt::format("unknown field '{}'{}; allowed: {}", raw_field,
+                                            RenamedFieldHint(field), FieldNameList()));
   }
   if (std::find(s.given.begin(), s.given.end(), field) == s.given.end()) s.given.push_back(field);
   return Status::Ok();
@@ -168,8 +167,8 @@ Status ApplyPlanFields(PlanSettings& settings, const YamlMap& map) {
   for (const std::string& key : map.Keys()) {
     const std::string field = CanonicalField(key);
     if (std::find(names.begin(), names.end(), field) == names.end()) {
-      return map.KeyError(key,
-                          "unknown field" + RenamedFieldHint(field) + "; allowed: " + FieldNameList());
+      return map.KeyError(
+          key, "unknown field" + RenamedFieldHint(field) + "; allowed: " + FieldNameList());
     }
     if (std::find(seen.begin(), seen.end(), field) != seen.end()) {
       return map.KeyError(key, fmt::format("given twice ('-' and '_' spell the same field '{}'); "

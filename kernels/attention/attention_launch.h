@@ -67,7 +67,8 @@ KVSIM_HD_INLINE bool DecodeSplitTokens(const DecodeAttentionLaunch& launch, int 
   if (!DecodeLengthInRange(launch.table, launch.pool.page_size, seq_len)) return false;
   *begin = split * launch.splits.split_tokens;
   if (*begin >= seq_len) return false;
-  *end = seq_len < *begin + launch.splits.split_tokens ? seq_len : *begin + launch.splits.split_tokens;
+  *end =
+      seq_len < *begin + launch.splits.split_tokens ? seq_len : *begin + launch.splits.split_tokens;
   return true;
 }
 

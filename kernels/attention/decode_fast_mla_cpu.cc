@@ -117,7 +117,8 @@ class FastMlaCpuDecoder {
     const int splits = DecodeSplitCount(launch_.splits, seq_len);
     for (int split = 0; split < splits; ++split) {
       const int begin = split * launch_.splits.split_tokens;
-      RunSplit(request, heads, split, begin, std::min(seq_len, begin + launch_.splits.split_tokens));
+      RunSplit(request, heads, split, begin,
+               std::min(seq_len, begin + launch_.splits.split_tokens));
     }
     for (int h = 0; h < heads; ++h) {
       CombineDecodeSplits(launch_, request, first + h, splits, &partial_ml_[PartialIndex(h, 0)],

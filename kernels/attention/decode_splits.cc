@@ -23,7 +23,8 @@ DecodeSplits ChooseDecodeSplits(int batch, int blocks_per_split, int64_t max_con
   return decode_splits;
 }
 
-DecodeRoundingModel DecodeRoundingModelFor(const DecodeSplits& decode_splits, int head_dim, int seq_len) {
+DecodeRoundingModel DecodeRoundingModelFor(const DecodeSplits& decode_splits, int head_dim,
+                                           int seq_len) {
   KVSIM_CHECK_GE(seq_len, 1);
   KVSIM_CHECK_GE(decode_splits.split_tokens, kDecodeTileTokens);
   const int split_length = std::min(decode_splits.split_tokens, seq_len);

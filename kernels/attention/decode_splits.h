@@ -44,8 +44,8 @@ KVSIM_HD_INLINE int DecodeSplitCount(const DecodeSplits& decode_splits, int seq_
   return (seq_len + decode_splits.split_tokens - 1) / decode_splits.split_tokens;
 }
 
-// The longest chains of fp32 roundings in one request's attention under `decode_splits`, for the error
-// bound of docs/numerics.md ("Decode attention"). Both backends stay within these counts.
+// The longest chains of fp32 roundings in one request's attention under `decode_splits`, for the
+// error bound of docs/numerics.md ("Decode attention"). Both backends stay within these counts.
 struct DecodeRoundingModel {
   // Roundings on the way to one score: the dot product of head_dim terms in any summation order
   // (head_dim - 1 additions, head_dim products), the K scale and the score factor (the float
@@ -62,6 +62,7 @@ struct DecodeRoundingModel {
 };
 
 // The rounding counts of a request of `seq_len` tokens (>= 1) with K rows of `head_dim` values.
-DecodeRoundingModel DecodeRoundingModelFor(const DecodeSplits& decode_splits, int head_dim, int seq_len);
+DecodeRoundingModel DecodeRoundingModelFor(const DecodeSplits& decode_splits, int head_dim,
+                                           int seq_len);
 
 }  // namespace kvsim

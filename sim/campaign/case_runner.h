@@ -43,7 +43,7 @@ class CaseRunner {
   std::vector<Scenario> bases_;
   model::Catalog catalog_;
   std::unique_ptr<Backend> backend_;
-  // By base scenario name and page size: the pools as planned.
+  // By base scenario name and page size: the serving instances as planned.
   std::map<std::pair<std::string, int32_t>, PreparedScenario> prepared_;
   KernelWallClock* kernel_wall_ = nullptr;
 };

@@ -149,7 +149,7 @@ void KernelDataPlane::Forget(int32_t slot, int64_t request) {
 }
 
 void KernelDataPlane::AddTotals(RunReport& report) const {
-  // A disaggregated deployment has a data plane per pool: their counts add up.
+  // A disaggregated deployment has a data plane per serving instance: their counts add up.
   KernelCounts& k = report.kernel;
   k.enabled = true;
   k.appended_tokens += counts_.appended_tokens;

@@ -53,13 +53,14 @@ inline constexpr uint8_t kAnyWrongAccess =
 
 // What a drawn case needs for a bug to be reachable; the swarm draws these for a site's own arm.
 enum SwarmNeed : uint16_t {
-  kNeedsPrefixCache = 1 << 0,     // a unified pool with a prefix cache and shared prefixes
-  kNeedsDisaggregation = 1 << 1,  // a prefill pool and a decode pool joined by a transfer link
-  kNeedsCancellations = 1 << 2,   // cancellations, some after a delay
-  kNeedsSlowTransfers = 1 << 3,   // transfers slow enough that cancellations land during them
-  kNeedsPageChunks = 1 << 4,      // prefill chunks of one page, and several requests running
-  kNeedsKernelMode = 1 << 5,      // kernel mode (the site sits in the data plane)
-  kNeedsKvStore = 1 << 6,         // a KV store that finished requests are copied out to, slowly
+  kNeedsPrefixCache = 1 << 0,  // a unified pool with a prefix cache and shared prefixes
+  kNeedsDisaggregation =
+      1 << 1,  // a prefill instance and a decode instance joined by a transfer link
+  kNeedsCancellations = 1 << 2,  // cancellations, some after a delay
+  kNeedsSlowTransfers = 1 << 3,  // transfers slow enough that cancellations land during them
+  kNeedsPageChunks = 1 << 4,     // prefill chunks of one page, and several requests running
+  kNeedsKernelMode = 1 << 5,     // kernel mode (the site sits in the data plane)
+  kNeedsKvStore = 1 << 6,        // a KV store that finished requests are copied out to, slowly
 };
 
 // Where a bug acts: the package whose code its hook is in.
@@ -118,30 +119,35 @@ inline constexpr std::array<FaultRow, kFaultSites> kFaultRegistry = {{
      "SGLang issue 38319 / PR 38355", FaultClass::kRead, CheckLayer::kTagCheck, kAnyWrongAccess,
      "the request; the tree's pages it released", kNeedsPrefixCache | kNeedsCancellations,
      FaultHook::kScheduler, "Scheduler::End",
-     "the cancelled request shares no page with the prefix cache (or its releases are refused)", BookkeepingAct::kPrematureFree},
+     "the cancelled request shares no page with the prefix cache (or its releases are refused)",
+     BookkeepingAct::kPrematureFree},
     {FaultSite::kTransferAbortFrees, 4, "transfer_abort_frees",
-     "disaggregation: a request cancelled during its KV transfer frees the decode pool's pages at "
-     "once; the transfer still writes them when it lands",
+     "disaggregation: a request cancelled during its KV transfer frees the decode instance's "
+     "pages at once; the transfer still writes them when it lands",
      "SGLang 24527, vLLM PR 56104", FaultClass::kWrite, CheckLayer::kTagCheck, kAnyWrongAccess,
      "the request; its decode-pool pages", kNeedsDisaggregation | kNeedsSlowTransfers |
-     kNeedsCancellations, FaultHook::kServer, "Server::OnCancel", "", BookkeepingAct::kPrematureFree},
+     kNeedsCancellations, FaultHook::kServer, "Server::OnCancel", "",
+     BookkeepingAct::kPrematureFree},
     {FaultSite::kAsyncFreeBeforeWrite, 5, "async_free_before_write",
      "a request finishing at step N frees its pages while the write of step N + 1, already "
      "dispatched, is still to land (a \"zombie\" whose last write lands at its own simulated time)",
      "vLLM PRs 45357 / 45096", FaultClass::kWrite, CheckLayer::kTagCheck, kAnyWrongAccess,
-     "the request; its pages", 0, FaultHook::kScheduler, "Scheduler::CompleteStep", "", BookkeepingAct::kPrematureFree},
+     "the request; its pages", 0, FaultHook::kScheduler, "Scheduler::CompleteStep", "",
+     BookkeepingAct::kPrematureFree},
     {FaultSite::kPublishBeforeWritten, 6, "publish_before_written",
      "a prefill's pages are published to the prefix cache before its KV is written; a request "
      "matching them in the same step reads slots nobody wrote",
      "vLLM PR 38715, SGLang PR 24175", FaultClass::kWrittenState, CheckLayer::kSeal,
      kUnwrittenBit, "the request; the published pages", kNeedsPrefixCache | kNeedsPageChunks,
-     FaultHook::kScheduler, "Scheduler::AdmitHead", "the prefix cache refuses the insert", BookkeepingAct::kNone},
+     FaultHook::kScheduler, "Scheduler::AdmitHead", "the prefix cache refuses the insert",
+     BookkeepingAct::kNone},
     {FaultSite::kNoHitTableZeroed, 7, "no_hit_table_zeroed",
      "a request admitted without a cache hit gets block-table entries [0, 0, ...] for its first "
      "chunk, while the server records the pages it granted",
      "vLLM PR 7018", FaultClass::kRead, CheckLayer::kTagCheck, kAnyWrongAccess,
      "the request; the pages its row no longer maps", 0, FaultHook::kScheduler,
-     "Scheduler::AdmitHead", "every entry of the request's block row is page 0 already", BookkeepingAct::kCorruptEntry},
+     "Scheduler::AdmitHead", "every entry of the request's block row is page 0 already",
+     BookkeepingAct::kCorruptEntry},
     {FaultSite::kReadPastLength, 8, "read_past_length",
      "a read's length mask runs past the request's tokens into the rest of its last page",
      "TensorRT-LLM PR 18754 (guard pages and masks), vLLM 54193", FaultClass::kWrittenState,

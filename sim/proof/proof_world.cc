@@ -188,8 +188,8 @@ Status ProofWorld::Violation(const std::string& what) const {
 }
 
 Status ProofWorld::Refused(const Status& status, const char* what, WorldOpReport& report) const {
-  if (!act_planted()) return Violation(std::string("a correct ") + what + " failed: " +
-                                       status.message());
+  if (!act_planted())
+    return Violation(std::string("a correct ") + what + " failed: " + status.message());
   ++report.pool_refusals;
   return Status::Ok();
 }

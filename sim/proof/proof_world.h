@@ -64,10 +64,10 @@ enum class WorldOpKind : uint8_t {
 // One operation with its arguments.
 struct WorldOp {
   WorldOpKind kind = WorldOpKind::kAppend;
-  int8_t r = 0;       // the request acted on
-  int8_t s = 0;       // the other request (forged grant)
-  int8_t i = 0;       // a logical page (corrupt entry, premature free)
-  int32_t value = 0;  // the corrupt block-table entry
+  int8_t r = 0;                                // the request acted on
+  int8_t s = 0;                                // the other request (forged grant)
+  int8_t i = 0;                                // a logical page (corrupt entry, premature free)
+  int32_t value = 0;                           // the corrupt block-table entry
   BookkeepingAct act = BookkeepingAct::kNone;  // kAct only
 
   // "append r0", "corrupt_entry r1 page 0 := 3", ...

@@ -135,13 +135,13 @@ struct RunReport {
   int64_t unfinished = 0;  // still waiting or running when the run stopped
   int64_t retries = 0;
   int64_t preemptions = 0;
-  int64_t transfers = 0;              // KV transfers from the prefill pool to the decode pool
+  int64_t transfers = 0;  // KV transfers from the prefill instance to the decode instance
   int64_t cancelled_in_transfer = 0;  // of the cancelled, those whose transfer was in flight
   int64_t stores = 0;                 // copies of finished requests' KV out to the KV store
   int64_t stores_refused = 0;         // of those, copies a check refused at their completion
   int64_t evicted_pages = 0;
   int64_t cache_insert_refusals = 0;
-  int64_t pool_refusals = 0;                        // pool operations refused after a planted bug
+  int64_t pool_refusals = 0;  // pool operations refused after a planted bug
   // The planted bugs, one per fault registry row in its order (the server fills it): what fired,
   // and the times each was drawn to fire (those that found nothing to change are not fired). By
   // name, so that the report depends on no fault code.

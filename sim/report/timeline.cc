@@ -8,7 +8,7 @@
 namespace kvsim::sim {
 namespace {
 
-// Process ids of the tracks that are not pools.
+// Process ids of the tracks that are not serving instances.
 constexpr int kRequestsPid = 100;
 constexpr int kTransfersPid = 101;
 
@@ -32,23 +32,23 @@ std::string Escaped(const std::string& text) {
 
 }  // namespace
 
-Timeline::Timeline(std::vector<std::string> pool_names)
-    : pool_names_(std::move(pool_names)) {}
+Timeline::Timeline(std::vector<std::string> instance_names)
+    : instance_names_(std::move(instance_names)) {}
 
-void Timeline::Step(int pool, SimNs start, SimNs end, int32_t decode_rows,
-                       int64_t prefill_tokens,
-                       const std::vector<std::pair<std::string, double>>& operator_us) {
+void Timeline::Step(int instance, SimNs start, SimNs end, int32_t decode_rows,
+                    int64_t prefill_tokens,
+                    const std::vector<std::pair<std::string, double>>& operator_us) {
   std::string operators;
   for (const auto& [name, us] : operator_us) {
     operators += fmt::format("{}\"{}\":{:.3f}", operators.empty() ? "" : ",", name, us);
   }
-  spans_.push_back({'X', pool, 0, start, end - start, "step",
+  spans_.push_back({'X', instance, 0, start, end - start, "step",
                     fmt::format("\"decode_rows\":{},\"prefill_tokens\":{},\"operators_us\":{{{}}}",
                                 decode_rows, prefill_tokens, operators)});
 }
 
 void Timeline::Request(int64_t id, SimNs arrival, SimNs first_scheduled, SimNs first_token,
-                          SimNs end, const char* outcome) {
+                       SimNs end, const char* outcome) {
   const std::string args = fmt::format("\"request\":{},\"outcome\":\"{}\"", id, outcome);
   const auto span = [&](const char* name, SimNs begin, SimNs finish) {
     if (begin < 0 || finish < begin) return;
@@ -67,15 +67,15 @@ void Timeline::Transfer(int64_t id, SimNs start, SimNs end) {
                     fmt::format("\"request\":{}", id)});
 }
 
-void Timeline::Instant(int pool, SimNs time, const std::string& name,
-                          const std::string& detail) {
+void Timeline::Instant(int instance, SimNs time, const std::string& name,
+                       const std::string& detail) {
   spans_.push_back(
-      {'i', pool, 0, time, 0, name, fmt::format("\"detail\":\"{}\"", Escaped(detail))});
+      {'i', instance, 0, time, 0, name, fmt::format("\"detail\":\"{}\"", Escaped(detail))});
 }
 
-void Timeline::Counters(int pool, SimNs time, int32_t pages_used, int32_t running,
-                           int32_t waiting) {
-  spans_.push_back({'C', pool, 0, time, 0, "pool",
+void Timeline::Counters(int instance, SimNs time, int32_t pages_used, int32_t running,
+                        int32_t waiting) {
+  spans_.push_back({'C', instance, 0, time, 0, "pool",
                     fmt::format("\"pages_used\":{},\"running\":{},\"waiting\":{}", pages_used,
                                 running, waiting)});
 }
@@ -94,8 +94,8 @@ void Timeline::Write(std::ostream& out) const {
                R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":"{}"}}}})", pid,
                Escaped(name));
   };
-  for (size_t pool = 0; pool < pool_names_.size(); ++pool) {
-    name_process(static_cast<int>(pool), pool_names_[pool] + " pool");
+  for (size_t instance = 0; instance < instance_names_.size(); ++instance) {
+    name_process(static_cast<int>(instance), instance_names_[instance] + " instance");
   }
   name_process(kRequestsPid, "requests");
   name_process(kTransfersPid, "KV transfers");

@@ -40,10 +40,10 @@ Status SizePool(const std::string& where, const model::PlanResult& plan, int32_t
   return ValidateSchedulerConfig(scheduler).WithContext(where);
 }
 
-Result<PreparedPool> PreparePool(const Scenario& scenario, const std::string& name,
-                                 const model::PlanSettings& deployment, int32_t pool_pages,
-                                 SchedulerConfig scheduler, const model::Catalog& catalog,
-                                 const model::StepTimeParams& params) {
+Result<PreparedInstance> PrepareInstance(const Scenario& scenario, const std::string& name,
+                                         const model::PlanSettings& deployment, int32_t pool_pages,
+                                         SchedulerConfig scheduler, const model::Catalog& catalog,
+                                         const model::StepTimeParams& params) {
   const std::string where = scenario.path + ": " + name + " pool";
   Result<model::PlanResult> planned = model::Plan(deployment, catalog, params, {1}, nullptr);
   if (!planned.ok()) return planned.status().WithContext(where + " deployment");
@@ -52,12 +52,12 @@ Result<PreparedPool> PreparePool(const Scenario& scenario, const std::string& na
       SizePool(where, plan, pool_pages, deployment.deployment.page_size, scheduler));
   model::BatchStepTime step_time(plan.model, plan.gpu, plan.settings.deployment, plan.weights,
                                  plan.kv, params);
-  return PreparedPool{name, std::move(plan), scheduler, std::move(step_time)};
+  return PreparedInstance{name, std::move(plan), scheduler, std::move(step_time)};
 }
 
-TransferLink LinkOf(const Disaggregation& d, const PreparedPool& prefill) {
-  // The prompt's KV leaves the prefill pool in its format, each GPU sending its own share to its
-  // counterpart over its own link at once: the time is one GPU's bytes over one link.
+TransferLink LinkOf(const Disaggregation& d, const PreparedInstance& prefill) {
+  // The prompt's KV leaves the prefill instance in its format, each GPU sending its own share to
+  // its counterpart over its own link at once: the time is one GPU's bytes over one link.
   TransferLink link;
   link.bytes_per_s = d.gb_per_s * 1e9;
   link.latency_ns = d.latency_ns;
@@ -78,21 +78,22 @@ Result<PreparedScenario> PrepareScenario(const Scenario& scenario, const model::
     KVSIM_RETURN_IF_ERROR(ReadTrace(scenario, catalog, prepared.server.workload));
   }
   if (!scenario.disaggregation) {
-    KVSIM_ASSIGN_OR_RETURN(PreparedPool pool,
-                           PreparePool(scenario, "pool", scenario.deployment, scenario.pool_pages,
-                                       scenario.server.scheduler, catalog, calibration.params));
-    prepared.pools.push_back(std::move(pool));
+    KVSIM_ASSIGN_OR_RETURN(
+        PreparedInstance instance,
+        PrepareInstance(scenario, "unified", scenario.deployment, scenario.pool_pages,
+                        scenario.server.scheduler, catalog, calibration.params));
+    prepared.instances.push_back(std::move(instance));
     return prepared;
   }
   const Disaggregation& d = *scenario.disaggregation;
   for (const auto& [name, side] : {std::pair<const char*, const PoolSide*>{"prefill", &d.prefill},
                                    std::pair<const char*, const PoolSide*>{"decode", &d.decode}}) {
-    KVSIM_ASSIGN_OR_RETURN(PreparedPool pool,
-                           PreparePool(scenario, name, side->deployment, side->pool_pages,
-                                       side->scheduler, catalog, calibration.params));
-    prepared.pools.push_back(std::move(pool));
+    KVSIM_ASSIGN_OR_RETURN(PreparedInstance instance,
+                           PrepareInstance(scenario, name, side->deployment, side->pool_pages,
+                                           side->scheduler, catalog, calibration.params));
+    prepared.instances.push_back(std::move(instance));
   }
-  prepared.link = LinkOf(d, prepared.pools[0]);
+  prepared.link = LinkOf(d, prepared.instances[0]);
   return prepared;
 }
 
@@ -100,27 +101,27 @@ Status ReapplyScenario(const Scenario& scenario, PreparedScenario& prepared) {
   if (scenario.server.workload.loop == LoopKind::kTrace) {
     return FailedPreconditionError(scenario.path + ": a trace workload is prepared, not reapplied");
   }
-  const size_t pools = scenario.disaggregation ? 2 : 1;
-  if (prepared.pools.size() != pools) {
+  const size_t instances = scenario.disaggregation ? 2 : 1;
+  if (prepared.instances.size() != instances) {
     return FailedPreconditionError(scenario.path + ": prepared for another number of pools");
   }
   prepared.server = scenario.server;
   if (!scenario.disaggregation) {
-    PreparedPool& pool = prepared.pools[0];
-    pool.scheduler = scenario.server.scheduler;
-    return SizePool(scenario.path + ": pool", pool.plan, scenario.pool_pages,
-                    scenario.deployment.deployment.page_size, pool.scheduler);
+    PreparedInstance& instance = prepared.instances[0];
+    instance.scheduler = scenario.server.scheduler;
+    return SizePool(scenario.path + ": pool", instance.plan, scenario.pool_pages,
+                    scenario.deployment.deployment.page_size, instance.scheduler);
   }
   const Disaggregation& d = *scenario.disaggregation;
   const PoolSide* sides[] = {&d.prefill, &d.decode};
   for (size_t i = 0; i < 2; ++i) {
-    PreparedPool& pool = prepared.pools[i];
-    pool.scheduler = sides[i]->scheduler;
-    KVSIM_RETURN_IF_ERROR(SizePool(scenario.path + ": " + pool.name + " pool", pool.plan,
+    PreparedInstance& instance = prepared.instances[i];
+    instance.scheduler = sides[i]->scheduler;
+    KVSIM_RETURN_IF_ERROR(SizePool(scenario.path + ": " + instance.name + " pool", instance.plan,
                                    sides[i]->pool_pages, sides[i]->deployment.deployment.page_size,
-                                   pool.scheduler));
+                                   instance.scheduler));
   }
-  prepared.link = LinkOf(d, prepared.pools[0]);
+  prepared.link = LinkOf(d, prepared.instances[0]);
   return Status::Ok();
 }
 
@@ -130,23 +131,23 @@ Result<RunReport> RunPrepared(const Scenario& scenario, const PreparedScenario& 
   config.seed = options.seed;
   std::vector<std::unique_ptr<OracleAuditor>> oracles;
   std::vector<std::unique_ptr<KernelDataPlane>> planes;
-  std::vector<PoolSetup> pools;
-  for (size_t i = 0; i < prepared.pools.size(); ++i) {
-    const PreparedPool& pool = prepared.pools[i];
-    const int32_t pages = pool.scheduler.pool.num_pages;
-    const int32_t page_size = pool.scheduler.page_size;
+  std::vector<InstanceSetup> instances;
+  for (size_t i = 0; i < prepared.instances.size(); ++i) {
+    const PreparedInstance& instance = prepared.instances[i];
+    const int32_t pages = instance.scheduler.pool.num_pages;
+    const int32_t page_size = instance.scheduler.page_size;
     AccessAuditor* auditor = nullptr;
     if (options.mode == RunMode::kKernel) {
       KernelSpec spec = scenario.kernel;
       // Each pool of a disaggregated deployment stores its own deployment's format; the transfer
       // converts the KV on the way.
-      if (scenario.disaggregation) spec.kv_format = pool.plan.settings.deployment.kv_format;
+      if (scenario.disaggregation) spec.kv_format = instance.plan.settings.deployment.kv_format;
       // Each data plane's weights get their own stream of the run's seed.
       const uint64_t data_seed = MixIds(options.seed, 0xda7a + i);
       Result<std::unique_ptr<KernelDataPlane>> created =
           KernelDataPlane::Create(spec, pages, page_size, backend, data_seed);
       if (!created.ok()) {
-        return created.status().WithContext(scenario.path + ": " + pool.name + " pool");
+        return created.status().WithContext(scenario.path + ": " + instance.name + " pool");
       }
       planes.push_back(std::move(created).value());
       auditor = planes.back().get();
@@ -155,12 +156,13 @@ Result<RunReport> RunPrepared(const Scenario& scenario, const PreparedScenario& 
       oracles.push_back(std::make_unique<OracleAuditor>(std::move(oracle)));
       auditor = oracles.back().get();
     }
-    if (auditor != nullptr && config.tag_tracker) auditor->PredictEscapes(pool.scheduler.pool.tags);
-    pools.push_back({pool.name, pool.scheduler, pool.step_time, auditor,
-                     static_cast<double>(pool.plan.kv.total())});
+    if (auditor != nullptr && config.tag_tracker)
+      auditor->PredictEscapes(instance.scheduler.pool.tags);
+    instances.push_back({instance.name, instance.scheduler, instance.step_time, auditor,
+                         static_cast<double>(instance.plan.kv.total())});
   }
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<Server> server,
-                         Server::Create(config, std::move(pools), prepared.link, backend));
+                         Server::Create(config, std::move(instances), prepared.link, backend));
   server->set_progress(options.progress);
   server->set_timeline(options.timeline);
   KVSIM_ASSIGN_OR_RETURN(RunReport report, server->Run());

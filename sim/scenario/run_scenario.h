@@ -1,5 +1,6 @@
-// Preparing and running a scenario: each pool's deployment plan gives its size and its step-time
-// model, the run's options (seed, mode) override the scenario's defaults, and the server runs it.
+// Preparing and running a scenario: each serving instance's deployment plan gives its pool's size
+// and its step-time model, the run's options (seed, mode) override the scenario's defaults, and the
+// server runs it.
 #pragma once
 
 #include <cstdint>
@@ -13,29 +14,29 @@
 #include "model/catalog.h"
 #include "model/plan.h"
 #include "sim/dataplane/kernel_data_plane.h"
-#include "sim/report/timeline.h"
 #include "sim/report/run_report.h"
+#include "sim/report/timeline.h"
 #include "sim/scenario/scenario.h"
 #include "sim/server/server.h"
 
 namespace kvsim::sim {
 
 // One pool with everything the server needs resolved.
-struct PreparedPool {
-  std::string name;           // "pool", "prefill", "decode"
+struct PreparedInstance {
+  std::string name;           // "unified", "prefill", "decode"
   model::PlanResult plan;     // the pool's deployment planned at concurrency 1
   SchedulerConfig scheduler;  // pool pages and page size set
   model::BatchStepTime step_time;
 };
 
 struct PreparedScenario {
-  std::vector<PreparedPool> pools;  // one, or prefill then decode
+  std::vector<PreparedInstance> instances;  // one (unified), or prefill then decode
   ServerConfig server;
-  std::optional<TransferLink> link;  // two pools: the KV transfer between them
+  std::optional<TransferLink> link;  // two instances: the KV transfer between them
 };
 
-// Plans each pool's deployment with the calibration, sizes its pool (the scenario's pages, or the
-// deployment's KV capacity per pool) and builds its step-time model. Errors: unknown names, a
+// Plans each instance's deployment with the calibration, sizes its pool (the scenario's pages, or
+// the deployment's KV capacity per pool) and builds its step-time model. Errors: unknown names, a
 // deployment whose weights do not fit, a pool beyond the supported pages.
 Result<PreparedScenario> PrepareScenario(const Scenario& scenario, const model::Catalog& catalog);
 
@@ -56,7 +57,7 @@ struct RunOptions {
 // bandwidth. `prepared` must come from a scenario with the same deployments (page size included)
 // and calibration, which is what a campaign keeps from run to run; then the run is the one
 // PrepareScenario(scenario) would give. FailedPrecondition for a trace workload or another number
-// of pools; the pools' checks as PrepareScenario's.
+// of instances; the instances' checks as PrepareScenario's.
 Status ReapplyScenario(const Scenario& scenario, PreparedScenario& prepared);
 
 // Runs a prepared scenario on `backend` (which runs the integrity check, and in kernel mode the

@@ -356,8 +356,8 @@ Status ParseDisaggregation(const YamlMap& map, Scenario& scenario) {
     side->deployment = scenario.deployment;
     side->scheduler = scenario.server.scheduler;
   }
-  d.prefill.scheduler.role = PoolRole::kPrefill;
-  d.decode.scheduler.role = PoolRole::kDecode;
+  d.prefill.scheduler.role = InstanceRole::kPrefill;
+  d.decode.scheduler.role = InstanceRole::kDecode;
   KVSIM_ASSIGN_OR_RETURN(const YamlMap prefill, map.Map("prefill"));
   KVSIM_RETURN_IF_ERROR(ParseSide(prefill, d.prefill));
   KVSIM_ASSIGN_OR_RETURN(const YamlMap decode, map.Map("decode"));

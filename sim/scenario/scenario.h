@@ -31,9 +31,9 @@ struct PoolSide {
   SchedulerConfig scheduler;       // the scenario's scheduler with the side's fields applied
 };
 
-// Prefill/decode disaggregation: a prefill pool and a decode pool, each with its own deployment
-// (production runs prefill with a BF16 cache and FP8 weights, decode with an FP8 cache and INT4
-// weights), and the link the KV crosses, converting its format on the way.
+// Prefill/decode disaggregation: a prefill instance and a decode instance, each with its own
+// deployment (production runs prefill with a BF16 cache and FP8 weights, decode with an FP8 cache
+// and INT4 weights), and the link the KV crosses, converting its format on the way.
 struct Disaggregation {
   PoolSide prefill;
   PoolSide decode;

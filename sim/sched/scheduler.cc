@@ -59,14 +59,16 @@ std::string Scheduler::NeverFits(const SimRequest& r) const {
            std::to_string(config_.max_model_tokens);
   }
   const int64_t usable = int64_t{pool_.capacity()} - config_.watermark_pages;
-  // A prefill pool holds the prompt only; the decode pool holds the whole sequence.
-  const int64_t held = config_.role == PoolRole::kPrefill ? r.spec.prompt_tokens : longest;
+  // A prefill instance holds the prompt only; the decode instance holds the whole sequence.
+  const int64_t held = config_.role == InstanceRole::kPrefill ? r.spec.prompt_tokens : longest;
   if (PagesFor(held) > usable) {
-    return (config_.role == PoolRole::kPrefill ? "the prompt of " : "prompt + max_new_tokens = ") +
+    return (config_.role == InstanceRole::kPrefill ? "the prompt of "
+                                                   : "prompt + max_new_tokens = ") +
            std::to_string(held) + " tokens needs " + std::to_string(PagesFor(held)) +
            " pages; the " +
-           (config_.role == PoolRole::kUnified ? std::string()
-                                               : std::string(PoolRoleName(config_.role)) + " ") +
+           (config_.role == InstanceRole::kUnified
+                ? std::string()
+                : std::string(InstanceRoleName(config_.role)) + " ") +
            "pool has " + std::to_string(usable) + " usable";
   }
   // Without chunking a prefill runs whole in one step. Under prompt reservation a preempted
@@ -75,7 +77,7 @@ std::string Scheduler::NeverFits(const SimRequest& r) const {
   // runs, as vLLM requires max_num_batched_tokens >= max_model_len without chunking, rather than
   // stranded after it has streamed tokens.
   const int64_t longest_prefill =
-      config_.reservation == Reservation::kPrompt && config_.role != PoolRole::kPrefill
+      config_.reservation == Reservation::kPrompt && config_.role != InstanceRole::kPrefill
           ? longest - 1
           : r.num_tokens();
   if (!config_.chunked_prefill && longest_prefill > config_.token_budget) {
@@ -313,7 +315,7 @@ int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, FormedStep& step,
   const int32_t want = r.num_tokens() - start;
   const int32_t tokens = std::min(want, ChunkOf(budget));
   const int32_t pages_now = PagesFor(start + tokens) - matched;
-  const int64_t held = config_.role == PoolRole::kPrefill
+  const int64_t held = config_.role == InstanceRole::kPrefill
                            ? r.spec.prompt_tokens
                            : int64_t{r.spec.prompt_tokens} + r.spec.max_new_tokens;
   const int32_t pages_total = PagesFor(held) - matched;
@@ -415,7 +417,7 @@ FormedStep Scheduler::ScheduleStep(SimNs now, std::vector<RequestEnd>& ended) {
     if (tokens < 0) break;
     budget -= tokens;
   }
-  if (config_.role == PoolRole::kDecode && step.preempted == 0) AdmitTransfers(step);
+  if (config_.role == InstanceRole::kDecode && step.preempted == 0) AdmitTransfers(step);
   return step;
 }
 
@@ -504,8 +506,8 @@ void Scheduler::CompleteStep(const FormedStep& step, const std::vector<bool>& ra
         ended.push_back({row.slot, RequestPhase::kFinished});
         continue;
       }
-      if (config_.role == PoolRole::kPrefill) {
-        // Prefilled: the decode pool takes it from here; its pages wait for the transfer.
+      if (config_.role == InstanceRole::kPrefill) {
+        // Prefilled: the decode instance takes it from here; its pages wait for the transfer.
         RemoveFromRunning(row.slot);
         r.phase = RequestPhase::kTransferring;
         transferring_.push_back(row.slot);

@@ -81,7 +81,7 @@ struct ScheduledRow {
 // What one step runs, and what forming it did.
 struct FormedStep {
   std::vector<ScheduledRow> rows;
-  // Decode pool: requests granted their pages whose KV transfer may start now.
+  // Decode instance: requests granted their pages whose KV transfer may start now.
   std::vector<int32_t> transfers;
   int32_t admitted = 0;
   int32_t preempted = 0;
@@ -105,12 +105,12 @@ class Scheduler {
 
   // A new request joins the back of the waiting queue. The slot it occupies until it ends.
   int32_t Enqueue(const RequestSpec& spec);
-  // Decode pool: a request the prefill pool has prefilled joins the queue of incoming transfers,
-  // with the tokens it produced and its metrics so far. Its slot here.
+  // Decode instance: a request the prefill instance has prefilled joins the queue of incoming
+  // transfers, with the tokens it produced and its metrics so far. Its slot here.
   int32_t EnqueueTransfer(const SimRequest& prefilled);
-  // Decode pool: the transfer into `slot` (receiving) completed; it decodes from the next step.
+  // Decode instance: the transfer into `slot` (receiving) completed; it decodes from the next step.
   void CompleteTransfer(int32_t slot);
-  // Prefill pool: the transfer out of `slot` (transferring) completed: its pages are released.
+  // Prefill instance: the transfer out of `slot` (transferring) completed: its pages are released.
   void ReleaseTransferred(int32_t slot, SimNs now);
   // With `on`, a request that finishes enters kStoring, holding its pages, instead of releasing
   // them: the server copies its KV out to the store and calls ReleaseStored when the copy ends.
@@ -210,7 +210,8 @@ class Scheduler {
   void End(int32_t slot, RequestPhase phase, SimNs now);
   // Pages admission counts as available: free and evictable, less reservations and the watermark.
   int64_t AvailablePages() const;
-  // Decode pool: grants pages to the incoming transfers at the head of their queue while they fit.
+  // Decode instance: grants pages to the incoming transfers at the head of their queue while they
+  // fit.
   void AdmitTransfers(FormedStep& step);
   // Whether the request holds pages (running, or in a transfer).
   static bool HoldsPages(RequestPhase phase);
@@ -227,9 +228,9 @@ class Scheduler {
   std::vector<int32_t> free_slots_;
   std::deque<int32_t> waiting_;
   std::vector<int32_t> running_;       // admission order
-  std::vector<int32_t> transferring_;  // prefill pool
-  std::deque<int32_t> incoming_;       // decode pool: waiting for pages
-  std::vector<int32_t> receiving_;     // decode pool
+  std::vector<int32_t> transferring_;  // prefill instance
+  std::deque<int32_t> incoming_;       // decode instance: waiting for pages
+  std::vector<int32_t> receiving_;     // decode instance
   int32_t reserved_total_ = 0;
   int64_t cache_insert_refusals_ = 0;
   int64_t pool_refusals_ = 0;

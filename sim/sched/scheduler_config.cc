@@ -38,13 +38,13 @@ Result<PreemptionVictim> ParsePreemptionVictim(const std::string& text) {
                               "'; allowed: newest, most_pages");
 }
 
-const char* PoolRoleName(PoolRole role) {
+const char* InstanceRoleName(InstanceRole role) {
   switch (role) {
-    case PoolRole::kUnified:
+    case InstanceRole::kUnified:
       return "unified";
-    case PoolRole::kPrefill:
+    case InstanceRole::kPrefill:
       return "prefill";
-    case PoolRole::kDecode:
+    case InstanceRole::kDecode:
       return "decode";
   }
   return "unknown";

@@ -35,17 +35,18 @@ enum class PreemptionVictim {
 const char* PreemptionVictimName(PreemptionVictim victim);
 Result<PreemptionVictim> ParsePreemptionVictim(const std::string& text);
 
-// What a pool does in a deployment: everything, or one side of prefill/decode disaggregation.
-enum class PoolRole {
-  kUnified,  // prefill and decode in one pool
-  kPrefill,  // prefills requests, produces their first token, hands their KV to the decode pool
-  kDecode,   // receives requests' KV from the prefill pool and decodes them
+// What a serving instance does in a deployment: everything, or one side of prefill/decode
+// disaggregation.
+enum class InstanceRole {
+  kUnified,  // prefill and decode in one instance
+  kPrefill,  // prefills requests, produces their first token, hands their KV to the decode instance
+  kDecode,   // receives requests' KV from the prefill instance and decodes them
 };
 // "unified", "prefill", "decode".
-const char* PoolRoleName(PoolRole role);
+const char* InstanceRoleName(InstanceRole role);
 
 struct SchedulerConfig {
-  PoolRole role = PoolRole::kUnified;
+  InstanceRole role = InstanceRole::kUnified;
   // The KV pool: pages, tokens per page, reuse order, dummy page, tags.
   PagePoolConfig pool;
   int32_t page_size = 16;

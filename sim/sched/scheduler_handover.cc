@@ -1,5 +1,5 @@
-// Requests handed over between pools and to the KV store: the decode pool's incoming transfers,
-// the prefill pool's release after a transfer, and a finished request's release after the copy
+// Requests handed over between pools and to the KV store: the decode instance's incoming transfers,
+// the prefill instance's release after a transfer, and a finished request's release after the copy
 // of its KV out to the store.
 #include "sim/sched/scheduler.h"
 
@@ -10,7 +10,7 @@
 namespace kvsim::sim {
 
 int32_t Scheduler::EnqueueTransfer(const SimRequest& prefilled) {
-  KVSIM_CHECK(config_.role == PoolRole::kDecode) << "only a decode pool receives transfers";
+  KVSIM_CHECK(config_.role == InstanceRole::kDecode) << "only a decode instance receives transfers";
   const int32_t slot = Enqueue(prefilled.spec);
   waiting_.pop_back();
   incoming_.push_back(slot);

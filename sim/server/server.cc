@@ -12,26 +12,27 @@
 namespace kvsim::sim {
 namespace {
 
-// Samples of the pools kept over a run.
+// Samples of the instances' pools kept over a run.
 constexpr size_t kPoolSeriesCapacity = 2048;
 
 }  // namespace
 
 Result<std::unique_ptr<Server>> Server::Create(const ServerConfig& config,
-                                               std::vector<PoolSetup> pools,
+                                               std::vector<InstanceSetup> instances,
                                                std::optional<TransferLink> link, Backend& backend) {
-  if (pools.empty() || pools.size() > 2) {
-    return InvalidArgumentError("a server runs one pool, or a prefill and a decode pool");
+  if (instances.empty() || instances.size() > 2) {
+    return InvalidArgumentError("a server runs one pool, or a prefill and a decode instance");
   }
-  if (pools.size() == 2) {
-    if (pools[0].scheduler.role != PoolRole::kPrefill ||
-        pools[1].scheduler.role != PoolRole::kDecode || !link || !(link->bytes_per_s > 0) ||
+  if (instances.size() == 2) {
+    if (instances[0].scheduler.role != InstanceRole::kPrefill ||
+        instances[1].scheduler.role != InstanceRole::kDecode || !link || !(link->bytes_per_s > 0) ||
         link->latency_ns < 0 || !(link->bytes_per_token > 0)) {
       return InvalidArgumentError(
-          "a disaggregated server runs a prefill pool, then a decode pool, joined by a link "
+          "a disaggregated server runs a prefill instance, then a decode instance, joined by a "
+          "link "
           "of positive bandwidth and bytes per token");
     }
-  } else if (pools[0].scheduler.role != PoolRole::kUnified) {
+  } else if (instances[0].scheduler.role != InstanceRole::kUnified) {
     return InvalidArgumentError("a server of one pool runs it unified");
   }
   if (config.kv_store) {
@@ -39,7 +40,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerConfig& config,
       return InvalidArgumentError(
           "a KV store needs a positive bandwidth and a latency of 0 or more");
     }
-    for (const PoolSetup& setup : pools) {
+    for (const InstanceSetup& setup : instances) {
       if (!(setup.kv_bytes_per_token > 0)) {
         return InvalidArgumentError("a KV store needs each pool's KV bytes per token");
       }
@@ -54,36 +55,39 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerConfig& config,
   KVSIM_ASSIGN_OR_RETURN(Workload workload, Workload::Create(config.workload, workload_seed));
   std::unique_ptr<Server> server(new Server(config, link, std::move(workload)));
   if (config.faults.any()) server->faults_.emplace(config.faults, fault_seed);
-  for (size_t i = 0; i < pools.size(); ++i) {
-    SchedulerConfig scheduler = pools[i].scheduler;
+  for (size_t i = 0; i < instances.size(); ++i) {
+    SchedulerConfig scheduler = instances[i].scheduler;
     scheduler.pool.tags.seed = MixIds(tag_seed, i);
     KVSIM_ASSIGN_OR_RETURN(Scheduler created, Scheduler::Create(scheduler));
     if (config.kv_store) created.set_store_on_finish(true);
-    auto pool = std::make_unique<Pool>(pools[i].name, std::move(created), pools[i].step_time,
-                                       pools[i].auditor, pools[i].kv_bytes_per_token);
+    auto instance =
+        std::make_unique<Instance>(instances[i].name, std::move(created), instances[i].step_time,
+                                   instances[i].auditor, instances[i].kv_bytes_per_token);
     // The auditor learns every allocation, share and release from the pool itself.
-    if (pool->auditor != nullptr) pool->scheduler.mutable_pool().set_observer(pool->auditor);
+    if (instance->auditor != nullptr)
+      instance->scheduler.mutable_pool().set_observer(instance->auditor);
     if (server->faults_) {
-      pool->scheduler.set_faults(&*server->faults_, static_cast<int32_t>(i));
-      if (pool->auditor != nullptr) pool->auditor->set_faults(&*server->faults_);
+      instance->scheduler.set_faults(&*server->faults_, static_cast<int32_t>(i));
+      if (instance->auditor != nullptr) instance->auditor->set_faults(&*server->faults_);
     }
     if (config.tag_tracker) {
       TagTrackerOptions options;
       options.check_writes = config.check_writes;
-      KVSIM_ASSIGN_OR_RETURN(TagTracker tracker,
-                             TagTracker::Create(backend, pool->scheduler.mutable_pool(), options));
-      pool->tracker = std::make_unique<TagTracker>(std::move(tracker));
-      pool->checks.emplace(backend, *pool->tracker);
+      KVSIM_ASSIGN_OR_RETURN(
+          TagTracker tracker,
+          TagTracker::Create(backend, instance->scheduler.mutable_pool(), options));
+      instance->tracker = std::make_unique<TagTracker>(std::move(tracker));
+      instance->checks.emplace(backend, *instance->tracker);
     } else {
-      pool->tracker = std::make_unique<NoopTracker>();
+      instance->tracker = std::make_unique<NoopTracker>();
     }
     if (config.seal) {
       KVSIM_ASSIGN_OR_RETURN(
           WrittenSeal seal,
-          WrittenSeal::Create(pool->scheduler.pool().num_pages(), scheduler.page_size));
-      pool->seal.emplace(std::move(seal));
+          WrittenSeal::Create(instance->scheduler.pool().num_pages(), scheduler.page_size));
+      instance->seal.emplace(std::move(seal));
     }
-    server->pools_.push_back(std::move(pool));
+    server->instances_.push_back(std::move(instance));
   }
   return server;
 }
@@ -110,10 +114,10 @@ void Server::Issue(const RequestSpec& spec, EventQueue& queue) {
   queue.Push(spec.arrival_ns, kArrival, kArrival, spec.id);
 }
 
-void Server::RequestSchedule(size_t pool, EventQueue& queue) {
-  Pool& p = *pools_[pool];
+void Server::RequestSchedule(size_t instance, EventQueue& queue) {
+  Instance& p = *instances_[instance];
   if (p.schedule_pending || p.in_flight) return;
-  queue.Push(queue.now(), kSchedule, kSchedule, static_cast<int64_t>(pool));
+  queue.Push(queue.now(), kSchedule, kSchedule, static_cast<int64_t>(instance));
   p.schedule_pending = true;
 }
 
@@ -130,7 +134,7 @@ Status Server::Handle(const Event& event, EventQueue& queue) {
     case kStoreEnd:
       return OnStoreEnd(event.subject, queue);
     case kSchedule: {
-      Pool& p = *pools_[static_cast<size_t>(event.subject)];
+      Instance& p = *instances_[static_cast<size_t>(event.subject)];
       p.schedule_pending = false;
       return p.in_flight ? Status::Ok() : StartStep(static_cast<size_t>(event.subject), queue);
     }
@@ -141,7 +145,7 @@ Status Server::Handle(const Event& event, EventQueue& queue) {
 Status Server::OnArrival(int64_t id, EventQueue& queue) {
   RequestSpec spec = std::move(pending_[static_cast<size_t>(id)]);
   pending_[static_cast<size_t>(id)] = RequestSpec();
-  const int32_t slot = pools_[0]->scheduler.Enqueue(spec);
+  const int32_t slot = instances_[0]->scheduler.Enqueue(spec);
   where_[static_cast<size_t>(id)].first = slot;
   ++report_.arrived;
   MixHash(static_cast<uint64_t>(id));
@@ -153,10 +157,11 @@ Status Server::OnArrival(int64_t id, EventQueue& queue) {
     if (std::optional<RequestSpec> next = workload_.NextArrival()) Issue(*next, queue);
   }
   if (disaggregated()) {
-    // A request the decode pool could never hold is refused before the prefill pool runs it.
-    const std::string reason = pools_[1]->scheduler.RefusalReason(spec);
+    // A request the decode instance could never hold is refused before the prefill instance runs
+    // it.
+    const std::string reason = instances_[1]->scheduler.RefusalReason(spec);
     if (!reason.empty()) {
-      pools_[0]->scheduler.Reject(slot, queue.now(), "decode pool: " + reason);
+      instances_[0]->scheduler.Reject(slot, queue.now(), "decode instance: " + reason);
       RecordEnd(0, slot, queue);
     }
   }
@@ -167,7 +172,7 @@ Status Server::OnArrival(int64_t id, EventQueue& queue) {
 void Server::DropFirstHalf(int64_t id) {
   Location& at = where_[static_cast<size_t>(id)];
   if (at.first < 0) return;
-  Pool& first = *pools_[0];
+  Instance& first = *instances_[0];
   const SimRequest& r = first.scheduler.request(at.first);
   if (r.phase == RequestPhase::kTransferring) {
     first.scheduler.ReleaseTransferred(at.first, queue_->now());
@@ -180,12 +185,13 @@ void Server::DropFirstHalf(int64_t id) {
 Status Server::OnCancel(int64_t id, EventQueue& queue) {
   const Location at = where_[static_cast<size_t>(id)];
   if (timeline_ != nullptr && (at.first >= 0 || at.decode >= 0)) {
-    timeline_->Instant(at.decode >= 0 ? 1 : 0, queue.now(), "cancel", "request " + std::to_string(id));
+    timeline_->Instant(at.decode >= 0 ? 1 : 0, queue.now(), "cancel",
+                       "request " + std::to_string(id));
   }
-  Scheduler* decode = disaggregated() ? &pools_[1]->scheduler : nullptr;
+  Scheduler* decode = disaggregated() ? &instances_[1]->scheduler : nullptr;
   if (at.decode >= 0 && faults_ && decode->request(at.decode).phase == RequestPhase::kReceiving &&
       faults_->Fires(FaultSite::kTransferAbortFrees)) {
-    // The planted bug: the decode pool's pages are freed at once, while the transfer in flight
+    // The planted bug: the decode instance's pages are freed at once, while the transfer in flight
     // still lands in them.
     faults_->Changed(FaultSite::kTransferAbortFrees, {1, id, decode->request(at.decode).block_row});
     ++report_.cancelled_in_transfer;
@@ -194,28 +200,30 @@ Status Server::OnCancel(int64_t id, EventQueue& queue) {
     DropFirstHalf(id);
     RecordEnd(1, at.decode, queue);
   } else if (at.decode >= 0) {
-    // Handed over: the decode pool's half decides; a transfer in flight ends it later.
+    // Handed over: the decode instance's half decides; a transfer in flight ends it later.
     if (decode->Cancel(at.decode, queue.now())) {
       DropFirstHalf(id);
       RecordEnd(1, at.decode, queue);
     }
   } else if (at.first >= 0) {
-    if (pools_[0]->scheduler.Cancel(at.first, queue.now())) {
+    if (instances_[0]->scheduler.Cancel(at.first, queue.now())) {
       RecordEnd(0, at.first, queue);
     }
   }
-  for (size_t pool = 0; pool < pools_.size(); ++pool) RequestSchedule(pool, queue);
+  for (size_t instance = 0; instance < instances_.size(); ++instance)
+    RequestSchedule(instance, queue);
   return Status::Ok();
 }
 
-void Server::AbortRequest(size_t pool, int32_t slot, const std::string& reason, EventQueue& queue) {
-  Pool& p = *pools_[pool];
+void Server::AbortRequest(size_t instance, int32_t slot, const std::string& reason,
+                          EventQueue& queue) {
+  Instance& p = *instances_[instance];
   const int64_t id = p.scheduler.request(slot).spec.id;
   p.scheduler.Abort(slot, queue.now(), reason);
   Location& at = where_[static_cast<size_t>(id)];
-  if (disaggregated() && pool == 0 && at.decode >= 0) {
+  if (disaggregated() && instance == 0 && at.decode >= 0) {
     // The prefill half failed while its transfer was starting: end the decode half with it.
-    Pool& decode = *pools_[1];
+    Instance& decode = *instances_[1];
     decode.scheduler.Abort(at.decode, queue.now(), reason);
     at.first = -1;
     if (p.auditor != nullptr) p.auditor->Forget(slot, id);
@@ -223,24 +231,24 @@ void Server::AbortRequest(size_t pool, int32_t slot, const std::string& reason, 
     RecordEnd(1, at.decode, queue);
     return;
   }
-  if (pool == 1) DropFirstHalf(id);
-  RecordEnd(pool, slot, queue);
+  if (instance == 1) DropFirstHalf(id);
+  RecordEnd(instance, slot, queue);
 }
 
-Status Server::StartStep(size_t pool, EventQueue& queue) {
-  Pool& p = *pools_[pool];
+Status Server::StartStep(size_t instance, EventQueue& queue) {
+  Instance& p = *instances_[instance];
   const SimNs now = queue.now();
   std::vector<RequestEnd> ended;
   p.formed = p.scheduler.ScheduleStep(now, ended);
-  for (const RequestEnd& end : ended) RecordEnd(pool, end.slot, queue);
+  for (const RequestEnd& end : ended) RecordEnd(instance, end.slot, queue);
   // Writes dispatched before the step just formed land while it runs: after its grants.
-  KVSIM_RETURN_IF_ERROR(LandGhostWrites(pool));
+  KVSIM_RETURN_IF_ERROR(LandGhostWrites(instance));
   report_.preemptions += p.formed.preempted;
   report_.evicted_pages += p.formed.evicted_pages;
   const std::vector<int32_t> transfers = p.formed.transfers;
   for (int32_t slot : transfers) KVSIM_RETURN_IF_ERROR(StartTransfer(slot, queue));
-  // A pool whose pages wait for transfers out of it, or into it, or for copies out to the KV store,
-  // may rightly admit nobody; one that preempted its only running request schedules again at
+  // An instance whose pages wait for transfers out of it, or into it, or for copies out to the KV
+  // store, may rightly admit nobody; one that preempted its only running request schedules again at
   // once, to readmit it.
   bool formed = !p.formed.rows.empty() || !transfers.empty() || p.formed.preempted > 0 ||
                 !p.scheduler.transferring().empty() || !p.scheduler.receiving().empty() ||
@@ -251,7 +259,7 @@ Status Server::StartStep(size_t pool, EventQueue& queue) {
     const std::deque<int32_t> stuck = p.scheduler.waiting();
     for (int32_t slot : stuck) {
       p.scheduler.Reject(slot, now, "the pool lost pages to a planted bug");
-      RecordEnd(pool, slot, queue);
+      RecordEnd(instance, slot, queue);
     }
     formed = true;
   }
@@ -262,13 +270,13 @@ Status Server::StartStep(size_t pool, EventQueue& queue) {
                        " pages free, " + std::to_string(p.scheduler.reserved_pages()) +
                        " reserved)"));
   if (p.formed.rows.empty()) {
-    if (p.formed.preempted > 0) RequestSchedule(pool, queue);
+    if (p.formed.preempted > 0) RequestSchedule(instance, queue);
     return Status::Ok();
   }
   ++report_.steps;
   if (progress_ && report_.steps % 1024 == 0) progress_(now, report_.steps);
-  MixHash(static_cast<uint64_t>(now) * 4 + pool);
-  PlantRowBugs(pool);
+  MixHash(static_cast<uint64_t>(now) * 4 + instance);
+  PlantRowBugs(instance);
   p.proceed.assign(p.formed.rows.size(), true);
   p.generated_before.clear();
   for (const ScheduledRow& row : p.formed.rows) {
@@ -278,8 +286,8 @@ Status Server::StartStep(size_t pool, EventQueue& queue) {
     p.generated_before.push_back(r.generated);
     if (row.first_token < r.prefill_end) report_.prefill_tokens += row.tokens;
   }
-  KVSIM_RETURN_IF_ERROR(RunAccess(pool, KvAccess::kWrite, p.formed.rows, p.proceed));
-  KVSIM_RETURN_IF_ERROR(RunAccess(pool, KvAccess::kRead, p.formed.rows, p.proceed));
+  KVSIM_RETURN_IF_ERROR(RunAccess(instance, KvAccess::kWrite, p.formed.rows, p.proceed));
+  KVSIM_RETURN_IF_ERROR(RunAccess(instance, KvAccess::kRead, p.formed.rows, p.proceed));
   batch_.clear();
   p.prefill_tokens = 0;
   for (size_t i = 0; i < p.formed.rows.size(); ++i) {
@@ -297,19 +305,19 @@ Status Server::StartStep(size_t pool, EventQueue& queue) {
   const SimNs duration = batch_.empty() ? 0 : SecondsToNs(p.step_cost.total_s);
   p.in_flight = true;
   p.step_start_ns = now;
-  queue.Push(now + duration, kStepEnd, kStepEnd, static_cast<int64_t>(pool));
+  queue.Push(now + duration, kStepEnd, kStepEnd, static_cast<int64_t>(instance));
   int32_t running = 0;
   int32_t used = 0;
   int32_t waiting = 0;
-  for (const auto& each : pools_) {
+  for (const auto& each : instances_) {
     running += static_cast<int32_t>(each->scheduler.running().size());
     used += each->scheduler.pool().pages_owned();
     waiting += static_cast<int32_t>(each->scheduler.waiting().size());
   }
   if (timeline_ != nullptr) {
-    timeline_->Counters(static_cast<int>(pool), now, p.scheduler.pool().pages_owned(),
-                     static_cast<int32_t>(p.scheduler.running().size()),
-                     static_cast<int32_t>(p.scheduler.waiting().size()));
+    timeline_->Counters(static_cast<int>(instance), now, p.scheduler.pool().pages_owned(),
+                        static_cast<int32_t>(p.scheduler.running().size()),
+                        static_cast<int32_t>(p.scheduler.waiting().size()));
   }
   report_.peak_running = std::max(report_.peak_running, running);
   report_.peak_pages_used = std::max(report_.peak_pages_used, used);
@@ -317,8 +325,8 @@ Status Server::StartStep(size_t pool, EventQueue& queue) {
   return Status::Ok();
 }
 
-Status Server::OnStepEnd(size_t pool, EventQueue& queue) {
-  Pool& p = *pools_[pool];
+Status Server::OnStepEnd(size_t instance, EventQueue& queue) {
+  Instance& p = *instances_[instance];
   const SimNs now = queue.now();
   KVSIM_RETURN_IF_ERROR(CheckStepClock(p.step_start_ns, now));
   p.in_flight = false;
@@ -328,8 +336,8 @@ Status Server::OnStepEnd(size_t pool, EventQueue& queue) {
       const double s = p.step_cost.operator_s[static_cast<size_t>(op)];
       if (s > 0) operator_us.emplace_back(model::OperatorName(model::Operator(op)), s * 1e6);
     }
-    timeline_->Step(static_cast<int>(pool), p.step_start_ns, now, p.decode_rows, p.prefill_tokens,
-                 operator_us);
+    timeline_->Step(static_cast<int>(instance), p.step_start_ns, now, p.decode_rows,
+                    p.prefill_tokens, operator_us);
   }
   std::vector<SimNs> last_token_before;
   for (size_t i = 0; i < p.formed.rows.size(); ++i) {
@@ -349,29 +357,29 @@ Status Server::OnStepEnd(size_t pool, EventQueue& queue) {
     if (end.ghost_position >= 0) p.ghost_writes.push_back({end.slot, end.ghost_position, 1});
     if (end.phase == RequestPhase::kStoring) {
       // Finished: its end is recorded now, its KV copied out to the store before its pages go.
-      RecordEnd(pool, end.slot, queue);
-      KVSIM_RETURN_IF_ERROR(StartStore(pool, end.slot, queue));
+      RecordEnd(instance, end.slot, queue);
+      KVSIM_RETURN_IF_ERROR(StartStore(instance, end.slot, queue));
       continue;
     }
     if (end.phase != RequestPhase::kTransferring) {
-      RecordEnd(pool, end.slot, queue);
+      RecordEnd(instance, end.slot, queue);
       continue;
     }
-    // Prefilled: the decode pool takes the request; its pages here wait for the transfer.
+    // Prefilled: the decode instance takes the request; its pages here wait for the transfer.
     const SimRequest& r = p.scheduler.request(end.slot);
-    where_[static_cast<size_t>(r.spec.id)].decode = pools_[1]->scheduler.EnqueueTransfer(r);
+    where_[static_cast<size_t>(r.spec.id)].decode = instances_[1]->scheduler.EnqueueTransfer(r);
     RequestSchedule(1, queue);
   }
-  RequestSchedule(pool, queue);
+  RequestSchedule(instance, queue);
   return Status::Ok();
 }
 
 Status Server::StartTransfer(int32_t decode_slot, EventQueue& queue) {
-  const SimRequest& received = pools_[1]->scheduler.request(decode_slot);
+  const SimRequest& received = instances_[1]->scheduler.request(decode_slot);
   const int64_t id = received.spec.id;
   const Location at = where_[static_cast<size_t>(id)];
   KVSIM_CHECK_GE(at.first, 0) << "a transfer with no prefilled source";
-  // The transfer reads the prompt's KV from the prefill pool's pages now.
+  // The transfer reads the prompt's KV from the prefill instance's pages now.
   std::vector<ScheduledRow> rows = {{at.first, 0, received.spec.prompt_tokens}};
   std::vector<bool> proceed = {true};
   KVSIM_RETURN_IF_ERROR(RunAccess(0, KvAccess::kRead, rows, proceed));
@@ -392,7 +400,7 @@ Status Server::OnTransferEnd(int64_t id, EventQueue& queue) {
   if (zombie >= 0) {
     // A planted bug freed the pages this data lands in: the write goes ahead, checked first.
     zombie_transfer_[static_cast<size_t>(id)] = -1;
-    const int32_t tokens = pools_[1]->scheduler.request(zombie).spec.prompt_tokens;
+    const int32_t tokens = instances_[1]->scheduler.request(zombie).spec.prompt_tokens;
     std::vector<ScheduledRow> rows = {{zombie, 0, tokens}};
     std::vector<bool> proceed = {true};
     KVSIM_RETURN_IF_ERROR(RunAccess(1, KvAccess::kWrite, rows, proceed));
@@ -404,10 +412,11 @@ Status Server::OnTransferEnd(int64_t id, EventQueue& queue) {
   transfers_.push_back(queue.now() - transfer_start_[static_cast<size_t>(id)]);
   if (timeline_ != nullptr)
     timeline_->Transfer(id, transfer_start_[static_cast<size_t>(id)], queue.now());
-  Pool& decode = *pools_[1];
+  Instance& decode = *instances_[1];
   const SimRequest& received = decode.scheduler.request(at.decode);
-  const bool cancelled = received.cancel_pending ||
-                         (at.first >= 0 && pools_[0]->scheduler.request(at.first).cancel_pending);
+  const bool cancelled =
+      received.cancel_pending ||
+      (at.first >= 0 && instances_[0]->scheduler.request(at.first).cancel_pending);
   if (cancelled) {
     ++report_.cancelled_in_transfer;
     decode.scheduler.CancelNow(at.decode, queue.now());

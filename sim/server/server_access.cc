@@ -8,9 +8,9 @@
 
 namespace kvsim::sim {
 
-Status Server::RunAccess(size_t pool, KvAccess access, const std::vector<ScheduledRow>& rows,
+Status Server::RunAccess(size_t instance, KvAccess access, const std::vector<ScheduledRow>& rows,
                          std::vector<bool>& proceed, bool checked) {
-  Pool& p = *pools_[pool];
+  Instance& p = *instances_[instance];
   // With nothing to check, judge or run the access (the no-op tracker, no seal, no oracle) there
   // is no table to build: the access only advances the books.
   if (!p.checks && !p.seal && p.auditor == nullptr) return Status::Ok();
@@ -18,23 +18,24 @@ Status Server::RunAccess(size_t pool, KvAccess access, const std::vector<Schedul
   if (p.table.rows.empty()) return Status::Ok();
   const StepAccess step{report_.steps, queue_->now(), &p.scheduler, &rows, &proceed, &p.table};
   if (checked) {
-    KVSIM_RETURN_IF_ERROR(CheckTags(pool, step, proceed));
-    if (access == KvAccess::kRead) SealReads(pool, step, proceed);
+    KVSIM_RETURN_IF_ERROR(CheckTags(instance, step, proceed));
+    if (access == KvAccess::kRead) SealReads(instance, step, proceed);
   }
-  if (config_.weakness == Weakness::kTableAfterCheck) ChangeLaunchedTable(pool, step);
-  KVSIM_RETURN_IF_ERROR(Audit(pool, step));
-  if (access == KvAccess::kWrite) SealWrites(pool, step);
+  if (config_.weakness == Weakness::kTableAfterCheck) ChangeLaunchedTable(instance, step);
+  KVSIM_RETURN_IF_ERROR(Audit(instance, step));
+  if (access == KvAccess::kWrite) SealWrites(instance, step);
   return Status::Ok();
 }
 
-Status Server::CheckTags(size_t pool, const StepAccess& step, std::vector<bool>& proceed) {
-  Pool& p = *pools_[pool];
+Status Server::CheckTags(size_t instance, const StepAccess& step, std::vector<bool>& proceed) {
+  Instance& p = *instances_[instance];
   if (!p.checks) return Status::Ok();
   const StepTable& table = *step.table;
   std::vector<std::vector<PageGrant>> books;
-  if (config_.weakness == Weakness::kBooksFollowTags) books = BooksFollowTags(pool, step);
+  if (config_.weakness == Weakness::kBooksFollowTags) books = BooksFollowTags(instance, step);
   Result<std::vector<StepAbort>> checked = p.checks->Check(table, p.scheduler, *step.rows);
-  if (config_.weakness == Weakness::kBooksFollowTags) RestoreBooks(pool, step, std::move(books));
+  if (config_.weakness == Weakness::kBooksFollowTags)
+    RestoreBooks(instance, step, std::move(books));
   KVSIM_ASSIGN_OR_RETURN(std::vector<StepAbort> aborts, std::move(checked));
   WeakenTagCheck(step, aborts);
   IntegrityCounts& counts = report_.integrity;
@@ -48,39 +49,40 @@ Status Server::CheckTags(size_t pool, const StepAccess& step, std::vector<bool>&
             static_cast<uint64_t>(a.abort.logical_page + 1));
     refusals.push_back({a.packed, a.abort.logical_page, a.abort.block_table_page, a.message});
   }
-  RefuseRows(pool, step, refusals, proceed);
+  RefuseRows(instance, step, refusals, proceed);
   return Status::Ok();
 }
 
-void Server::RefuseRows(size_t pool, const StepAccess& step, const std::vector<Refusal>& refusals,
-                        std::vector<bool>& proceed) {
+void Server::RefuseRows(size_t instance, const StepAccess& step,
+                        const std::vector<Refusal>& refusals, std::vector<bool>& proceed) {
   // Every refusal is judged before any refused row is aborted: an abort releases pages, and the
   // oracle's claims would change under the judgements still to come.
   std::vector<RefusalKind> kinds;
   std::vector<int32_t> slots;
   for (const Refusal& refusal : refusals) {
-    kinds.push_back(JudgeRefusal(pool, step, refusal.packed));
+    kinds.push_back(JudgeRefusal(instance, step, refusal.packed));
     slots.push_back(step.row(refusal.packed).slot);
   }
   for (size_t i = 0; i < refusals.size(); ++i) {
     proceed[step.table->rows[refusals[i].packed]] = false;
-    Refuse(pool, slots[i], refusals[i], kinds[i]);
+    Refuse(instance, slots[i], refusals[i], kinds[i]);
   }
 }
 
-Server::RefusalKind Server::JudgeRefusal(size_t pool, const StepAccess& step, size_t packed) const {
-  const Pool& p = *pools_[pool];
+Server::RefusalKind Server::JudgeRefusal(size_t instance, const StepAccess& step,
+                                         size_t packed) const {
+  const Instance& p = *instances_[instance];
   if (!faults_ || faults_->fired_corrupting() == 0) return RefusalKind::kFalseAlarm;
   if (p.auditor == nullptr || !p.auditor->Clean(step, packed)) return RefusalKind::kCatch;
   const std::vector<int32_t> pages =
       step.table->TouchedPages(packed, p.scheduler.config().page_size);
-  return faults_->Touched(static_cast<int32_t>(pool), step.request(packed).spec.id, pages)
+  return faults_->Touched(static_cast<int32_t>(instance), step.request(packed).spec.id, pages)
              ? RefusalKind::kOverRefusalExcused
              : RefusalKind::kOverRefusal;
 }
 
-void Server::Refuse(size_t pool, int32_t slot, const Refusal& refusal, RefusalKind kind) {
-  Pool& p = *pools_[pool];
+void Server::Refuse(size_t instance, int32_t slot, const Refusal& refusal, RefusalKind kind) {
+  Instance& p = *instances_[instance];
   const SimRequest& r = p.scheduler.request(slot);
   IntegrityCounts& counts = report_.integrity;
   if (kind == RefusalKind::kOverRefusalExcused) ++counts.over_refusals_excused;
@@ -96,21 +98,21 @@ void Server::Refuse(size_t pool, int32_t slot, const Refusal& refusal, RefusalKi
     finding.request = r.spec.id;
     finding.logical_page = refusal.logical_page;
     finding.page = refusal.page;
-    finding.detail = p.name + " pool: " + refusal.message;
+    finding.detail = p.name + " instance: " + refusal.message;
     AddFinding(std::move(finding));
   }
   if (timeline_ != nullptr) {
-    timeline_->Instant(static_cast<int>(pool), queue_->now(), "abort",
-                    "request " + std::to_string(r.spec.id) + ": " + refusal.message);
+    timeline_->Instant(static_cast<int>(instance), queue_->now(), "abort",
+                       "request " + std::to_string(r.spec.id) + ": " + refusal.message);
   }
   // A zombie has ended already: its write is dropped, and that is all. So has a request whose KV
   // is being copied out to the store: the copy is discarded, its pages released when it ends.
   if (r.zombie || r.phase == RequestPhase::kStoring) return;
-  AbortRequest(pool, slot, refusal.message, *queue_);
+  AbortRequest(instance, slot, refusal.message, *queue_);
 }
 
-void Server::SealWrites(size_t pool, const StepAccess& step) {
-  Pool& p = *pools_[pool];
+void Server::SealWrites(size_t instance, const StepAccess& step) {
+  Instance& p = *instances_[instance];
   if (!p.seal) return;
   const int32_t page_size = p.scheduler.config().page_size;
   const PagePool& pages = p.scheduler.pool();
@@ -128,8 +130,8 @@ void Server::SealWrites(size_t pool, const StepAccess& step) {
   }
 }
 
-void Server::SealReads(size_t pool, const StepAccess& step, std::vector<bool>& proceed) {
-  Pool& p = *pools_[pool];
+void Server::SealReads(size_t instance, const StepAccess& step, std::vector<bool>& proceed) {
+  Instance& p = *instances_[instance];
   if (!p.seal) return;
   const StepTable& table = *step.table;
   std::vector<Refusal> refusals;
@@ -147,11 +149,11 @@ void Server::SealReads(size_t pool, const StepAccess& step, std::vector<bool>& p
     refusals.push_back(
         {b, breach.logical_page, breach.page, "the seal refused a read: " + breach.Describe()});
   }
-  RefuseRows(pool, step, refusals, proceed);
+  RefuseRows(instance, step, refusals, proceed);
 }
 
-Status Server::Audit(size_t pool, const StepAccess& step) {
-  Pool& p = *pools_[pool];
+Status Server::Audit(size_t instance, const StepAccess& step) {
+  Instance& p = *instances_[instance];
   if (p.auditor == nullptr) return Status::Ok();
   std::vector<Finding> findings;
   KVSIM_RETURN_IF_ERROR(step.table->access == KvAccess::kWrite
@@ -189,8 +191,9 @@ void Server::WeakenTagCheck(const StepAccess& step, std::vector<StepAbort>& abor
   }
 }
 
-std::vector<std::vector<PageGrant>> Server::BooksFollowTags(size_t pool, const StepAccess& step) {
-  Pool& p = *pools_[pool];
+std::vector<std::vector<PageGrant>> Server::BooksFollowTags(size_t instance,
+                                                            const StepAccess& step) {
+  Instance& p = *instances_[instance];
   const PagePool& pages = p.scheduler.pool();
   std::vector<std::vector<PageGrant>> books;
   for (size_t b = 0; b < step.table->rows.size(); ++b) {
@@ -203,16 +206,16 @@ std::vector<std::vector<PageGrant>> Server::BooksFollowTags(size_t pool, const S
   return books;
 }
 
-void Server::RestoreBooks(size_t pool, const StepAccess& step,
+void Server::RestoreBooks(size_t instance, const StepAccess& step,
                           std::vector<std::vector<PageGrant>> books) {
-  Pool& p = *pools_[pool];
+  Instance& p = *instances_[instance];
   for (size_t b = 0; b < step.table->rows.size(); ++b) {
     p.scheduler.mutable_request(step.row(b).slot).recorded = std::move(books[b]);
   }
 }
 
-void Server::ChangeLaunchedTable(size_t pool, const StepAccess& step) {
-  Pool& p = *pools_[pool];
+void Server::ChangeLaunchedTable(size_t instance, const StepAccess& step) {
+  Instance& p = *instances_[instance];
   const int32_t num_pages = p.scheduler.pool().num_pages();
   const int32_t page_size = p.scheduler.config().page_size;
   StepTable& table = p.table;

@@ -23,7 +23,7 @@ struct KvStoreSpec {
 };
 
 struct ServerConfig {
-  // The pool's scheduler; both pools of a disaggregated deployment start from it.
+  // The scheduler; both instances of a disaggregated deployment start from it.
   SchedulerConfig scheduler;
   WorkloadSpec workload;
   bool tag_tracker = false;  // the batched tag check (else NoopTracker)

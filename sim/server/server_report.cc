@@ -12,13 +12,13 @@ namespace kvsim::sim {
 namespace {
 
 // Pending events at once, at most: an arrival, a cancellation, a transfer and a copy to the KV
-// store per request the pools can hold, a step end and a schedule per pool.
+// store per request the instances can hold, a step end and a schedule per instance.
 constexpr size_t kMaxPendingEvents = 4 * static_cast<size_t>(kMaxSchedulerRequests) + 16;
 
 }  // namespace
 
-void Server::RecordEnd(size_t pool, int32_t slot, EventQueue& queue) {
-  Pool& p = *pools_[pool];
+void Server::RecordEnd(size_t instance, int32_t slot, EventQueue& queue) {
+  Instance& p = *instances_[instance];
   const SimRequest& r = p.scheduler.request(slot);
   RequestRecord record;
   record.id = r.spec.id;
@@ -69,14 +69,14 @@ void Server::RecordEnd(size_t pool, int32_t slot, EventQueue& queue) {
     report_.cached_tokens += r.cached_tokens;
   }
   if (timeline_ != nullptr) {
-    timeline_->Request(r.spec.id, r.spec.arrival_ns, r.first_scheduled_ns, r.first_token_ns, r.end_ns,
-                    RequestPhaseName(record.phase));
+    timeline_->Request(r.spec.id, r.spec.arrival_ns, r.first_scheduled_ns, r.first_token_ns,
+                       r.end_ns, RequestPhaseName(record.phase));
   }
   MixHash(static_cast<uint64_t>(r.spec.id) * 16 + static_cast<uint64_t>(record.phase));
   MixHash((static_cast<uint64_t>(r.generated) << 40) ^ static_cast<uint64_t>(r.end_ns));
   report_.requests.push_back(std::move(record));
   Location& at = where_[static_cast<size_t>(r.spec.id)];
-  (pool == 0 ? at.first : at.decode) = -1;
+  (instance == 0 ? at.first : at.decode) = -1;
   // A zombie's slot waits for the write still to land through its tables; a storing request's for
   // the copy out to the store to read its pages.
   const bool lingering = r.zombie || r.phase == RequestPhase::kStoring;
@@ -97,20 +97,20 @@ void Server::RecordEnd(size_t pool, int32_t slot, EventQueue& queue) {
 Status Server::CheckCheapInvariants() const {
   RequestCounts counts;
   counts.arrived = report_.arrived;
-  for (size_t i = 0; i < pools_.size(); ++i) {
-    const Scheduler& s = pools_[i]->scheduler;
+  for (size_t i = 0; i < instances_.size(); ++i) {
+    const Scheduler& s = instances_[i]->scheduler;
     counts.waiting += static_cast<int64_t>(s.waiting().size());
     counts.running += static_cast<int64_t>(s.running().size());
     // A request in transfer is counted once, by its prefill half.
     counts.running += static_cast<int64_t>(s.transferring().size());
-    const PagePool& pool = s.pool();
+    const PagePool& instance = s.pool();
     // A planted double free lists pages twice: the count no longer balances, by design.
-    if (!pool.double_freed()) {
+    if (!instance.double_freed()) {
       KVSIM_RETURN_IF_ERROR(
-          CheckPagesConserved(pool.pages_free(), pool.pages_owned(), pool.capacity()));
+          CheckPagesConserved(instance.pages_free(), instance.pages_owned(), instance.capacity()));
     }
     if (static_cast<int64_t>(s.running().size() + s.receiving().size()) > s.config().max_running) {
-      return InternalError(pools_[i]->name +
+      return InternalError(instances_[i]->name +
                            " pool: " + std::to_string(s.running().size() + s.receiving().size()) +
                            " requests run; the cap is " + std::to_string(s.config().max_running));
     }
@@ -123,8 +123,8 @@ Status Server::CheckCheapInvariants() const {
 }
 
 Status Server::CheckSweepInvariants() const {
-  for (const auto& pool : pools_) {
-    KVSIM_RETURN_IF_ERROR(pool->scheduler.CheckSweep().WithContext(pool->name + " pool"));
+  for (const auto& instance : instances_) {
+    KVSIM_RETURN_IF_ERROR(instance->scheduler.CheckSweep().WithContext(instance->name + " pool"));
   }
   return Status::Ok();
 }
@@ -139,21 +139,21 @@ Result<RunReport> Server::Run() {
     return outcome.status();
   }
   report_.seed = config_.seed;
-  report_.tracker = pools_[0]->tracker->name();
-  report_.oracle = pools_[0]->auditor != nullptr;
+  report_.tracker = instances_[0]->tracker->name();
+  report_.oracle = instances_[0]->auditor != nullptr;
   report_.seal = config_.seal;
   report_.stop = outcome->reason;
   report_.events = outcome->events;
   report_.end_ns = outcome->end_ns;
-  for (const auto& pool : pools_) {
-    const Scheduler& s = pool->scheduler;
+  for (const auto& instance : instances_) {
+    const Scheduler& s = instance->scheduler;
     report_.unfinished +=
         static_cast<int64_t>(s.waiting().size() + s.running().size() + s.transferring().size());
     report_.cache_insert_refusals += s.cache_insert_refusals();
     report_.pool_refusals += s.pool_refusals();
     report_.pool_pages += s.pool().capacity();
   }
-  report_.page_size = pools_[0]->scheduler.config().page_size;
+  report_.page_size = instances_[0]->scheduler.config().page_size;
   report_.ttft = Summarize(ttft_);
   report_.tpot = Summarize(tpot_);
   report_.e2e = Summarize(e2e_);
@@ -161,8 +161,8 @@ Result<RunReport> Server::Run() {
   report_.transfer = Summarize(transfers_);
   report_.itl = itl_.Summary();
   report_.pool_series = series_.samples();
-  for (const auto& pool : pools_) {
-    if (pool->auditor != nullptr) pool->auditor->AddTotals(report_);
+  for (const auto& instance : instances_) {
+    if (instance->auditor != nullptr) instance->auditor->AddTotals(report_);
   }
   report_.faults.clear();
   for (const FaultRow& row : kFaultRegistry) {
@@ -176,8 +176,8 @@ Result<RunReport> Server::Run() {
     report_.faults.push_back(tally);
   }
   // The final bookkeeping: every page's tag and holders.
-  for (const auto& pool : pools_) {
-    const PagePool& pages = pool->scheduler.pool();
+  for (const auto& instance : instances_) {
+    const PagePool& pages = instance->scheduler.pool();
     for (int32_t page = 0; page < pages.num_pages(); ++page) {
       MixHash(pages.tag(page));
       MixHash(static_cast<uint64_t>(pages.refcount(page)));

@@ -11,15 +11,16 @@
 namespace kvsim::sim {
 namespace {
 
-// An event's subject for the copy out of `slot` of `pool`: the slot is held until the copy ends.
-int64_t StoreSubject(size_t pool, int32_t slot) {
-  return static_cast<int64_t>(pool) << 32 | static_cast<int64_t>(slot);
+// An event's subject for the copy out of `slot` of `instance`: the slot is held until the copy
+// ends.
+int64_t StoreSubject(size_t instance, int32_t slot) {
+  return static_cast<int64_t>(instance) << 32 | static_cast<int64_t>(slot);
 }
 
 }  // namespace
 
-Status Server::StartStore(size_t pool, int32_t slot, EventQueue& queue) {
-  Pool& p = *pools_[pool];
+Status Server::StartStore(size_t instance, int32_t slot, EventQueue& queue) {
+  Instance& p = *instances_[instance];
   const SimRequest& r = p.scheduler.request(slot);
   const int64_t id = r.spec.id;
   const int32_t tokens = r.computed;  // the tokens whose KV is in the cache
@@ -29,27 +30,27 @@ Status Server::StartStore(size_t pool, int32_t slot, EventQueue& queue) {
     // The weakness: the copy's pages are checked (and read) now, and not when it completes.
     std::vector<ScheduledRow> rows = {{slot, 0, tokens}};
     std::vector<bool> proceed = {true};
-    KVSIM_RETURN_IF_ERROR(RunAccess(pool, KvAccess::kRead, rows, proceed));
+    KVSIM_RETURN_IF_ERROR(RunAccess(instance, KvAccess::kRead, rows, proceed));
   }
   if (faults_ && faults_->Fires(FaultSite::kStoreReadsFreedPages)) {
     // The planted bug: the pages are let go of now, as if the copy had read them; its tables stay
     // for the copy still to read through (a zombie).
     faults_->Changed(FaultSite::kStoreReadsFreedPages,
-                     {static_cast<int32_t>(pool), id, r.block_row});
+                     {static_cast<int32_t>(instance), id, r.block_row});
     p.scheduler.Zombify(slot, RequestPhase::kFinished, queue.now());
   }
   const double seconds =
       static_cast<double>(tokens) * p.kv_bytes_per_token / (config_.kv_store->gb_per_s * 1e9);
   MixHash(static_cast<uint64_t>(id) ^ 0x5707e);
   queue.Push(queue.now() + config_.kv_store->latency_ns + SecondsToNs(seconds), kStoreEnd,
-             kStoreEnd, StoreSubject(pool, slot));
+             kStoreEnd, StoreSubject(instance, slot));
   return Status::Ok();
 }
 
 Status Server::OnStoreEnd(int64_t subject, EventQueue& queue) {
-  const size_t pool = static_cast<size_t>(subject >> 32);
+  const size_t instance = static_cast<size_t>(subject >> 32);
   const int32_t slot = static_cast<int32_t>(subject & 0xffffffff);
-  Pool& p = *pools_[pool];
+  Instance& p = *instances_[instance];
   --p.stores_in_flight;
   const SimRequest& r = p.scheduler.request(slot);
   // The copy has read every page now: checked first, then judged by the oracle. A copy a check
@@ -57,13 +58,13 @@ Status Server::OnStoreEnd(int64_t subject, EventQueue& queue) {
   std::vector<ScheduledRow> rows = {{slot, 0, r.computed}};
   std::vector<bool> proceed = {true};
   const bool checked = config_.weakness != Weakness::kStoreCheckedAtStart;
-  KVSIM_RETURN_IF_ERROR(RunAccess(pool, KvAccess::kRead, rows, proceed, checked));
+  KVSIM_RETURN_IF_ERROR(RunAccess(instance, KvAccess::kRead, rows, proceed, checked));
   if (!proceed[0]) ++report_.stores_refused;
   MixHash(static_cast<uint64_t>(r.spec.id) ^ (proceed[0] ? 0x5707d : 0x5707f));
   // A zombie let go of its pages when the copy started; a storing request lets go of them now.
   if (!r.zombie) p.scheduler.ReleaseStored(slot);
-  RetireLingering(pool, slot);
-  RequestSchedule(pool, queue);
+  RetireLingering(instance, slot);
+  RequestSchedule(instance, queue);
   return Status::Ok();
 }
 

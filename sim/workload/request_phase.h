@@ -15,9 +15,9 @@ enum class RequestPhase : uint8_t {
   kRejected,  // could never fit; never ran
   kAborted,   // failed an integrity check
   // Prefill/decode disaggregation:
-  kTransferring,  // prefill pool: prefilled, its pages held until the transfer has read them
-  kReceiving,     // decode pool: pages granted, the transfer writing the prompt's KV into them
-  kTransferred,   // prefill pool: handed over to the decode pool (not an end of the request)
+  kTransferring,  // prefill instance: prefilled, its pages held until the transfer has read them
+  kReceiving,     // decode instance: pages granted, the transfer writing the prompt's KV into them
+  kTransferred,  // prefill instance: handed over to the decode instance (not an end of the request)
   // Finished, its pages held until the asynchronous copy of its KV out to the KV store has read
   // them (the server's `kv_store`); the request's end is recorded when it enters this phase.
   kStoring,

@@ -124,7 +124,8 @@ int TensorCoreRoundings(int terms) {
 }
 
 bool SplitsWithinBound(const DecodeSplits& decode_splits) {
-  return decode_splits.split_tokens >= kBoundMinSplitTokens && decode_splits.split_tokens <= kBoundMaxSplitTokens &&
+  return decode_splits.split_tokens >= kBoundMinSplitTokens &&
+         decode_splits.split_tokens <= kBoundMaxSplitTokens &&
          decode_splits.split_tokens % kBoundTileTokens == 0;
 }
 

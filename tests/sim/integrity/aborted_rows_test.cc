@@ -1,7 +1,7 @@
 // An aborted request leaves the launch: the server's path (one StepTable checked by StepChecks, the
-// rows that pass chosen by SelectRows, the per-request arrays by GatherRows) gives the decode kernel
-// only the rows that proceed, and their outputs are bit for bit those of a run in which nothing
-// went wrong.
+// rows that pass chosen by SelectRows, the per-request arrays by GatherRows) gives the decode
+// kernel only the rows that proceed, and their outputs are bit for bit those of a run in which
+// nothing went wrong.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -31,7 +31,8 @@ constexpr size_t kLseRowBytes = size_t{kBatchAttentionQueryHeads} * 4;
 // The access of `rows` block-table rows (`first_tokens` empty for a read), packed as the server
 // packs one.
 sim::StepTable Pack(KvAccess access, const std::vector<std::vector<int32_t>>& rows,
-                    const std::vector<int32_t>& seq_lens, const std::vector<int32_t>& first_tokens) {
+                    const std::vector<int32_t>& seq_lens,
+                    const std::vector<int32_t>& first_tokens) {
   std::vector<sim::RowSpan> spans;
   for (size_t b = 0; b < rows.size(); ++b) {
     spans.push_back({&rows[b], first_tokens.empty() ? 0 : first_tokens[b], seq_lens[b]});

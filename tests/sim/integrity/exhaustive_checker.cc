@@ -126,7 +126,8 @@ class Explorer {
   }
 
   // One transition as a word: its report, the act planted by then, and where it led.
-  static uint64_t Digest(const sim::ProofWorld& next, const sim::WorldOpReport& report, const Hash128& to) {
+  static uint64_t Digest(const sim::ProofWorld& next, const sim::WorldOpReport& report,
+                         const Hash128& to) {
     std::vector<uint64_t> words = {
         static_cast<uint64_t>(report.requests_checked),
         static_cast<uint64_t>(report.escapes),
@@ -157,7 +158,8 @@ class Explorer {
 
 Result<ExhaustiveTotals> RunExhaustive(const ExhaustiveBounds& bounds, Backend& backend) {
   ExhaustiveTotals totals;
-  KVSIM_ASSIGN_OR_RETURN(const sim::ProofWorld start, sim::ProofWorld::Create(bounds.world, backend));
+  KVSIM_ASSIGN_OR_RETURN(const sim::ProofWorld start,
+                         sim::ProofWorld::Create(bounds.world, backend));
   Explorer explorer(bounds.world.num_requests, bounds.merge_states, totals);
   KVSIM_ASSIGN_OR_RETURN(const Explorer::Visited visited, explorer.Visit(start, bounds.max_ops));
   totals.sequences = visited.sequences;

@@ -1,8 +1,8 @@
 // The bounded exhaustive checker: from an empty world, every sequence of up to max_ops operations,
 // at most one of them a planted bookkeeping act (of any kind, at any position), each step checked
-// against the theorem by the ProofWorld (sim/proof). A state reached again with the same budget left, or one
-// equal to it up to the names of requests and pages, has the same futures and is explored once;
-// that is what makes the bound affordable.
+// against the theorem by the ProofWorld (sim/proof). A state reached again with the same budget
+// left, or one equal to it up to the names of requests and pages, has the same futures and is
+// explored once; that is what makes the bound affordable.
 #pragma once
 
 #include <cstdint>

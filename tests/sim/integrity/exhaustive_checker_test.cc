@@ -35,8 +35,8 @@ TEST(ExhaustiveCheckerTest, FourPagesThreeRequestsEightOperations) {
   const ExhaustiveTotals totals = RunAndPrint(bounds);
   ExpectExplored(totals, 108'563, 42'037'750);
   // Every in-scope act was planted and caught somewhere, for every reason the check has.
-  for (Act fault : {Act::kCorruptEntry, Act::kPrematureFree,
-                           Act::kUncountedHolder, Act::kLengthOverrun}) {
+  for (Act fault :
+       {Act::kCorruptEntry, Act::kPrematureFree, Act::kUncountedHolder, Act::kLengthOverrun}) {
     EXPECT_GT(totals.caught_after(fault), 0) << sim::BookkeepingActName(fault);
     EXPECT_EQ(totals.silent_after(fault), 0) << sim::BookkeepingActName(fault);
   }
@@ -111,8 +111,7 @@ TEST(ExhaustiveCheckerTest, UncheckedWritesLetAStaleWriteCorruptAnotherRequest) 
   bounds.max_ops = 7;
   // A stale page, a corrupted block-table entry and an overlong sequence each let a write land in
   // another allocation when writes go unchecked, and in none when they are checked.
-  const Act in_scope[] = {Act::kPrematureFree, Act::kCorruptEntry,
-                                 Act::kLengthOverrun};
+  const Act in_scope[] = {Act::kPrematureFree, Act::kCorruptEntry, Act::kLengthOverrun};
   const ExhaustiveTotals unchecked = RunAndPrint(bounds);
   ExpectExplored(unchecked, 7'857, 165'387);
   for (Act fault : in_scope)
@@ -181,8 +180,8 @@ TEST(ExhaustiveCheckerTest, RandomTags) {
   const ExhaustiveTotals wide = RunAndPrint(bounds);
   ExpectExplored(wide, 30'704, 3'202'897);
   EXPECT_EQ(wide.escapes, 0);
-  for (Act fault : {Act::kCorruptEntry, Act::kPrematureFree,
-                           Act::kUncountedHolder, Act::kLengthOverrun}) {
+  for (Act fault :
+       {Act::kCorruptEntry, Act::kPrematureFree, Act::kUncountedHolder, Act::kLengthOverrun}) {
     EXPECT_GT(wide.caught_after(fault), 0) << sim::BookkeepingActName(fault);
     EXPECT_EQ(wide.silent_after(fault), 0) << sim::BookkeepingActName(fault);
   }

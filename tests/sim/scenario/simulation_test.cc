@@ -12,8 +12,8 @@
 
 #include "kernels/backend.h"
 #include "model/catalog.h"
-#include "sim/report/timeline.h"
 #include "sim/report/report_io.h"
+#include "sim/report/timeline.h"
 #include "sim/scenario/run_scenario.h"
 
 namespace kvsim::sim {
@@ -53,7 +53,7 @@ TEST(SimulationTest, KimiDecodeRunsAsManyAtOnceAsThePlanSaysFit) {
   for (const char* name : {"kimi-decode-bf16", "kimi-decode-fp8"}) {
     const Scenario scenario = Shipped(name);
     const PreparedScenario prepared = PrepareScenario(scenario, Configs()).value();
-    const int64_t fit = prepared.pools[0].plan.capacity.max_requests_per_pool;
+    const int64_t fit = prepared.instances[0].plan.capacity.max_requests_per_pool;
     const RunReport r = Simulate(scenario, scenario.seed);
     EXPECT_EQ(r.peak_running, std::min<int64_t>(fit, scenario.server.workload.clients)) << name;
     EXPECT_EQ(r.finished, scenario.server.workload.requests);
@@ -70,7 +70,7 @@ TEST(SimulationTest, KimiDecodeRunsAsManyAtOnceAsThePlanSaysFit) {
   }
   EXPECT_EQ(PrepareScenario(Shipped("kimi-decode-bf16"), Configs())
                 .value()
-                .pools[0]
+                .instances[0]
                 .plan.capacity.max_requests_per_pool,
             32);
 }
@@ -85,8 +85,8 @@ TEST(SimulationTest, KimiDecodeStepsTakeTheModelsTimeAtThirtyTwo) {
   model::StepBatch low, high;
   low.decode_contexts.assign(32, 20001);
   high.decode_contexts.assign(32, 21000);
-  const double lo = prepared.pools[0].step_time.Step(low).total_s * 1e9;
-  const double hi = prepared.pools[0].step_time.Step(high).total_s * 1e9;
+  const double lo = prepared.instances[0].step_time.Step(low).total_s * 1e9;
+  const double hi = prepared.instances[0].step_time.Step(high).total_s * 1e9;
   EXPECT_GE(static_cast<double>(r.itl.p50_ns), lo * (1 - 1.0 / 128));
   EXPECT_LE(static_cast<double>(r.itl.p50_ns), hi * (1 + 1.0 / 128));
 }
@@ -180,8 +180,9 @@ TEST(SimulationTest, KernelModeSeesStaleReadsInTheOutputsWhenUnchecked) {
   EXPECT_GT(r.kernel.outputs_outside_bound, 0);
 }
 
-// Prefill/decode disaggregation: every request crosses from the prefill pool to the decode pool,
-// cancellations land during transfers, and nothing is lost, aborted or corrupted on the way.
+// Prefill/decode disaggregation: every request crosses from the prefill instance to the decode
+// instance, cancellations land during transfers, and nothing is lost, aborted or corrupted on the
+// way.
 TEST(SimulationTest, DisaggregatedPoolsHandRequestsOverThroughChecks) {
   const Scenario pd = Shipped("pd-aborts-in-transfer");
   const RunReport r = Simulate(pd, pd.seed);
@@ -199,8 +200,8 @@ TEST(SimulationTest, DisaggregatedPoolsHandRequestsOverThroughChecks) {
   }
 }
 
-// A request the decode pool could never hold is refused on arrival, before the prefill pool runs
-// it; the others cross and finish.
+// A request the decode instance could never hold is refused on arrival, before the prefill instance
+// runs it; the others cross and finish.
 TEST(SimulationTest, ARequestTheDecodePoolCouldNeverHoldIsRefusedBeforeItRuns) {
   Scenario pd = Shipped("pd-aborts-in-transfer");
   pd.disaggregation->decode.pool_pages = 64;  // 4,096 tokens: prompts beyond 3,584 cannot fit
@@ -215,7 +216,7 @@ TEST(SimulationTest, ARequestTheDecodePoolCouldNeverHoldIsRefusedBeforeItRuns) {
     if (q.phase != RequestPhase::kRejected) continue;
     EXPECT_EQ(q.generated, 0);
     EXPECT_EQ(q.first_scheduled_ns, -1);
-    EXPECT_EQ(q.reason.rfind("decode pool: prompt + max_new_tokens = ", 0), 0u) << q.reason;
+    EXPECT_EQ(q.reason.rfind("decode instance: prompt + max_new_tokens = ", 0), 0u) << q.reason;
   }
 }
 
