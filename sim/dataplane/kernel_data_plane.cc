@@ -375,7 +375,7 @@ Status KernelDataPlane::Reads(const StepAccess& access, IntegrityCounts& counts,
   }
   faults_->Changed(FaultSite::kBatchCompositionNoise, {});
   // The negative control: the step's decode runs as two launches of half the batch each. The
-  // kernel's split plan follows the batch, so outputs round differently than in one launch, while
+  // kernel's splits follow the batch, so outputs round differently than in one launch, while
   // every page read is the right one: the checks must stay silent and the outputs within bound.
   std::vector<bool> first(access.proceed->size(), false);
   std::vector<bool> second(access.proceed->size(), false);
@@ -389,7 +389,8 @@ Status KernelDataPlane::Reads(const StepAccess& access, IntegrityCounts& counts,
 }
 
 void KernelDataPlane::CheckOutputs(const StepAccess& access, size_t b, int layer,
-                                   const DecodeSplits& plan, const std::vector<uint16_t>& out,
+                                   const DecodeSplits& decode_splits,
+                                   const std::vector<uint16_t>& out,
                                    std::vector<Finding>& findings) {
   const ScheduledRow& row = (*access.rows)[step_.rows[b]];
   const SimRequest& request = access.scheduler->request(row.slot);
@@ -400,7 +401,7 @@ void KernelDataPlane::CheckOutputs(const StepAccess& access, size_t b, int layer
   const int dim = spec_.head_dim;
   const int v_dim = KernelValueDim(spec_);
   const int group = spec_.q_heads / heads;
-  const DecodeRoundingModel model = DecodeRoundingModelFor(plan, dim, end);
+  const DecodeRoundingModel model = DecodeRoundingModelFor(decode_splits, dim, end);
   const uint64_t query_content = contents[static_cast<size_t>(end - 1)];
   bool reported = false;
   reference::DequantizedKv kv;
@@ -485,7 +486,7 @@ Status KernelDataPlane::Decode(const StepAccess& access, std::vector<Finding>& f
                              Download<uint16_t>(*backend_, out_buffer));
       KVSIM_ASSIGN_OR_RETURN(statuses_, Download<int32_t>(*backend_, status_buffer));
     }
-    const DecodeSplits plan = DecodeSplitsFor(args);
+    const DecodeSplits decode_splits = DecodeSplitsFor(args);
     Stopwatch timer(wall_.reference_s);
     for (size_t b = 0; b < rows; ++b) {
       if (statuses_[b] != static_cast<int32_t>(KvAccessStatus::kOk)) {
@@ -495,7 +496,8 @@ Status KernelDataPlane::Decode(const StepAccess& access, std::vector<Finding>& f
       }
       ++counts_.decode_rows;
       if (check) {
-        CheckOutputs(access, b, layer, plan, outputs_[static_cast<size_t>(layer)], findings);
+        CheckOutputs(access, b, layer, decode_splits, outputs_[static_cast<size_t>(layer)],
+                     findings);
       }
     }
   }
