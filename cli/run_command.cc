@@ -5,6 +5,8 @@
 
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "base/seed.h"
 #include "cli/configs_root.h"
@@ -24,8 +26,8 @@ class RunCommand : public Command {
 
   void Configure(CLI::App& app) override {
     app.add_option("scenario", scenario_,
-                   "A scenario name (configs/scenarios/NAME.yaml) or a path to a .yaml file")
-        ->required();
+                   "A scenario name (configs/scenarios/NAME.yaml; the shipped ones are listed "
+                   "below) or a path to a .yaml file");
     app.add_option("--seed", seed_text_,
                    "Seed of the run, decimal or 0x-hex (default: the scenario's seed)");
     app.add_option("--mode", mode_text_,
@@ -49,13 +51,28 @@ class RunCommand : public Command {
                    "books-follow-tags or store-checked-at-start (docs/faults.md); default none")
         ->capture_default_str();
     app.add_option("--configs", configs_, "Folder with models/, gpus/, calibration/, scenarios/");
-    app.footer(
-        "The report names the seed and ends with the one-line command that reproduces it.\n"
-        "Exit codes: 0 ok; 1 the run found something wrong (a finding) or broke an invariant; "
-        "2 bad usage or scenario.");
+    app.footer([this] {
+      std::string text =
+          "The report names the seed and ends with the one-line command that reproduces it.\n"
+          "Exit codes: 0 ok; 1 the run found something wrong (a finding) or broke an invariant; "
+          "2 bad usage or scenario.";
+      const std::vector<std::string> lines = ShippedScenarioLines(ConfigsRoot(configs_));
+      if (!lines.empty()) text += "\n\nShipped scenarios (configs/scenarios):";
+      for (const std::string& line : lines) text += "\n" + line;
+      return text;
+    });
   }
 
   Status Run(std::ostream& out) override {
+    if (scenario_.empty()) {
+      std::string list;
+      for (const std::string& line : ShippedScenarioLines(ConfigsRoot(configs_))) {
+        list += "\n" + line;
+      }
+      return InvalidArgumentError(
+          "give a scenario: a name from configs/scenarios or a path to a .yaml file" +
+          (list.empty() ? std::string(" (no shipped scenarios found)") : "; shipped:" + list));
+    }
     SimRunOptions options;
     options.scenario_arg = scenario_;
     options.configs_root = ConfigsRoot(configs_);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -127,6 +128,30 @@ Result<sim::Scenario> ResolveScenario(const std::string& name_or_path,
                                 "'; a scenario file's name must match its file name");
   }
   return scenario;
+}
+
+std::vector<std::string> ShippedScenarioLines(const std::string& configs_root) {
+  const std::filesystem::path folder = std::filesystem::path(configs_root) / "scenarios";
+  std::vector<std::filesystem::path> files;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+    if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end(),
+            [](const auto& a, const auto& b) { return a.stem().string() < b.stem().string(); });
+  size_t width = 0;
+  for (const auto& file : files) width = std::max(width, file.stem().string().size());
+  std::vector<std::string> lines;
+  for (const auto& file : files) {
+    const Result<sim::Scenario> scenario = sim::LoadScenario(file.string());
+    const std::string about = scenario.ok() ? scenario->description
+                                            : "(does not load: " +
+                                                  scenario.status().message().substr(
+                                                      0, scenario.status().message().find('\n')) +
+                                                  ")";
+    lines.push_back(fmt::format("  {:<{}}  {}", file.stem().string(), width, about));
+  }
+  return lines;
 }
 
 Result<std::vector<sim::Scenario>> ResolveScenarios(const std::vector<std::string>& names_or_paths,

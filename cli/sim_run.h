@@ -20,6 +20,10 @@ namespace kvsim::cli {
 Result<sim::Scenario> ResolveScenario(const std::string& name_or_path,
                                       const std::string& configs_root);
 
+// One line per scenario in configs/scenarios/ under `configs_root`, by name: "  NAME  DESCRIPTION"
+// (a file that does not load: "  NAME  (does not load: ERROR)"). Empty when the folder is missing.
+std::vector<std::string> ShippedScenarioLines(const std::string& configs_root);
+
 // Each of `names_or_paths` as ResolveScenario reads it, in order.
 Result<std::vector<sim::Scenario>> ResolveScenarios(const std::vector<std::string>& names_or_paths,
                                                     const std::string& configs_root);

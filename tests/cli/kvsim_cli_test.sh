@@ -138,6 +138,10 @@ expect_exit 0 "Plot: $out/storm.svg" run page-reuse-storm --backend cpu --plot "
 expect_exit 2 "plot file 'storm.txt' must end in .png or .svg" run page-reuse-storm --plot storm.txt
 expect_exit 0 "simulated 1.9[0-9]+ s \(time limit\)" run page-reuse-storm --max-time-s 2
 expect_exit 2 "no scenario 'nope' in configs/scenarios; available: .*kimi-decode-bf16" run nope
+# With no scenario, and in its help, run lists the shipped scenarios, one line each.
+expect_exit 2 "give a scenario.*shipped:" run
+expect_exit 2 "  page-reuse-storm +16 clients churning a 64-page pool" run
+expect_exit 0 "  kimi-decode-bf16 +Kimi K2.6 on 8xH200, BF16 KV cache" run --help
 expect_exit 2 "unknown mode 'fast'; allowed: timing, kernel" run kimi-decode-bf16 --mode fast
 expect_exit 2 "^Run 'kvsim run --help' for usage" run kimi-decode-bf16 --seed zz
 expect_exit 2 "not a JSON report" replay configs/scenarios/kimi-decode-bf16.yaml
