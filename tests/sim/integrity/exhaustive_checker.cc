@@ -118,10 +118,11 @@ class Explorer {
     totals_.intra_page_overruns += report.intra_page_overruns;
     totals_.pool_refusals += report.pool_refusals;
     if (world.act_planted()) {
-      totals_.caught_by_act[*world.act()] += aborts;
-      totals_.silent_by_act[*world.act()] += report.silent_corruptions;
-      totals_.out_of_scope_by_act[*world.act()] += report.out_of_scope_passes;
-      totals_.overruns_by_act[*world.act()] += report.intra_page_overruns;
+      ExhaustiveTotals::ActTotals& act = totals_.by_act[*world.act()];
+      act.caught += aborts;
+      act.silent += report.silent_corruptions;
+      act.out_of_scope += report.out_of_scope_passes;
+      act.overruns += report.intra_page_overruns;
     }
   }
 
@@ -168,11 +169,6 @@ Result<ExhaustiveTotals> RunExhaustive(const ExhaustiveBounds& bounds, Backend& 
 
 namespace {
 
-int64_t Find(const std::map<sim::BookkeepingAct, int64_t>& counts, sim::BookkeepingAct act) {
-  const auto found = counts.find(act);
-  return found == counts.end() ? 0 : found->second;
-}
-
 // "1, 3, 4": the registry rows whose act is `act`.
 std::string RowsOf(sim::BookkeepingAct act) {
   std::string rows;
@@ -184,17 +180,10 @@ std::string RowsOf(sim::BookkeepingAct act) {
 
 }  // namespace
 
-int64_t ExhaustiveTotals::caught_after(sim::BookkeepingAct act) const {
-  return Find(caught_by_act, act);
-}
-int64_t ExhaustiveTotals::silent_after(sim::BookkeepingAct act) const {
-  return Find(silent_by_act, act);
-}
-int64_t ExhaustiveTotals::out_of_scope_after(sim::BookkeepingAct act) const {
-  return Find(out_of_scope_by_act, act);
-}
-int64_t ExhaustiveTotals::overruns_after(sim::BookkeepingAct act) const {
-  return Find(overruns_by_act, act);
+const ExhaustiveTotals::ActTotals& ExhaustiveTotals::after(sim::BookkeepingAct act) const {
+  static const ActTotals kNone;
+  const auto found = by_act.find(act);
+  return found == by_act.end() ? kNone : found->second;
 }
 
 std::string ExhaustiveTotals::Summary(const ExhaustiveBounds& bounds, double seconds) const {
@@ -213,12 +202,11 @@ std::string ExhaustiveTotals::Summary(const ExhaustiveBounds& bounds, double sec
       transitions, sequences, seconds, requests_checked, aborts[1], aborts[2], aborts[3], aborts[4],
       aborts[5], escapes, out_of_scope_passes, silent_corruptions, intra_page_overruns,
       pool_refusals);
-  for (const auto& [act, caught] : caught_by_act) {
+  for (const auto& [act, t] : by_act) {
     text += fmt::format(
         "  after {:<16} (rows {}): {} aborts, {} silent corruptions, {} out-of-scope passes, {} "
         "intra-page overruns\n",
-        sim::BookkeepingActName(act), RowsOf(act), caught, silent_after(act),
-        out_of_scope_after(act), overruns_after(act));
+        sim::BookkeepingActName(act), RowsOf(act), t.caught, t.silent, t.out_of_scope, t.overruns);
   }
   return text;
 }

@@ -41,16 +41,21 @@ struct ExhaustiveTotals {
   int64_t silent_corruptions = 0;
   int64_t intra_page_overruns = 0;
   int64_t pool_refusals = 0;
-  // By the act planted: aborts, silent corruptions, out-of-scope passes, intra-page overruns.
-  std::map<sim::BookkeepingAct, int64_t> caught_by_act;
-  std::map<sim::BookkeepingAct, int64_t> silent_by_act;
-  std::map<sim::BookkeepingAct, int64_t> out_of_scope_by_act;
-  std::map<sim::BookkeepingAct, int64_t> overruns_by_act;
+  // What the transitions after one act planted did.
+  struct ActTotals {
+    int64_t caught = 0;        // aborts
+    int64_t silent = 0;        // silent corruptions
+    int64_t out_of_scope = 0;  // out-of-scope passes
+    int64_t overruns = 0;      // intra-page overruns
+    bool operator==(const ActTotals& o) const {
+      return caught == o.caught && silent == o.silent && out_of_scope == o.out_of_scope &&
+             overruns == o.overruns;
+    }
+  };
+  std::map<sim::BookkeepingAct, ActTotals> by_act;  // the acts planted somewhere
 
-  int64_t caught_after(sim::BookkeepingAct act) const;  // 0 when the act never led to an abort
-  int64_t silent_after(sim::BookkeepingAct act) const;
-  int64_t out_of_scope_after(sim::BookkeepingAct act) const;
-  int64_t overruns_after(sim::BookkeepingAct act) const;
+  // All zero for an act never planted.
+  const ActTotals& after(sim::BookkeepingAct act) const;
 
   // A few lines for the test log: bounds, counts, and the per-fault tables.
   std::string Summary(const ExhaustiveBounds& bounds, double seconds) const;

@@ -37,8 +37,8 @@ TEST(ExhaustiveCheckerTest, FourPagesThreeRequestsEightOperations) {
   // Every in-scope act was planted and caught somewhere, for every reason the check has.
   for (Act fault :
        {Act::kCorruptEntry, Act::kPrematureFree, Act::kUncountedHolder, Act::kLengthOverrun}) {
-    EXPECT_GT(totals.caught_after(fault), 0) << sim::BookkeepingActName(fault);
-    EXPECT_EQ(totals.silent_after(fault), 0) << sim::BookkeepingActName(fault);
+    EXPECT_GT(totals.after(fault).caught, 0) << sim::BookkeepingActName(fault);
+    EXPECT_EQ(totals.after(fault).silent, 0) << sim::BookkeepingActName(fault);
   }
   for (TagCheckCode code :
        {TagCheckCode::kBadRange, TagCheckCode::kUnrecorded, TagCheckCode::kOutOfRange,
@@ -48,7 +48,7 @@ TEST(ExhaustiveCheckerTest, FourPagesThreeRequestsEightOperations) {
   // 64-bit generation tags never wrap; the out-of-scope act does corrupt silently, so the
   // checker would see a silent corruption if the check missed one.
   EXPECT_EQ(totals.escapes, 0);
-  EXPECT_GT(totals.silent_after(Act::kForgedGrant), 0);
+  EXPECT_GT(totals.after(Act::kForgedGrant).silent, 0);
   EXPECT_GT(totals.out_of_scope_passes, 0);
 }
 
@@ -91,12 +91,12 @@ TEST(ExhaustiveCheckerTest, TwoBitTagsEscapeAfterExactlyFourReallocations) {
   const ExhaustiveTotals narrow = RunAndPrint(bounds);
   ExpectExplored(narrow, 844, 1'841'489);
   EXPECT_GT(narrow.escapes, 0);
-  EXPECT_GT(narrow.silent_after(Act::kPrematureFree), 0);
+  EXPECT_GT(narrow.after(Act::kPrematureFree).silent, 0);
   bounds.world.tags.width_bits = 64;
   const ExhaustiveTotals wide = RunAndPrint(bounds);
   ExpectExplored(wide, 841, 1'841'489);
   EXPECT_EQ(wide.escapes, 0);
-  EXPECT_EQ(wide.silent_after(Act::kPrematureFree), 0);
+  EXPECT_EQ(wide.after(Act::kPrematureFree).silent, 0);
 }
 
 // The published design checks reads only. Then a request writing through a stale page corrupts
@@ -115,12 +115,12 @@ TEST(ExhaustiveCheckerTest, UncheckedWritesLetAStaleWriteCorruptAnotherRequest) 
   const ExhaustiveTotals unchecked = RunAndPrint(bounds);
   ExpectExplored(unchecked, 7'857, 165'387);
   for (Act fault : in_scope)
-    EXPECT_GT(unchecked.silent_after(fault), 0) << sim::BookkeepingActName(fault);
+    EXPECT_GT(unchecked.after(fault).silent, 0) << sim::BookkeepingActName(fault);
   bounds.world.check_writes = true;
   const ExhaustiveTotals checked = RunAndPrint(bounds);
   ExpectExplored(checked, 3'673, 157'143);
   for (Act fault : in_scope)
-    EXPECT_EQ(checked.silent_after(fault), 0) << sim::BookkeepingActName(fault);
+    EXPECT_EQ(checked.after(fault).silent, 0) << sim::BookkeepingActName(fault);
 }
 
 // 3 pages of two tokens, 2 requests, 8 operations: what the page-granular check passes inside a
@@ -142,7 +142,7 @@ TEST(ExhaustiveCheckerTest, PagesOfTwoTokens) {
   ExpectExplored(totals, 14'799, 1'418'013);
   EXPECT_GT(totals.intra_page_overruns, 0);
   EXPECT_EQ(totals.escapes, 0);
-  EXPECT_GT(totals.caught_after(Act::kLengthOverrun), 0);
+  EXPECT_GT(totals.after(Act::kLengthOverrun).caught, 0);
 }
 
 // FIFO reuse hands out the page freed longest ago: a stale reference meets its page's next owner
@@ -157,7 +157,7 @@ TEST(ExhaustiveCheckerTest, TwoBitTagsWithFifoReuse) {
   const ExhaustiveTotals totals = RunAndPrint(bounds);
   ExpectExplored(totals, 56'162, 646'305'737);
   EXPECT_GT(totals.escapes, 0);
-  EXPECT_GT(totals.caught_after(Act::kPrematureFree), 0);
+  EXPECT_GT(totals.after(Act::kPrematureFree).caught, 0);
 }
 
 // Random tags: one reallocation always shows (a new tag differs from the current one); after more,
@@ -172,7 +172,7 @@ TEST(ExhaustiveCheckerTest, RandomTags) {
   const ExhaustiveTotals narrow = RunAndPrint(bounds);
   ExpectExplored(narrow, 1'024, 1'848'953);
   EXPECT_GT(narrow.escapes, 0);
-  EXPECT_GT(narrow.caught_after(Act::kPrematureFree), 0);
+  EXPECT_GT(narrow.after(Act::kPrematureFree).caught, 0);
   bounds.world.num_pages = 3;
   bounds.world.num_requests = 3;
   bounds.world.tags = {64, TagPolicy::kRandom, 0x7a95};
@@ -182,8 +182,8 @@ TEST(ExhaustiveCheckerTest, RandomTags) {
   EXPECT_EQ(wide.escapes, 0);
   for (Act fault :
        {Act::kCorruptEntry, Act::kPrematureFree, Act::kUncountedHolder, Act::kLengthOverrun}) {
-    EXPECT_GT(wide.caught_after(fault), 0) << sim::BookkeepingActName(fault);
-    EXPECT_EQ(wide.silent_after(fault), 0) << sim::BookkeepingActName(fault);
+    EXPECT_GT(wide.after(fault).caught, 0) << sim::BookkeepingActName(fault);
+    EXPECT_EQ(wide.after(fault).silent, 0) << sim::BookkeepingActName(fault);
   }
 }
 
@@ -201,20 +201,20 @@ TEST(ExhaustiveCheckerTest, EachActIsCaughtByTheLayerItsRowsName) {
     const char* name = row.name;
     switch (row.caught_by) {
       case sim::CheckLayer::kTagCheck:
-        EXPECT_GT(totals.caught_after(row.act), 0) << name;
-        EXPECT_EQ(totals.silent_after(row.act), 0) << name;
-        EXPECT_EQ(totals.out_of_scope_after(row.act), 0) << name;
-        EXPECT_EQ(totals.overruns_after(row.act), 0) << name;
+        EXPECT_GT(totals.after(row.act).caught, 0) << name;
+        EXPECT_EQ(totals.after(row.act).silent, 0) << name;
+        EXPECT_EQ(totals.after(row.act).out_of_scope, 0) << name;
+        EXPECT_EQ(totals.after(row.act).overruns, 0) << name;
         break;
       case sim::CheckLayer::kSeal:
-        EXPECT_GT(totals.overruns_after(row.act), 0) << name;
-        EXPECT_EQ(totals.silent_after(row.act), 0) << name;
-        EXPECT_EQ(totals.out_of_scope_after(row.act), 0) << name;
+        EXPECT_GT(totals.after(row.act).overruns, 0) << name;
+        EXPECT_EQ(totals.after(row.act).silent, 0) << name;
+        EXPECT_EQ(totals.after(row.act).out_of_scope, 0) << name;
         break;
       case sim::CheckLayer::kNone:
         EXPECT_FALSE(sim::InTheoremScope(row.act)) << name;
-        EXPECT_GT(totals.silent_after(row.act), 0) << name;
-        EXPECT_GT(totals.out_of_scope_after(row.act), 0) << name;
+        EXPECT_GT(totals.after(row.act).silent, 0) << name;
+        EXPECT_GT(totals.after(row.act).out_of_scope, 0) << name;
         break;
     }
   }
@@ -248,10 +248,7 @@ TEST(ExhaustiveCheckerTest, WithoutMergingTheTotalsAreTheSame) {
     EXPECT_EQ(walked.silent_corruptions, merged.silent_corruptions);
     EXPECT_EQ(walked.intra_page_overruns, merged.intra_page_overruns);
     EXPECT_EQ(walked.pool_refusals, merged.pool_refusals);
-    EXPECT_EQ(walked.caught_by_act, merged.caught_by_act);
-    EXPECT_EQ(walked.silent_by_act, merged.silent_by_act);
-    EXPECT_EQ(walked.out_of_scope_by_act, merged.out_of_scope_by_act);
-    EXPECT_EQ(walked.overruns_by_act, merged.overruns_by_act);
+    EXPECT_EQ(walked.by_act, merged.by_act);
   }
 }
 
