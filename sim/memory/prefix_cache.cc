@@ -12,7 +12,15 @@
 namespace kvsim {
 
 const char* EvictionPolicyName(EvictionPolicy policy) {
-  return policy == EvictionPolicy::kLru ? "lru" : "lfu";
+  switch (policy) {
+    case EvictionPolicy::kLru:
+      return "lru";
+    case EvictionPolicy::kLfu:
+      return "lfu";
+    case EvictionPolicy::kFreeTime:
+      return "free_time";
+  }
+  return "unknown";
 }
 
 Result<PrefixCache> PrefixCache::Create(const PrefixCacheConfig& config, int32_t num_pages) {
@@ -72,6 +80,7 @@ PrefixNodeId PrefixCache::Split(PrefixNodeId node, int32_t pages) {
   top.pages.assign(lower.pages.begin(), lower.pages.begin() + pages);
   top.lock_refs = lower.lock_refs;
   top.last_used = lower.last_used;
+  top.let_go = lower.let_go;
   top.matches = lower.matches;
   lower.tokens.erase(lower.tokens.begin(), lower.tokens.begin() + tokens_up);
   lower.pages.erase(lower.pages.begin(), lower.pages.begin() + pages);
@@ -186,6 +195,7 @@ Result<int32_t> PrefixCache::Insert(uint64_t namespace_key, const std::vector<in
     node.parent = parent;
     node.tokens.assign(tokens.begin() + static_cast<std::ptrdiff_t>(matched), tokens.end());
     node.pages.assign(pages.begin() + static_cast<std::ptrdiff_t>(first_new), pages.end());
+    node.let_go = clock_;
     for (const PageGrant& grant : node.pages) {
       KVSIM_RETURN_IF_ERROR(pool.Share(grant.page, kCacheHolder));
       held_[static_cast<size_t>(grant.page)] = 1;
@@ -223,8 +233,14 @@ Status PrefixCache::Unlock(PrefixNodeId node) {
        id = nodes_[static_cast<size_t>(id)].parent) {
     Node& current = nodes_[static_cast<size_t>(id)];
     KVSIM_CHECK_GT(current.lock_refs, 0) << "a node is locked more often than its ancestors";
-    if (--current.lock_refs == 0) pages_locked_ -= static_cast<int32_t>(current.pages.size());
+    if (--current.lock_refs == 0) {
+      pages_locked_ -= static_cast<int32_t>(current.pages.size());
+      current.let_go = clock_ + 1;
+    }
   }
+  // One tick per unlock: a request that lets go later is evicted later, and the nodes of one
+  // unlock share a time (the deepest goes first, as leaves do).
+  ++clock_;
   return Status::Ok();
 }
 
@@ -238,7 +254,9 @@ std::pair<std::pair<int64_t, uint64_t>, PrefixNodeId> PrefixCache::EvictionKey(
     PrefixNodeId node) const {
   const Node& current = nodes_[static_cast<size_t>(node)];
   const int64_t matches = config_.eviction == EvictionPolicy::kLfu ? current.matches : 0;
-  return {{matches, current.last_used}, node};
+  const uint64_t time =
+      config_.eviction == EvictionPolicy::kFreeTime ? current.let_go : current.last_used;
+  return {{matches, time}, node};
 }
 
 void PrefixCache::RemoveLeaf(PrefixNodeId node) {
@@ -286,6 +304,56 @@ Result<int32_t> PrefixCache::Evict(int32_t pages_wanted, PagePool& pool) {
     }
   }
   return evicted;
+}
+
+int32_t PrefixCache::RemoveSubtree(PrefixNodeId node, PagePool& pool) {
+  int32_t released = 0;
+  // Children first, so that every node removed is a leaf by then.
+  std::vector<PrefixNodeId> children;
+  for (const auto& [key, child] : nodes_[static_cast<size_t>(node)].children) {
+    children.push_back(child);
+  }
+  for (PrefixNodeId child : children) released += RemoveSubtree(child, pool);
+  Node& current = nodes_[static_cast<size_t>(node)];
+  for (const PageGrant& grant : current.pages) {
+    KVSIM_CHECK(pool.Release(grant.page, kCacheHolder).ok()) << "cached page " << grant.page;
+    held_[static_cast<size_t>(grant.page)] = 0;
+    ++released;
+  }
+  pages_held_ -= static_cast<int32_t>(current.pages.size());
+  current.pages.clear();
+  current.tokens.clear();
+  RemoveLeaf(node);
+  return released;
+}
+
+Result<int32_t> PrefixCache::Withdraw(uint64_t namespace_key, const std::vector<int32_t>& tokens,
+                                      int32_t first_page, PagePool& pool) {
+  const size_t page_size = static_cast<size_t>(config_.page_size);
+  if (first_page < 0 || static_cast<size_t>(first_page) * page_size > tokens.size()) {
+    return OutOfRangeError("prefix cache: cannot withdraw from page " + std::to_string(first_page) +
+                           " of " + std::to_string(tokens.size() / page_size) + " pages");
+  }
+  const auto root = roots_.find(namespace_key);
+  if (root == roots_.end()) return 0;
+  // The node the withdrawn part starts at: the walk along the first `first_page` pages ends on an
+  // edge boundary (split there), and the next edge holds page `first_page`.
+  const std::vector<int32_t> kept(
+      tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(first_page) * config_.page_size);
+  const auto [path, matched] = Walk(root->second, kept);
+  if (matched < kept.size()) return 0;  // nothing of it is cached past the kept part
+  const PrefixNodeId above = path.empty() ? root->second : path.back();
+  if (kept.size() + page_size > tokens.size()) return 0;
+  const auto next =
+      nodes_[static_cast<size_t>(above)].children.find(FirstPageOf(tokens, kept.size()));
+  if (next == nodes_[static_cast<size_t>(above)].children.end()) return 0;
+  const PrefixNodeId start = next->second;
+  if (nodes_[static_cast<size_t>(start)].lock_refs > 0) {
+    return FailedPreconditionError("prefix cache: cannot withdraw page " +
+                                   std::to_string(first_page) + ": a request has it locked");
+  }
+  ++clock_;
+  return RemoveSubtree(start, pool);
 }
 
 bool PrefixCache::holds(int32_t page) const {

@@ -21,9 +21,14 @@ namespace kvsim {
 enum class EvictionPolicy {
   kLru,  // least recently matched or inserted
   kLfu,  // fewest matches, then least recently used
+  // Least recently let go of: the clock when the node's last lock was removed, or its insert
+  // when never locked (vLLM v1's free block queue, whose head is evicted first; a finished
+  // request's blocks are freed last page first, which leaf-first eviction from the end of each
+  // edge gives).
+  kFreeTime,
 };
 
-// "lru", "lfu".
+// "lru", "lfu", "free_time".
 const char* EvictionPolicyName(EvictionPolicy policy);
 
 // The most namespaces (adapters, cache salts) a cache may be configured for.
@@ -71,6 +76,13 @@ class PrefixCache {
   // Removes one lock; FailedPrecondition when the node is not locked.
   Status Unlock(PrefixNodeId node);
 
+  // Removes from the cache the pages of `tokens` (whole pages) cached under `namespace_key` from
+  // logical page `first_page` on, and everything cached below them: pages published before their
+  // KV was written, whose writer did not run. Returns the pages released. FailedPrecondition when
+  // any of them is locked.
+  Result<int32_t> Withdraw(uint64_t namespace_key, const std::vector<int32_t>& tokens,
+                           int32_t first_page, PagePool& pool);
+
   // Releases up to `pages_wanted` pages from unlocked leaves in the policy's order, from the end
   // of each leaf's edge. Returns the number of pages released (fewer when nothing more is
   // evictable). A page returns to the pool's free list once its last holder lets go.
@@ -97,6 +109,7 @@ class PrefixCache {
     std::map<std::vector<int32_t>, PrefixNodeId> children;  // by the child's first page of tokens
     int32_t lock_refs = 0;
     uint64_t last_used = 0;  // the clock at the last match or insert through this node
+    uint64_t let_go = 0;     // the clock at the insert, and when the last lock was removed
     int64_t matches = 0;     // matches through this node (the LFU count)
     bool live = false;
   };
@@ -116,6 +129,8 @@ class PrefixCache {
   std::pair<std::pair<int64_t, uint64_t>, PrefixNodeId> EvictionKey(PrefixNodeId node) const;
   bool IsEvictable(PrefixNodeId node) const;
   void RemoveLeaf(PrefixNodeId node);
+  // Releases every page of `node` and its subtree and removes them; none may be locked.
+  int32_t RemoveSubtree(PrefixNodeId node, PagePool& pool);
 
   PrefixCacheConfig config_;
   std::vector<Node> nodes_;  // at most num_pages + max_namespaces live nodes

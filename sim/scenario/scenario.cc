@@ -8,6 +8,7 @@
 
 #include "base/seed.h"
 #include "model/yaml_reader.h"
+#include "sim/sched/engine_preset.h"
 #include "sim/workload/request_trace.h"
 
 namespace kvsim::sim {
@@ -208,10 +209,18 @@ Status ParseWorkload(const YamlMap& map, WorkloadSpec& w) {
 
 Status ParseScheduler(const YamlMap& map, SchedulerConfig& s) {
   KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys(
-      {"reservation", "max_running", "token_budget", "chunked_prefill", "prefill_chunk",
-       "watermark_pages", "preemption", "prefix_cache", "eviction", "max_model_tokens"}));
+      {"engine", "reservation", "max_running", "token_budget", "chunked_prefill", "prefill_chunk",
+       "watermark_pages", "preemption", "prefix_cache", "eviction", "max_model_tokens", "publish",
+       "output_caching", "mixed_steps", "duplicates", "length_limit"}));
+  // The preset first: every field below overrides the rule it names.
+  if (map.Has("engine")) {
+    KVSIM_ASSIGN_OR_RETURN(const std::string text,
+                           map.Enum("engine", {"custom", "vllm-v1", "sglang", "vidur"}));
+    ApplyEnginePreset(*ParseEnginePreset(text), s);
+  }
   if (map.Has("reservation")) {
-    KVSIM_ASSIGN_OR_RETURN(const std::string text, map.Enum("reservation", {"full", "prompt"}));
+    KVSIM_ASSIGN_OR_RETURN(const std::string text,
+                           map.Enum("reservation", {"full", "prompt", "sglang", "whole_prompt"}));
     s.reservation = *ParseReservation(text);
   }
   KVSIM_ASSIGN_OR_RETURN(const int64_t running,
@@ -229,13 +238,35 @@ Status ParseScheduler(const YamlMap& map, SchedulerConfig& s) {
   s.watermark_pages = static_cast<int32_t>(watermark);
   if (map.Has("preemption")) {
     KVSIM_ASSIGN_OR_RETURN(const std::string text,
-                           map.Enum("preemption", {"newest", "most_pages"}));
+                           map.Enum("preemption", {"newest", "most_pages", "fewest_outputs"}));
     s.victim = *ParsePreemptionVictim(text);
   }
   KVSIM_ASSIGN_OR_RETURN(s.prefix_cache, map.BoolOr("prefix_cache", s.prefix_cache));
   if (map.Has("eviction")) {
-    KVSIM_ASSIGN_OR_RETURN(const std::string text, map.Enum("eviction", {"lru", "lfu"}));
-    s.eviction = text == "lru" ? EvictionPolicy::kLru : EvictionPolicy::kLfu;
+    KVSIM_ASSIGN_OR_RETURN(const std::string text,
+                           map.Enum("eviction", {"lru", "lfu", "free_time"}));
+    s.eviction = text == "lru"   ? EvictionPolicy::kLru
+                 : text == "lfu" ? EvictionPolicy::kLfu
+                                 : EvictionPolicy::kFreeTime;
+  }
+  if (map.Has("publish")) {
+    KVSIM_ASSIGN_OR_RETURN(const std::string text,
+                           map.Enum("publish", {"after_prefill", "after_chunk", "on_schedule"}));
+    s.publish = *ParsePrefixPublication(text);
+  }
+  if (map.Has("output_caching")) {
+    KVSIM_ASSIGN_OR_RETURN(const std::string text,
+                           map.Enum("output_caching", {"none", "at_end", "while_decoding"}));
+    s.output_caching = *ParseOutputCaching(text);
+  }
+  KVSIM_ASSIGN_OR_RETURN(s.mixed_steps, map.BoolOr("mixed_steps", s.mixed_steps));
+  if (map.Has("duplicates")) {
+    KVSIM_ASSIGN_OR_RETURN(const std::string text, map.Enum("duplicates", {"free", "keep"}));
+    s.free_duplicates = text == "free";
+  }
+  if (map.Has("length_limit")) {
+    KVSIM_ASSIGN_OR_RETURN(const std::string text, map.Enum("length_limit", {"reject", "clip"}));
+    s.length_limit = *ParseLengthLimit(text);
   }
   KVSIM_ASSIGN_OR_RETURN(const int64_t model_tokens,
                          map.IntOr("max_model_tokens", 0, 0, INT32_MAX));

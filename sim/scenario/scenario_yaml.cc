@@ -111,6 +111,7 @@ void WritePool(YAML::Emitter& out, const Scenario& scenario) {
 
 void WriteScheduler(YAML::Emitter& out, const SchedulerConfig& s) {
   out << YAML::Key << "scheduler" << YAML::Value << YAML::BeginMap;
+  Field(out, "engine", EnginePresetName(s.engine));
   Field(out, "reservation", ReservationName(s.reservation));
   Field(out, "max_running", s.max_running);
   Field(out, "token_budget", s.token_budget);
@@ -120,6 +121,11 @@ void WriteScheduler(YAML::Emitter& out, const SchedulerConfig& s) {
   Field(out, "preemption", PreemptionVictimName(s.victim));
   Field(out, "prefix_cache", s.prefix_cache);
   Field(out, "eviction", EvictionPolicyName(s.eviction));
+  Field(out, "publish", PrefixPublicationName(s.publish));
+  Field(out, "output_caching", OutputCachingName(s.output_caching));
+  Field(out, "mixed_steps", s.mixed_steps);
+  Field(out, "duplicates", s.free_duplicates ? "free" : "keep");
+  Field(out, "length_limit", LengthLimitName(s.length_limit));
   // The parser's 0 means no limit, which the config keeps as the largest int32.
   if (s.max_model_tokens != std::numeric_limits<int32_t>::max()) {
     Field(out, "max_model_tokens", s.max_model_tokens);

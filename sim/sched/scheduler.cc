@@ -25,7 +25,27 @@ Result<Scheduler> Scheduler::Create(const SchedulerConfig& config) {
 }
 
 Scheduler::Scheduler(const SchedulerConfig& config, PagePool pool, PrefixCache cache)
-    : config_(config), pool_(std::move(pool)), cache_(std::move(cache)) {}
+    : config_(config),
+      pool_(std::move(pool)),
+      cache_(std::move(cache)),
+      sglang_ratio_(config.sglang_init_ratio) {
+  if (config_.prefix_cache && config_.publish == PrefixPublication::kOnSchedule) {
+    publisher_.assign(static_cast<size_t>(pool_.num_pages()), -1);
+  }
+}
+
+RequestSpec Scheduler::Admitted(const RequestSpec& spec) const {
+  RequestSpec admitted = spec;
+  // SGLang (Scheduler.init_req_max_new_tokens): max_new_tokens at most max_req_len - prompt - 1,
+  // where max_req_len is the context length - 1; a prompt that leaves no room is refused by
+  // NeverFits.
+  const int64_t allowed = int64_t{config_.max_model_tokens} - 2 - spec.prompt_tokens;
+  if (config_.length_limit == LengthLimit::kClip && spec.max_new_tokens > allowed && allowed >= 1) {
+    admitted.max_new_tokens = static_cast<int32_t>(allowed);
+    admitted.output_tokens = std::min(admitted.output_tokens, admitted.max_new_tokens);
+  }
+  return admitted;
+}
 
 int32_t Scheduler::PagesFor(int64_t tokens) const {
   return static_cast<int32_t>((tokens + config_.page_size - 1) / config_.page_size);
@@ -46,7 +66,7 @@ int32_t Scheduler::Enqueue(const RequestSpec& spec) {
   }
   SimRequest& r = requests_[static_cast<size_t>(slot)];
   r = SimRequest();
-  r.spec = spec;
+  r.spec = Admitted(spec);
   r.prefill_end = spec.prompt_tokens;
   waiting_.push_back(slot);
   return slot;
@@ -104,7 +124,7 @@ void Scheduler::Changed(FaultSite site, int32_t slot, std::vector<int32_t> pages
 
 std::string Scheduler::RefusalReason(const RequestSpec& spec) const {
   SimRequest r;
-  r.spec = spec;
+  r.spec = Admitted(spec);
   return NeverFits(r);
 }
 
@@ -142,11 +162,18 @@ bool Scheduler::MakeRoom(int32_t pages, size_t protect, FormedStep& step) {
   int32_t victim = -1;
   for (size_t i = protect + 1; i < running_.size(); ++i) {
     const int32_t candidate = running_[i];
-    if (victim < 0 || config_.victim == PreemptionVictim::kNewest ||
-        requests_[static_cast<size_t>(candidate)].recorded.size() >=
-            requests_[static_cast<size_t>(victim)].recorded.size()) {
+    if (victim < 0 || config_.victim == PreemptionVictim::kNewest) {
       victim = candidate;
+      continue;
     }
+    const SimRequest& c = requests_[static_cast<size_t>(candidate)];
+    const SimRequest& v = requests_[static_cast<size_t>(victim)];
+    const bool takes =
+        config_.victim == PreemptionVictim::kMostPages
+            ? c.recorded.size() >= v.recorded.size()
+            : c.generated < v.generated ||
+                  (c.generated == v.generated && c.spec.prompt_tokens >= v.spec.prompt_tokens);
+    if (takes) victim = candidate;
   }
   if (victim < 0) return false;
   Preempt(victim);
@@ -207,7 +234,10 @@ void Scheduler::RemoveFromRunning(int32_t slot) {
 void Scheduler::Preempt(int32_t slot) {
   SimRequest& r = requests_[static_cast<size_t>(slot)];
   KVSIM_CHECK(r.phase == RequestPhase::kRunning);
+  // What it published stays cached (unlocked) for its readmission to hit; nothing more is cached
+  // here: vLLM v1 has published its full pages already, SGLang frees the decoded tokens' KV.
   ReleaseAll(slot);
+  r.published_pages = 0;
   RemoveFromRunning(slot);
   // Recompute: the prompt and the output so far are prefilled again on readmission.
   r.computed = 0;
@@ -215,7 +245,25 @@ void Scheduler::Preempt(int32_t slot) {
   r.phase = RequestPhase::kWaiting;
   r.in_step = false;
   ++r.preemptions;
-  waiting_.push_front(slot);
+  // SGLang appends a retracted request to the waiting queue; vLLM and Vidur put it first.
+  if (config_.victim == PreemptionVictim::kFewestOutputs) {
+    waiting_.push_back(slot);
+  } else {
+    waiting_.push_front(slot);
+  }
+  if (config_.reservation == Reservation::kSglang) {
+    // SGLang's estimate after a retraction: the outputs so far plus 20 steps per request left
+    // running, over their max_new_tokens.
+    int64_t generated = 0;
+    int64_t max_new = 0;
+    for (int32_t running : running_) {
+      generated += requests_[static_cast<size_t>(running)].generated + 20;
+      max_new += requests_[static_cast<size_t>(running)].spec.max_new_tokens;
+    }
+    sglang_ratio_ =
+        max_new > 0 ? std::min(1.0, static_cast<double>(generated) / static_cast<double>(max_new))
+                    : config_.sglang_init_ratio;
+  }
 }
 
 void Scheduler::End(int32_t slot, RequestPhase phase, SimNs now) {
@@ -319,9 +367,14 @@ int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, FormedStep& step,
                            ? r.spec.prompt_tokens
                            : int64_t{r.spec.prompt_tokens} + r.spec.max_new_tokens;
   const int32_t pages_total = PagesFor(held) - matched;
-  const int32_t required = config_.reservation == Reservation::kFull ? pages_total : pages_now;
+  int32_t required = pages_now;
+  if (config_.reservation == Reservation::kFull) required = pages_total;
+  // Vidur allocates the whole prompt (or recomputation) at admission.
+  const bool whole_prompt = config_.reservation == Reservation::kWholePrompt;
+  if (whole_prompt) required = PagesFor(r.num_tokens()) - matched;
   const int64_t available = AvailablePages();
-  if ((!config_.chunked_prefill && want > budget) || available < required) {
+  if ((!config_.chunked_prefill && want > budget) || available < required ||
+      (config_.reservation == Reservation::kSglang && !SglangAdmits(r, want))) {
     KVSIM_CHECK(cache_.Unlock(match.node).ok());
     return -1;
   }
@@ -329,6 +382,15 @@ int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, FormedStep& step,
   running_.push_back(slot);
   r.phase = RequestPhase::kRunning;
   r.locked = match.node;
+  r.published_pages = matched;
+  if (config_.reservation == Reservation::kSglang) {
+    // A request admitted whole is charged its input (in whole pages) and its clipped output; a
+    // chunk, its tokens only.
+    sglang_charged_ += int64_t{PagesFor(tokens)} * config_.page_size;
+    if (tokens == want) {
+      sglang_charged_ += std::min(r.spec.max_new_tokens - r.generated, kSglangClipMaxNewTokens);
+    }
+  }
   // The planted bug of a re-match that does not move the protected length: the matched pages are
   // recorded and mapped, but no reference is taken to them.
   const bool unprotected =
@@ -350,7 +412,9 @@ int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, FormedStep& step,
     reserved_total_ += pages_total;
   }
   // The availability check covers these pages; admission never preempts.
-  KVSIM_CHECK(EnsurePages(slot, start + tokens, running_.size(), step) || FaultsFired())
+  KVSIM_CHECK(
+      EnsurePages(slot, whole_prompt ? r.num_tokens() : start + tokens, running_.size(), step) ||
+      FaultsFired())
       << "admission ran out of pages it had counted";
   if (r.phase != RequestPhase::kRunning) return 0;  // the books were off: it preempted itself
   if (matched == 0 && faults_ != nullptr && faults_->Fires(FaultSite::kNoHitTableZeroed)) {
@@ -384,6 +448,15 @@ int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, FormedStep& step,
   r.in_step = true;
   if (r.first_scheduled_ns < 0) r.first_scheduled_ns = now;
   step.rows.push_back({slot, start, tokens});
+  if (!publisher_.empty()) {
+    // The rows of this step that write the pages the match reads.
+    for (int32_t i = 0; i < matched; ++i) {
+      step.rows.back().depends_on =
+          std::max(step.rows.back().depends_on,
+                   publisher_[static_cast<size_t>(match.pages[static_cast<size_t>(i)].page)]);
+    }
+    PublishOnSchedule(step);
+  }
   ++step.admitted;
   return tokens;
 }
@@ -394,22 +467,43 @@ int32_t Scheduler::ChunkOf(int32_t budget) const {
              : budget;
 }
 
-FormedStep Scheduler::ScheduleStep(SimNs now, std::vector<RequestEnd>& ended) {
-  FormedStep step;
-  int32_t budget = config_.token_budget;
+int32_t Scheduler::ScheduleRunning(int32_t budget, int only, SimNs now, FormedStep& step) {
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     const int32_t slot = running_[i];
     SimRequest& r = requests_[static_cast<size_t>(slot)];
     const int32_t want = r.num_tokens() - r.computed;
     KVSIM_CHECK_GE(want, 1) << "a running request with nothing to compute";
+    const bool prefilling = r.computed < r.prefill_end;
+    if ((only == 1 && !prefilling) || (only == 2 && prefilling)) continue;
     if (!config_.chunked_prefill && want > budget) continue;
     const int32_t tokens = std::min(want, ChunkOf(budget));
     if (!EnsurePages(slot, r.computed + tokens, i, step)) break;
     r.in_step = true;
     if (r.first_scheduled_ns < 0) r.first_scheduled_ns = now;
     step.rows.push_back({slot, r.computed, tokens});
+    if (!publisher_.empty()) PublishOnSchedule(step);
     budget -= tokens;
   }
+  return budget;
+}
+
+FormedStep Scheduler::ScheduleStep(SimNs now, std::vector<RequestEnd>& ended) {
+  FormedStep step;
+  for (int32_t page : published_now_) publisher_[static_cast<size_t>(page)] = -1;
+  published_now_.clear();
+  if (config_.reservation == Reservation::kSglang) {
+    sglang_charged_ = 0;
+    sglang_running_charge_ = 0;
+    for (int32_t slot : running_) {
+      const SimRequest& r = requests_[static_cast<size_t>(slot)];
+      sglang_running_charge_ +=
+          std::min(r.spec.max_new_tokens - r.generated, kSglangClipMaxNewTokens) * sglang_ratio_;
+    }
+  }
+  int32_t budget = config_.token_budget;
+  // Without mixed steps a step prefills (the running prefills, then admissions) when it can, and
+  // decodes otherwise.
+  budget = ScheduleRunning(budget, config_.mixed_steps ? 0 : 1, now, step);
   // As vLLM v1: a step that had to preempt admits nobody.
   while (step.preempted == 0 && budget > 0 && !waiting_.empty() &&
          static_cast<int32_t>(running_.size() + receiving_.size()) < config_.max_running) {
@@ -417,11 +511,91 @@ FormedStep Scheduler::ScheduleStep(SimNs now, std::vector<RequestEnd>& ended) {
     if (tokens < 0) break;
     budget -= tokens;
   }
+  if (!config_.mixed_steps && step.rows.empty()) ScheduleRunning(budget, 2, now, step);
+  if (config_.reservation == Reservation::kSglang && step.preempted == 0 && step.admitted == 0 &&
+      !step.rows.empty()) {
+    // A decode step that retracted nothing: the ratio decays by an equal step to its floor.
+    const double floor = config_.sglang_init_ratio * config_.sglang_min_ratio_factor;
+    sglang_ratio_ = std::max(
+        floor, sglang_ratio_ - (config_.sglang_init_ratio - floor) / config_.sglang_decay_steps);
+  }
   if (config_.role == InstanceRole::kDecode && step.preempted == 0) AdmitTransfers(step);
   return step;
 }
 
-bool Scheduler::CachePrefill(int32_t slot, int32_t pages) {
+bool Scheduler::SglangAdmits(const SimRequest& r, int32_t tokens) const {
+  const double left = static_cast<double>(AvailablePages()) * config_.page_size -
+                      sglang_running_charge_ - static_cast<double>(sglang_charged_);
+  const int64_t charge =
+      int64_t{tokens} + std::min(r.spec.max_new_tokens - r.generated, kSglangClipMaxNewTokens);
+  // PrefillAdder.add_one_req: a request needing as many tokens as are left does not fit.
+  return static_cast<double>(charge) < left;
+}
+
+int32_t Scheduler::PublishedEnd(const SimRequest& r, int32_t end) const {
+  return config_.output_caching == OutputCaching::kWhileDecoding ? end
+                                                                 : std::min(end, r.prefill_end);
+}
+
+int32_t Scheduler::Publish(int32_t slot, int32_t end_tokens, bool swap) {
+  SimRequest& r = requests_[static_cast<size_t>(slot)];
+  const int32_t pages = end_tokens / config_.page_size;
+  if (pages <= r.published_pages) return 0;
+  const int32_t before = r.published_pages;
+  if (!CachePrefill(slot, pages, swap && config_.free_duplicates)) return 0;
+  r.published_pages = pages;
+  return pages - before;
+}
+
+void Scheduler::PublishOnSchedule(FormedStep& step) {
+  const int32_t row = static_cast<int32_t>(step.rows.size()) - 1;
+  const ScheduledRow& scheduled = step.rows.back();
+  const SimRequest& r = requests_[static_cast<size_t>(scheduled.slot)];
+  const int32_t before = r.published_pages;
+  if (Publish(scheduled.slot, PublishedEnd(r, scheduled.first_token + scheduled.tokens),
+              /*swap=*/false) == 0) {
+    return;
+  }
+  // The pages the cache now holds because of this row: their KV is written by this step.
+  int32_t first = -1;
+  for (int32_t i = before; i < r.published_pages; ++i) {
+    const int32_t page = r.recorded[static_cast<size_t>(i)].page;
+    if (!cache_.holds(page) || publisher_[static_cast<size_t>(page)] >= 0) continue;
+    if (first < 0) first = i;
+    publisher_[static_cast<size_t>(page)] = row;
+    published_now_.push_back(page);
+  }
+  if (first < 0) return;
+  StepPublication publication;
+  publication.row = row;
+  publication.namespace_key = r.spec.namespace_key;
+  AppendTokens(SequenceSegments(r.spec), r.published_pages * config_.page_size, publication.tokens);
+  publication.first_page = first;
+  step.published.push_back(std::move(publication));
+}
+
+int32_t Scheduler::WithdrawUnwritten(FormedStep& step, std::vector<bool>& proceed) {
+  int32_t preempted = 0;
+  for (size_t i = 0; i < step.rows.size(); ++i) {
+    const int32_t publisher = step.rows[i].depends_on;
+    if (!proceed[i] || publisher < 0 || proceed[static_cast<size_t>(publisher)]) continue;
+    proceed[i] = false;
+    const int32_t slot = step.rows[i].slot;
+    if (requests_[static_cast<size_t>(slot)].phase != RequestPhase::kRunning) continue;
+    Preempt(slot);
+    ++preempted;
+  }
+  for (const StepPublication& publication : step.published) {
+    if (proceed[static_cast<size_t>(publication.row)]) continue;
+    const Result<int32_t> withdrawn = cache_.Withdraw(publication.namespace_key, publication.tokens,
+                                                      publication.first_page, pool_);
+    if (!withdrawn.ok()) Refused(withdrawn.status());
+  }
+  step.preempted += preempted;
+  return preempted;
+}
+
+bool Scheduler::CachePrefill(int32_t slot, int32_t pages, bool swap) {
   SimRequest& r = requests_[static_cast<size_t>(slot)];
   if (pages == 0) return false;
   tokens_.clear();
@@ -441,7 +615,7 @@ bool Scheduler::CachePrefill(int32_t slot, int32_t pages) {
   for (int32_t i = 0; i < pages; ++i) {
     const PageGrant& cached = match.pages[static_cast<size_t>(i)];
     PageGrant& own = r.recorded[static_cast<size_t>(i)];
-    if (cached.page == own.page) continue;
+    if (cached.page == own.page || !swap) continue;
     const Status released = pool_.Release(own.page, r.spec.id);
     if (!released.ok()) Refused(released);
     if (faults_ != nullptr && faults_->Fires(FaultSite::kDuplicateNotRewritten)) {
@@ -463,6 +637,29 @@ bool Scheduler::CachePrefill(int32_t slot, int32_t pages) {
   return true;
 }
 
+void Scheduler::PublishAfterRow(const ScheduledRow& row, bool completes) {
+  SimRequest& r = requests_[static_cast<size_t>(row.slot)];
+  switch (config_.publish) {
+    case PrefixPublication::kAfterPrefill:
+      // Output pages as they fill; the prompt's pages wait for the prefill's end.
+      if (config_.output_caching == OutputCaching::kWhileDecoding && r.computed > r.prefill_end) {
+        Publish(row.slot, r.computed, /*swap=*/true);
+      }
+      return;
+    case PrefixPublication::kAfterChunk:
+      Publish(row.slot, PublishedEnd(r, r.computed), /*swap=*/true);
+      return;
+    case PrefixPublication::kOnSchedule:
+      // Published when scheduled; duplicates, where freed, are swapped once the prefill that
+      // wrote them has completed.
+      if (completes && row.first_token < r.prefill_end && config_.free_duplicates &&
+          r.published_pages > 0) {
+        CachePrefill(row.slot, r.published_pages, /*swap=*/true);
+      }
+      return;
+  }
+}
+
 void Scheduler::CompleteStep(const FormedStep& step, const std::vector<bool>& ran, SimNs now,
                              std::vector<RequestEnd>& ended) {
   KVSIM_CHECK_EQ(ran.size(), step.rows.size());
@@ -474,14 +671,23 @@ void Scheduler::CompleteStep(const FormedStep& step, const std::vector<bool>& ra
     KVSIM_CHECK_EQ(r.computed, row.first_token);
     r.in_step = false;
     r.computed += row.tokens;
-    if (r.computed == r.num_tokens()) {
-      if (row.first_token < r.prefill_end && config_.prefix_cache) {
-        CachePrefill(row.slot, r.computed / config_.page_size);
+    const bool completes = r.computed == r.num_tokens();
+    if (config_.prefix_cache) PublishAfterRow(row, completes);
+    if (completes) {
+      if (row.first_token < r.prefill_end && config_.prefix_cache &&
+          config_.publish == PrefixPublication::kAfterPrefill &&
+          CachePrefill(row.slot, r.computed / config_.page_size)) {
+        r.published_pages = std::max(r.published_pages, r.computed / config_.page_size);
       }
       ++r.generated;
       if (r.first_token_ns < 0) r.first_token_ns = now;
       r.last_token_ns = now;
       if (r.generated == r.spec.output_tokens) {
+        // Prompt and output enter the cache at the end, for the next turn to hit.
+        if (config_.prefix_cache && config_.output_caching != OutputCaching::kNone &&
+            config_.role != InstanceRole::kPrefill) {
+          Publish(row.slot, r.computed, /*swap=*/true);
+        }
         // Asynchronous scheduling dispatched the next step before this one's tokens were known:
         // its write of the next position (inside the last page) is on its way.
         if (faults_ != nullptr && r.computed % config_.page_size != 0 &&

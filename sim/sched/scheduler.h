@@ -45,8 +45,11 @@ struct SimRequest {
   std::vector<int32_t> block_row;   // the kernels' block-table row
   PrefixNodeId locked = kNoNode;    // the prefix-cache node this request protects
   int32_t reserved_pages = 0;       // full reservation: pages counted but not yet allocated
-  bool in_step = false;             // scheduled in the step in flight
-  bool cancel_pending = false;      // cancelled while in the step in flight
+  // Pages of its sequence this request has put in the prefix cache since its last admission,
+  // under the publication rules that publish more than once (after_chunk, on_schedule, outputs).
+  int32_t published_pages = 0;
+  bool in_step = false;         // scheduled in the step in flight
+  bool cancel_pending = false;  // cancelled while in the step in flight
   // Ended, its pages let go of, but its tables kept because a write dispatched earlier still
   // lands through them: the planted bugs of a free before the last write (sim/faults).
   bool zombie = false;
@@ -73,14 +76,27 @@ struct ScheduledRow {
   // `read_end` instead of first_token + tokens.
   bool write_skipped = false;
   int32_t read_end = -1;
+  // Publication on schedule: the row of the same step whose write fills a page this row's match
+  // reads (the last such row), or -1. That row not running means this one cannot either.
+  int32_t depends_on = -1;
 
   // One past the last position the row's read covers.
   int32_t ReadEnd() const { return read_end >= 0 ? read_end : first_token + tokens; }
 };
 
+// Pages a row published on schedule: the request's tokens and the first of its pages newly cached
+// in this step, so that they can be withdrawn if the row does not run.
+struct StepPublication {
+  int32_t row = -1;
+  uint64_t namespace_key = 0;
+  std::vector<int32_t> tokens;  // the sequence's tokens up to the end of the published pages
+  int32_t first_page = 0;
+};
+
 // What one step runs, and what forming it did.
 struct FormedStep {
   std::vector<ScheduledRow> rows;
+  std::vector<StepPublication> published;
   // Decode instance: requests granted their pages whose KV transfer may start now.
   std::vector<int32_t> transfers;
   int32_t admitted = 0;
@@ -125,6 +141,11 @@ class Scheduler {
   // prefills, finishes requests, and carries out cancellations that waited for the step.
   void CompleteStep(const FormedStep& step, const std::vector<bool>& ran, SimNs now,
                     std::vector<RequestEnd>& ended);
+  // Publication on schedule, between the step's writes and its reads: rows whose write did not
+  // proceed leave their pages published this step unwritten, so the rows that depend on them are
+  // preempted (their `proceed` cleared) and those pages withdrawn from the cache. Returns the rows
+  // preempted.
+  int32_t WithdrawUnwritten(FormedStep& step, std::vector<bool>& proceed);
   // Cancels request `slot` at `now`: a waiting one leaves the queue, a running one releases its
   // pages now, or after the step in flight if it is part of it; one in a transfer is marked and
   // ends when the transfer does. Returns whether it ended now.
@@ -193,6 +214,7 @@ class Scheduler {
   // or preempts a running request after position `protect` of running_. False when neither is
   // possible.
   bool MakeRoom(int32_t pages, size_t protect, FormedStep& step);
+  // Preempts running request `slot` for recomputation.
   void Preempt(int32_t slot);
   // Releases every page `slot` records and its lock; clears its table.
   void ReleaseAll(int32_t slot);
@@ -202,9 +224,29 @@ class Scheduler {
   int32_t AdmitHead(int32_t budget, SimNs now, FormedStep& step, std::vector<RequestEnd>& ended);
   // The most tokens one request computes in a step with `budget` tokens left.
   int32_t ChunkOf(int32_t budget) const;
-  // Caches the first `pages` whole pages of `slot`'s sequence and swaps its duplicates for the
-  // cache's pages. False when the cache refused the insert.
-  bool CachePrefill(int32_t slot, int32_t pages);
+  // Caches the first `pages` whole pages of `slot`'s sequence and, with `swap`, swaps its
+  // duplicates for the cache's pages. False when the cache refused the insert.
+  bool CachePrefill(int32_t slot, int32_t pages, bool swap = true);
+  // The publication rules beyond today's: caches `slot`'s whole pages up to `end_tokens` if it has
+  // not yet published them all, swapping duplicates when the rules free them and `swap` allows
+  // (never for pages whose write is still to come). Returns the pages newly published.
+  int32_t Publish(int32_t slot, int32_t end_tokens, bool swap);
+  // Publication on schedule of the row just added to `step`.
+  void PublishOnSchedule(FormedStep& step);
+  // The end of the tokens a row covering [.., end) publishes: the prefill's part unless output
+  // pages are cached as they fill.
+  int32_t PublishedEnd(const SimRequest& r, int32_t end) const;
+  // The request's spec as admission sees it: max_new_tokens clipped under length_limit clip.
+  RequestSpec Admitted(const RequestSpec& spec) const;
+  // SGLang admission (PrefillAdder.add_one_req): whether a request needing `tokens` more prompt
+  // tokens and its clipped output fits the tokens left after the running requests' and this
+  // step's admissions' charges.
+  bool SglangAdmits(const SimRequest& r, int32_t tokens) const;
+  // The publication after a row ran (`completes`: it completed the sequence computed so far).
+  void PublishAfterRow(const ScheduledRow& row, bool completes);
+  // Forms the running requests' rows of a step, prefill rows or decode rows only when `only`
+  // says so (0: both, 1: prefill rows, 2: decode rows). Returns the budget left.
+  int32_t ScheduleRunning(int32_t budget, int only, SimNs now, FormedStep& step);
   // Releases every page `slot` records and its lock, without touching its tables.
   void LetGo(int32_t slot);
   void End(int32_t slot, RequestPhase phase, SimNs now);
@@ -238,6 +280,14 @@ class Scheduler {
   int32_t pool_index_ = 0;
   bool store_on_finish_ = false;
   std::vector<int32_t> tokens_;  // scratch: token ids for the prefix cache
+  // Publication on schedule: the row of the step being formed that published each page, or -1;
+  // and the pages set, to clear at the next step.
+  std::vector<int32_t> publisher_;
+  std::vector<int32_t> published_now_;
+  // SGLang admission's new-token ratio and the tokens admitted requests were charged this step.
+  double sglang_ratio_ = 0;
+  int64_t sglang_charged_ = 0;
+  double sglang_running_charge_ = 0;
   // The last prefix cached and its namespace: what a planted hash collision matches instead.
   std::vector<int32_t> last_cached_tokens_;
   uint64_t last_cached_namespace_ = 0;

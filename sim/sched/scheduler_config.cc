@@ -9,15 +9,21 @@ const char* ReservationName(Reservation reservation) {
       return "full";
     case Reservation::kPrompt:
       return "prompt";
+    case Reservation::kSglang:
+      return "sglang";
+    case Reservation::kWholePrompt:
+      return "whole_prompt";
   }
   return "unknown";
 }
 
 Result<Reservation> ParseReservation(const std::string& text) {
-  for (Reservation r : {Reservation::kFull, Reservation::kPrompt}) {
+  for (Reservation r : {Reservation::kFull, Reservation::kPrompt, Reservation::kSglang,
+                        Reservation::kWholePrompt}) {
     if (text == ReservationName(r)) return r;
   }
-  return InvalidArgumentError("unknown reservation '" + text + "'; allowed: full, prompt");
+  return InvalidArgumentError("unknown reservation '" + text +
+                              "'; allowed: full, prompt, sglang, whole_prompt");
 }
 
 const char* PreemptionVictimName(PreemptionVictim victim) {
@@ -26,16 +32,94 @@ const char* PreemptionVictimName(PreemptionVictim victim) {
       return "newest";
     case PreemptionVictim::kMostPages:
       return "most_pages";
+    case PreemptionVictim::kFewestOutputs:
+      return "fewest_outputs";
   }
   return "unknown";
 }
 
 Result<PreemptionVictim> ParsePreemptionVictim(const std::string& text) {
-  for (PreemptionVictim v : {PreemptionVictim::kNewest, PreemptionVictim::kMostPages}) {
+  for (PreemptionVictim v : {PreemptionVictim::kNewest, PreemptionVictim::kMostPages,
+                             PreemptionVictim::kFewestOutputs}) {
     if (text == PreemptionVictimName(v)) return v;
   }
   return InvalidArgumentError("unknown preemption victim '" + text +
-                              "'; allowed: newest, most_pages");
+                              "'; allowed: newest, most_pages, fewest_outputs");
+}
+
+const char* PrefixPublicationName(PrefixPublication publication) {
+  switch (publication) {
+    case PrefixPublication::kAfterPrefill:
+      return "after_prefill";
+    case PrefixPublication::kAfterChunk:
+      return "after_chunk";
+    case PrefixPublication::kOnSchedule:
+      return "on_schedule";
+  }
+  return "unknown";
+}
+
+Result<PrefixPublication> ParsePrefixPublication(const std::string& text) {
+  for (PrefixPublication p : {PrefixPublication::kAfterPrefill, PrefixPublication::kAfterChunk,
+                              PrefixPublication::kOnSchedule}) {
+    if (text == PrefixPublicationName(p)) return p;
+  }
+  return InvalidArgumentError("unknown publication '" + text +
+                              "'; allowed: after_prefill, after_chunk, on_schedule");
+}
+
+const char* OutputCachingName(OutputCaching caching) {
+  switch (caching) {
+    case OutputCaching::kNone:
+      return "none";
+    case OutputCaching::kAtEnd:
+      return "at_end";
+    case OutputCaching::kWhileDecoding:
+      return "while_decoding";
+  }
+  return "unknown";
+}
+
+Result<OutputCaching> ParseOutputCaching(const std::string& text) {
+  for (OutputCaching c :
+       {OutputCaching::kNone, OutputCaching::kAtEnd, OutputCaching::kWhileDecoding}) {
+    if (text == OutputCachingName(c)) return c;
+  }
+  return InvalidArgumentError("unknown output caching '" + text +
+                              "'; allowed: none, at_end, while_decoding");
+}
+
+const char* LengthLimitName(LengthLimit limit) {
+  return limit == LengthLimit::kReject ? "reject" : "clip";
+}
+
+Result<LengthLimit> ParseLengthLimit(const std::string& text) {
+  if (text == "reject") return LengthLimit::kReject;
+  if (text == "clip") return LengthLimit::kClip;
+  return InvalidArgumentError("unknown length limit '" + text + "'; allowed: reject, clip");
+}
+
+const char* EnginePresetName(EnginePreset preset) {
+  switch (preset) {
+    case EnginePreset::kCustom:
+      return "custom";
+    case EnginePreset::kVllmV1:
+      return "vllm-v1";
+    case EnginePreset::kSglang:
+      return "sglang";
+    case EnginePreset::kVidur:
+      return "vidur";
+  }
+  return "unknown";
+}
+
+Result<EnginePreset> ParseEnginePreset(const std::string& text) {
+  for (EnginePreset e : {EnginePreset::kCustom, EnginePreset::kVllmV1, EnginePreset::kSglang,
+                         EnginePreset::kVidur}) {
+    if (text == EnginePresetName(e)) return e;
+  }
+  return InvalidArgumentError("unknown engine '" + text +
+                              "'; allowed: custom, vllm-v1, sglang, vidur");
 }
 
 const char* InstanceRoleName(InstanceRole role) {
@@ -75,6 +159,13 @@ Status ValidateSchedulerConfig(const SchedulerConfig& c) {
   }
   if (c.max_model_tokens < 1) {
     return OutOfRangeError("max_model_tokens must be positive");
+  }
+  if (!(c.sglang_init_ratio > 0 && c.sglang_init_ratio <= 1) ||
+      !(c.sglang_min_ratio_factor > 0 && c.sglang_min_ratio_factor <= 1) ||
+      c.sglang_decay_steps < 1) {
+    return OutOfRangeError(
+        "the SGLang new-token ratio needs a start and a floor factor in (0, 1] and at least one "
+        "decay step");
   }
   return Status::Ok();
 }

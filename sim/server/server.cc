@@ -287,6 +287,14 @@ Status Server::StartStep(size_t instance, EventQueue& queue) {
     if (row.first_token < r.prefill_end) report_.prefill_tokens += row.tokens;
   }
   KVSIM_RETURN_IF_ERROR(RunAccess(instance, KvAccess::kWrite, p.formed.rows, p.proceed));
+  if (!p.formed.published.empty() &&
+      std::find(p.proceed.begin(), p.proceed.end(), false) != p.proceed.end()) {
+    // Pages published on schedule whose write was refused: the rows that would read them are
+    // preempted before the reads, and the pages leave the cache.
+    const int32_t preempted = p.scheduler.WithdrawUnwritten(p.formed, p.proceed);
+    report_.preemptions += preempted;
+    MixHash(0x3d7au + static_cast<uint64_t>(preempted));
+  }
   KVSIM_RETURN_IF_ERROR(RunAccess(instance, KvAccess::kRead, p.formed.rows, p.proceed));
   batch_.clear();
   p.prefill_tokens = 0;
