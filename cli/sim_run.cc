@@ -249,6 +249,13 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
       r.peak_running, Grouped(r.peak_pages_used), Grouped(r.pool_pages), Grouped(r.preemptions),
       Grouped(r.evicted_pages),
       r.prompt_tokens > 0 ? 100.0 * static_cast<double>(r.cached_tokens) / r.prompt_tokens : 0.0);
+  if (!r.rules.empty()) {
+    std::string rules;
+    for (size_t i = 1; i < r.rules.size(); ++i) {
+      rules += (i > 1 ? ", " : "") + r.rules[i].first + " " + r.rules[i].second;
+    }
+    out << fmt::format("  scheduler rules ({} engine): {}\n", r.rules[0].second, rules);
+  }
   out << fmt::format("  tokens: {} output ({:.0f} per simulated second), {} prefill\n",
                      Grouped(r.output_tokens), r.output_tokens_per_s(), Grouped(r.prefill_tokens));
   PrintLatency(r, out);

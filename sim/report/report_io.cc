@@ -77,6 +77,9 @@ void WriteReportJson(const RunReport& r, const ReportContext& context, std::ostr
   for (const PoolSample& s : r.pool_series) {
     series.push_back({NsToSeconds(s.time_ns), s.pages_used, s.running, s.waiting});
   }
+  ordered_json rules = ordered_json::object();
+  for (const auto& [field, value] : r.rules) rules[field] = value;
+  j["scheduler_rules"] = rules;
   j["pool"] = {{"pages", r.pool_pages},
                {"page_size", r.page_size},
                {"peak_pages_used", r.peak_pages_used},

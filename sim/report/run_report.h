@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/engine/event_queue.h"
@@ -155,6 +156,9 @@ struct RunReport {
   int32_t peak_pages_used = 0;
   int32_t pool_pages = 0;  // all pools
   int32_t page_size = 0;
+  // The engine preset the scheduler's rules came from and every rule, as (field, value) in the
+  // scenario's names, "engine" first.
+  std::vector<std::pair<std::string, std::string>> rules;
 
   LatencySummary ttft;
   LatencySummary tpot;

@@ -504,6 +504,10 @@ FormedStep Scheduler::ScheduleStep(SimNs now, std::vector<RequestEnd>& ended) {
   // Without mixed steps a step prefills (the running prefills, then admissions) when it can, and
   // decodes otherwise.
   budget = ScheduleRunning(budget, config_.mixed_steps ? 0 : 1, now, step);
+  // SGLang's PrefillAdder counts the tokens left once, before it admits anyone.
+  if (config_.reservation == Reservation::kSglang) {
+    sglang_available_ = static_cast<double>(AvailablePages()) * config_.page_size;
+  }
   // As vLLM v1: a step that had to preempt admits nobody.
   while (step.preempted == 0 && budget > 0 && !waiting_.empty() &&
          static_cast<int32_t>(running_.size() + receiving_.size()) < config_.max_running) {
@@ -524,8 +528,8 @@ FormedStep Scheduler::ScheduleStep(SimNs now, std::vector<RequestEnd>& ended) {
 }
 
 bool Scheduler::SglangAdmits(const SimRequest& r, int32_t tokens) const {
-  const double left = static_cast<double>(AvailablePages()) * config_.page_size -
-                      sglang_running_charge_ - static_cast<double>(sglang_charged_);
+  const double left =
+      sglang_available_ - sglang_running_charge_ - static_cast<double>(sglang_charged_);
   const int64_t charge =
       int64_t{tokens} + std::min(r.spec.max_new_tokens - r.generated, kSglangClipMaxNewTokens);
   // PrefillAdder.add_one_req: a request needing as many tokens as are left does not fit.

@@ -288,6 +288,7 @@ class Scheduler {
   double sglang_ratio_ = 0;
   int64_t sglang_charged_ = 0;
   double sglang_running_charge_ = 0;
+  double sglang_available_ = 0;  // free and evictable tokens when admission began
   // The last prefix cached and its namespace: what a planted hash collision matches instead.
   std::vector<int32_t> last_cached_tokens_;
   uint64_t last_cached_namespace_ = 0;

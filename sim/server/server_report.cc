@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "sim/sched/engine_preset.h"
 #include "sim/server/invariants.h"
 
 namespace kvsim::sim {
@@ -154,6 +155,7 @@ Result<RunReport> Server::Run() {
     report_.pool_pages += s.pool().capacity();
   }
   report_.page_size = instances_[0]->scheduler.config().page_size;
+  report_.rules = EngineRules(instances_[0]->scheduler.config());
   report_.ttft = Summarize(ttft_);
   report_.tpot = Summarize(tpot_);
   report_.e2e = Summarize(e2e_);
