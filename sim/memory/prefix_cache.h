@@ -129,8 +129,9 @@ class PrefixCache {
   std::pair<std::pair<int64_t, uint64_t>, PrefixNodeId> EvictionKey(PrefixNodeId node) const;
   bool IsEvictable(PrefixNodeId node) const;
   void RemoveLeaf(PrefixNodeId node);
-  // Releases every page of `node` and its subtree and removes them; none may be locked.
-  int32_t RemoveSubtree(PrefixNodeId node, PagePool& pool);
+  // Releases every page of `node` and its subtree and removes them; none may be locked. A release
+  // the pool refuses is kept in `refused` (the first one).
+  int32_t RemoveSubtree(PrefixNodeId node, PagePool& pool, Status& refused);
 
   PrefixCacheConfig config_;
   std::vector<Node> nodes_;  // at most num_pages + max_namespaces live nodes

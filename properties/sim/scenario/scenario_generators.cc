@@ -9,6 +9,7 @@
 #include "base/seed.h"
 #include "sim/dataplane/kernel_spec.h"
 #include "sim/scenario/scenario_yaml.h"
+#include "sim/sched/engine_preset.h"
 
 namespace kvsim::sim {
 namespace {
@@ -100,6 +101,35 @@ void DrawScheduler(SchedulerConfig& s, bool favour_sharing) {
       favour_sharing ? *rc::gen::weightedElement<bool>({{1, false}, {3, true}}) : Chance();
   s.eviction = *rc::gen::element(EvictionPolicy::kLru, EvictionPolicy::kLfu);
   if (*rc::gen::weightedElement<bool>({{3, false}, {1, true}})) s.max_model_tokens = Int(32, 160);
+  // An engine's rules half the time, each then overridden one time in four by any value.
+  if (Chance()) {
+    ApplyEnginePreset(
+        *rc::gen::element(EnginePreset::kVllmV1, EnginePreset::kSglang, EnginePreset::kVidur), s);
+  }
+  const auto sometimes = [] { return *rc::gen::weightedElement<bool>({{3, false}, {1, true}}); };
+  if (sometimes()) {
+    s.reservation = *rc::gen::element(Reservation::kFull, Reservation::kPrompt,
+                                      Reservation::kSglang, Reservation::kWholePrompt);
+  }
+  if (sometimes()) {
+    s.publish = *rc::gen::element(PrefixPublication::kAfterPrefill, PrefixPublication::kAfterChunk,
+                                  PrefixPublication::kOnSchedule);
+  }
+  if (sometimes()) {
+    s.output_caching = *rc::gen::element(OutputCaching::kNone, OutputCaching::kAtEnd,
+                                         OutputCaching::kWhileDecoding);
+  }
+  if (sometimes()) {
+    s.eviction =
+        *rc::gen::element(EvictionPolicy::kLru, EvictionPolicy::kLfu, EvictionPolicy::kFreeTime);
+  }
+  if (sometimes()) {
+    s.victim = *rc::gen::element(PreemptionVictim::kNewest, PreemptionVictim::kMostPages,
+                                 PreemptionVictim::kFewestOutputs);
+  }
+  if (sometimes()) s.mixed_steps = Chance();
+  if (sometimes()) s.free_duplicates = Chance();
+  if (sometimes()) s.length_limit = Chance() ? LengthLimit::kReject : LengthLimit::kClip;
 }
 
 ArrivalSpec DrawArrival() {

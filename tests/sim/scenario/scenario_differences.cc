@@ -88,6 +88,12 @@ void CompareScheduler(Differences d, const SchedulerConfig& a, const SchedulerCo
   d.Field("prefix_cache", a.prefix_cache, b.prefix_cache);
   d.Field("eviction", a.eviction, b.eviction);
   d.Field("max_model_tokens", a.max_model_tokens, b.max_model_tokens);
+  d.Field("engine", a.engine, b.engine);
+  d.Field("publish", a.publish, b.publish);
+  d.Field("output_caching", a.output_caching, b.output_caching);
+  d.Field("mixed_steps", a.mixed_steps, b.mixed_steps);
+  d.Field("free_duplicates", a.free_duplicates, b.free_duplicates);
+  d.Field("length_limit", a.length_limit, b.length_limit);
 }
 
 void CompareWorkload(Differences d, const WorkloadSpec& a, const WorkloadSpec& b) {
