@@ -307,26 +307,30 @@ Result<int32_t> PrefixCache::Evict(int32_t pages_wanted, PagePool& pool) {
 }
 
 int32_t PrefixCache::RemoveSubtree(PrefixNodeId node, PagePool& pool, Status& refused) {
+  // Breadth first, then removed in reverse: every node after its children, each a leaf by then,
+  // without recursion however deep the subtree.
+  std::vector<PrefixNodeId> order = {node};
+  for (size_t i = 0; i < order.size(); ++i) {
+    for (const auto& [key, child] : nodes_[static_cast<size_t>(order[i])].children) {
+      order.push_back(child);
+    }
+  }
   int32_t released = 0;
-  // Children first, so that every node removed is a leaf by then.
-  std::vector<PrefixNodeId> children;
-  for (const auto& [key, child] : nodes_[static_cast<size_t>(node)].children) {
-    children.push_back(child);
+  for (auto id = order.rbegin(); id != order.rend(); ++id) {
+    Node& current = nodes_[static_cast<size_t>(*id)];
+    for (const PageGrant& grant : current.pages) {
+      // Only a planted bug that freed the page behind the cache's back makes this fail: the cache
+      // lets go of it all the same, and the first refusal is returned.
+      const Status status = pool.Release(grant.page, kCacheHolder);
+      if (!status.ok() && refused.ok()) refused = status;
+      held_[static_cast<size_t>(grant.page)] = 0;
+      ++released;
+    }
+    pages_held_ -= static_cast<int32_t>(current.pages.size());
+    current.pages.clear();
+    current.tokens.clear();
+    RemoveLeaf(*id);
   }
-  for (PrefixNodeId child : children) released += RemoveSubtree(child, pool, refused);
-  Node& current = nodes_[static_cast<size_t>(node)];
-  for (const PageGrant& grant : current.pages) {
-    // Only a planted bug that freed the page behind the cache's back makes this fail: the cache
-    // lets go of it all the same, and the first refusal is returned.
-    const Status status = pool.Release(grant.page, kCacheHolder);
-    if (!status.ok() && refused.ok()) refused = status;
-    held_[static_cast<size_t>(grant.page)] = 0;
-    ++released;
-  }
-  pages_held_ -= static_cast<int32_t>(current.pages.size());
-  current.pages.clear();
-  current.tokens.clear();
-  RemoveLeaf(node);
   return released;
 }
 

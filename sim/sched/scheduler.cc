@@ -28,7 +28,7 @@ Scheduler::Scheduler(const SchedulerConfig& config, PagePool pool, PrefixCache c
     : config_(config),
       pool_(std::move(pool)),
       cache_(std::move(cache)),
-      sglang_ratio_(config.sglang_init_ratio) {
+      sglang_ratio_(kSglangInitRatio) {
   if (config_.prefix_cache && config_.publish == PrefixPublication::kOnSchedule) {
     publisher_.assign(static_cast<size_t>(pool_.num_pages()), -1);
   }
@@ -252,17 +252,17 @@ void Scheduler::Preempt(int32_t slot) {
     waiting_.push_front(slot);
   }
   if (config_.reservation == Reservation::kSglang) {
-    // SGLang's estimate after a retraction: the outputs so far plus 20 steps per request left
-    // running, over their max_new_tokens.
+    // SGLang's estimate after a retraction: the outputs so far plus 20 decode steps per request
+    // left running, over their max_new_tokens.
     int64_t generated = 0;
     int64_t max_new = 0;
     for (int32_t running : running_) {
-      generated += requests_[static_cast<size_t>(running)].generated + 20;
+      generated += requests_[static_cast<size_t>(running)].generated + kSglangRetractDecodeSteps;
       max_new += requests_[static_cast<size_t>(running)].spec.max_new_tokens;
     }
     sglang_ratio_ =
         max_new > 0 ? std::min(1.0, static_cast<double>(generated) / static_cast<double>(max_new))
-                    : config_.sglang_init_ratio;
+                    : kSglangInitRatio;
   }
 }
 
@@ -367,11 +367,11 @@ int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, FormedStep& step,
                            ? r.spec.prompt_tokens
                            : int64_t{r.spec.prompt_tokens} + r.spec.max_new_tokens;
   const int32_t pages_total = PagesFor(held) - matched;
-  int32_t required = pages_now;
-  if (config_.reservation == Reservation::kFull) required = pages_total;
   // Vidur allocates the whole prompt (or recomputation) at admission.
   const bool whole_prompt = config_.reservation == Reservation::kWholePrompt;
-  if (whole_prompt) required = PagesFor(r.num_tokens()) - matched;
+  const int32_t required = config_.reservation == Reservation::kFull ? pages_total
+                           : whole_prompt ? PagesFor(r.num_tokens()) - matched
+                                          : pages_now;
   const int64_t available = AvailablePages();
   if ((!config_.chunked_prefill && want > budget) || available < required ||
       (config_.reservation == Reservation::kSglang && !SglangAdmits(r, want))) {
@@ -387,9 +387,7 @@ int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, FormedStep& step,
     // A request admitted whole is charged its input (in whole pages) and its clipped output; a
     // chunk, its tokens only.
     sglang_charged_ += int64_t{PagesFor(tokens)} * config_.page_size;
-    if (tokens == want) {
-      sglang_charged_ += std::min(r.spec.max_new_tokens - r.generated, kSglangClipMaxNewTokens);
-    }
+    if (tokens == want) sglang_charged_ += SglangOutputCharge(r);
   }
   // The planted bug of a re-match that does not move the protected length: the matched pages are
   // recorded and mapped, but no reference is taken to them.
@@ -495,9 +493,8 @@ FormedStep Scheduler::ScheduleStep(SimNs now, std::vector<RequestEnd>& ended) {
     sglang_charged_ = 0;
     sglang_running_charge_ = 0;
     for (int32_t slot : running_) {
-      const SimRequest& r = requests_[static_cast<size_t>(slot)];
       sglang_running_charge_ +=
-          std::min(r.spec.max_new_tokens - r.generated, kSglangClipMaxNewTokens) * sglang_ratio_;
+          SglangOutputCharge(requests_[static_cast<size_t>(slot)]) * sglang_ratio_;
     }
   }
   int32_t budget = config_.token_budget;
@@ -519,19 +516,21 @@ FormedStep Scheduler::ScheduleStep(SimNs now, std::vector<RequestEnd>& ended) {
   if (config_.reservation == Reservation::kSglang && step.preempted == 0 && step.admitted == 0 &&
       !step.rows.empty()) {
     // A decode step that retracted nothing: the ratio decays by an equal step to its floor.
-    const double floor = config_.sglang_init_ratio * config_.sglang_min_ratio_factor;
-    sglang_ratio_ = std::max(
-        floor, sglang_ratio_ - (config_.sglang_init_ratio - floor) / config_.sglang_decay_steps);
+    const double floor = kSglangInitRatio * kSglangMinRatioFactor;
+    sglang_ratio_ = std::max(floor, sglang_ratio_ - (kSglangInitRatio - floor) / kSglangDecaySteps);
   }
   if (config_.role == InstanceRole::kDecode && step.preempted == 0) AdmitTransfers(step);
   return step;
 }
 
+int32_t Scheduler::SglangOutputCharge(const SimRequest& r) {
+  return std::min(r.spec.max_new_tokens - r.generated, kSglangClipMaxNewTokens);
+}
+
 bool Scheduler::SglangAdmits(const SimRequest& r, int32_t tokens) const {
   const double left =
       sglang_available_ - sglang_running_charge_ - static_cast<double>(sglang_charged_);
-  const int64_t charge =
-      int64_t{tokens} + std::min(r.spec.max_new_tokens - r.generated, kSglangClipMaxNewTokens);
+  const int64_t charge = int64_t{tokens} + SglangOutputCharge(r);
   // PrefillAdder.add_one_req: a request needing as many tokens as are left does not fit.
   return static_cast<double>(charge) < left;
 }
@@ -573,7 +572,7 @@ void Scheduler::PublishOnSchedule(FormedStep& step) {
   StepPublication publication;
   publication.row = row;
   publication.namespace_key = r.spec.namespace_key;
-  AppendTokens(SequenceSegments(r.spec), r.published_pages * config_.page_size, publication.tokens);
+  publication.tokens = tokens_;  // what CachePrefill just inserted
   publication.first_page = first;
   step.published.push_back(std::move(publication));
 }
@@ -645,8 +644,14 @@ void Scheduler::PublishAfterRow(const ScheduledRow& row, bool completes) {
   SimRequest& r = requests_[static_cast<size_t>(row.slot)];
   switch (config_.publish) {
     case PrefixPublication::kAfterPrefill:
-      // Output pages as they fill; the prompt's pages wait for the prefill's end.
-      if (config_.output_caching == OutputCaching::kWhileDecoding && r.computed > r.prefill_end) {
+      // The prompt's pages (and a recomputation's outputs) when the prefill completes; output
+      // pages as they fill, where they are cached while decoding.
+      if (completes && row.first_token < r.prefill_end) {
+        if (CachePrefill(row.slot, r.computed / config_.page_size)) {
+          r.published_pages = std::max(r.published_pages, r.computed / config_.page_size);
+        }
+      } else if (config_.output_caching == OutputCaching::kWhileDecoding &&
+                 r.computed > r.prefill_end) {
         Publish(row.slot, r.computed, /*swap=*/true);
       }
       return;
@@ -678,11 +683,6 @@ void Scheduler::CompleteStep(const FormedStep& step, const std::vector<bool>& ra
     const bool completes = r.computed == r.num_tokens();
     if (config_.prefix_cache) PublishAfterRow(row, completes);
     if (completes) {
-      if (row.first_token < r.prefill_end && config_.prefix_cache &&
-          config_.publish == PrefixPublication::kAfterPrefill &&
-          CachePrefill(row.slot, r.computed / config_.page_size)) {
-        r.published_pages = std::max(r.published_pages, r.computed / config_.page_size);
-      }
       ++r.generated;
       if (r.first_token_ns < 0) r.first_token_ns = now;
       r.last_token_ns = now;

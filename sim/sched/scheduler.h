@@ -242,6 +242,8 @@ class Scheduler {
   // tokens and its clipped output fits the tokens left after the running requests' and this
   // step's admissions' charges.
   bool SglangAdmits(const SimRequest& r, int32_t tokens) const;
+  // The output tokens SGLang charges for `r`: what is left of its max_new_tokens, clipped.
+  static int32_t SglangOutputCharge(const SimRequest& r);
   // The publication after a row ran (`completes`: it completed the sequence computed so far).
   void PublishAfterRow(const ScheduledRow& row, bool completes);
   // Forms the running requests' rows of a step, prefill rows or decode rows only when `only`

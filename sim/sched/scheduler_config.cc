@@ -160,13 +160,6 @@ Status ValidateSchedulerConfig(const SchedulerConfig& c) {
   if (c.max_model_tokens < 1) {
     return OutOfRangeError("max_model_tokens must be positive");
   }
-  if (!(c.sglang_init_ratio > 0 && c.sglang_init_ratio <= 1) ||
-      !(c.sglang_min_ratio_factor > 0 && c.sglang_min_ratio_factor <= 1) ||
-      c.sglang_decay_steps < 1) {
-    return OutOfRangeError(
-        "the SGLang new-token ratio needs a start and a floor factor in (0, 1] and at least one "
-        "decay step");
-  }
   return Status::Ok();
 }
 

@@ -96,8 +96,15 @@ enum class EnginePreset {
 const char* EnginePresetName(EnginePreset preset);
 Result<EnginePreset> ParseEnginePreset(const std::string& text);
 
-// SGLang's CLIP_MAX_NEW_TOKENS: the most output tokens its admission charges a request for.
+// SGLang's admission constants (schedule_policy.py, global_config.py, their defaults): the most
+// output tokens it charges a request for (CLIP_MAX_NEW_TOKENS); the new-token ratio's start, its
+// floor as a fraction of the start, and the decode steps it takes to fall from one to the other;
+// the decode steps a retraction's estimate counts per request left running.
 inline constexpr int32_t kSglangClipMaxNewTokens = 4096;
+inline constexpr double kSglangInitRatio = 0.7;
+inline constexpr double kSglangMinRatioFactor = 0.14;
+inline constexpr int32_t kSglangDecaySteps = 600;
+inline constexpr int32_t kSglangRetractDecodeSteps = 20;
 
 // What a serving instance does in a deployment: everything, or one side of prefill/decode
 // disaggregation.
@@ -143,11 +150,6 @@ struct SchedulerConfig {
   // maps the cached ones (SGLang); off: it keeps its copies (vLLM v1).
   bool free_duplicates = true;
   LengthLimit length_limit = LengthLimit::kReject;
-  // SGLang admission's new-token ratio: its start (SGLANG_INIT_NEW_TOKEN_RATIO), its floor as a
-  // fraction of the start, and the steps it takes to decay from one to the other.
-  double sglang_init_ratio = 0.7;
-  double sglang_min_ratio_factor = 0.14;
-  int32_t sglang_decay_steps = 600;
 };
 
 // The most requests a scheduler holds at once, waiting and running together.
