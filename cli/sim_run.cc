@@ -18,6 +18,7 @@
 #include "model/catalog.h"
 #include "sim/report/report_io.h"
 #include "sim/report/timeline.h"
+#include "sim/scenario/figure_check.h"
 #include "sim/scenario/run_scenario.h"
 
 namespace kvsim::cli {
@@ -38,6 +39,38 @@ void PrintLatency(const sim::RunReport& r, std::ostream& out) {
   row("end to end", r.e2e);
   row("queueing", r.queueing);
   table.Print(out);
+}
+
+// Why time per output token is not plan's ms/tok: the gaps between tokens by the steps that
+// ended them, and the decode-only steps in plan's own columns.
+void PrintTokenGaps(const sim::RunReport& r, std::ostream& out) {
+  const sim::TokenGapSplit& g = r.gaps;
+  const int64_t total = g.decode_only + g.with_prefill + g.waited;
+  if (total == 0) return;
+  const auto share = [&](int64_t n) { return 100.0 * static_cast<double>(n) / total; };
+  const auto mean_ms = [](sim::SimNs ns, int64_t n) {
+    return n > 0 ? static_cast<double>(ns) * 1e-6 / static_cast<double>(n) : 0.0;
+  };
+  std::string waited;
+  if (g.waited > 0) {
+    waited = fmt::format(
+        ", {:.1f}% longer than their step (the request sat out steps: preempted, or left out of a "
+        "prefill-only step; mean {:.2f} ms)",
+        share(g.waited), mean_ms(g.waited_ns, g.waited));
+  }
+  out << fmt::format(
+      "  token gaps: {:.1f}% one decode-only step (mean {:.2f} ms), {:.1f}% one step that also "
+      "ran prompt chunks (mean {:.2f} ms){}; time per output token averages them, plan's ms/tok "
+      "prices a decode-only step\n",
+      share(g.decode_only), mean_ms(g.decode_only_ns, g.decode_only), share(g.with_prefill),
+      mean_ms(g.with_prefill_ns, g.with_prefill), waited);
+  if (g.modal_steps == 0) return;
+  const double step_ms = mean_ms(g.modal_ns, g.modal_steps);
+  out << fmt::format(
+      "  decode-only steps in plan's columns: concurrency {}, {:.0f} tok/s, {:.1f} ms/tok (the "
+      "mean of {} steps at that batch, the most common)\n",
+      g.modal_batch, step_ms > 0 ? g.modal_batch * 1e3 / step_ms : 0.0, step_ms,
+      Grouped(g.modal_steps));
 }
 
 void PrintIntegrity(const sim::RunReport& r, std::ostream& out) {
@@ -73,6 +106,31 @@ void PrintIntegrity(const sim::RunReport& r, std::ostream& out) {
     out << fmt::format("    step {} request {}: {}: {}\n", f.step, f.request,
                        sim::FindingKindName(f.kind), f.detail);
   }
+}
+
+// The figures the scenario's comments state, against this run: only a run of the scenario's own
+// seed and mode to its end is the run they describe.
+void PrintStatedFigures(const sim::Scenario& scenario, const sim::PreparedScenario& prepared,
+                        const SimRunOptions& options, const sim::RunReport& r, std::ostream& out) {
+  if (scenario.figures.empty()) return;
+  if (options.seed != scenario.seed || options.mode != scenario.mode || options.max_time_s > 0 ||
+      options.weakness != sim::Weakness::kNone) {
+    out << "  stated figures: not checked (they describe the scenario's own seed and mode, run to "
+           "its end)\n";
+    return;
+  }
+  const std::vector<sim::FigureCheck> checks = sim::CheckStatedFigures(scenario, prepared, r);
+  int held = 0;
+  std::string wrong;
+  for (const sim::FigureCheck& check : checks) {
+    if (check.holds) {
+      ++held;
+      continue;
+    }
+    wrong += fmt::format("; {} stated {} (within {:g}), this run {:.6g}", check.figure.name,
+                         check.figure.text, check.figure.within, check.actual);
+  }
+  out << fmt::format("  stated figures: {} of {} hold{}\n", held, checks.size(), wrong);
 }
 
 // A progress line on a terminal, at most five times a second of wall time.
@@ -259,6 +317,7 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
   out << fmt::format("  tokens: {} output ({:.0f} per simulated second), {} prefill\n",
                      Grouped(r.output_tokens), r.output_tokens_per_s(), Grouped(r.prefill_tokens));
   PrintLatency(r, out);
+  PrintTokenGaps(r, out);
   PrintIntegrity(r, out);
   if (r.kernel.enabled) {
     const sim::KernelCounts& k = r.kernel;
@@ -279,6 +338,7 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
         std::max(0.0, wall_s - kernel_wall.kernels_s - kernel_wall.reference_s),
         wall_s > 0 ? static_cast<double>(r.steps) / wall_s : 0.0);
   }
+  PrintStatedFigures(scenario, prepared, options, r, out);
   out << fmt::format("  state hash {}\n", FormatSeed(r.state_hash));
   out << fmt::format(
       "  wall time {:.3f} s: {:.0f} output tokens and {:.0f} requests simulated per second\n",

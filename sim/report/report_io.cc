@@ -73,6 +73,13 @@ void WriteReportJson(const RunReport& r, const ReportContext& context, std::ostr
   j["latency"] = {{"ttft", LatencyJson(r.ttft)},         {"tpot", LatencyJson(r.tpot)},
                   {"itl", LatencyJson(r.itl)},           {"e2e", LatencyJson(r.e2e)},
                   {"queueing", LatencyJson(r.queueing)}, {"transfer", LatencyJson(r.transfer)}};
+  const TokenGapSplit& g = r.gaps;
+  j["token_gaps"] = {
+      {"decode_only", {{"count", g.decode_only}, {"total_s", NsToSeconds(g.decode_only_ns)}}},
+      {"with_prefill", {{"count", g.with_prefill}, {"total_s", NsToSeconds(g.with_prefill_ns)}}},
+      {"waited", {{"count", g.waited}, {"total_s", NsToSeconds(g.waited_ns)}}},
+      {"decode_only_modal_batch",
+       {{"batch", g.modal_batch}, {"steps", g.modal_steps}, {"total_s", NsToSeconds(g.modal_ns)}}}};
   ordered_json series = ordered_json::array();
   for (const PoolSample& s : r.pool_series) {
     series.push_back({NsToSeconds(s.time_ns), s.pages_used, s.running, s.waiting});

@@ -13,7 +13,9 @@ namespace kvsim::sim {
 // The format of the JSON a run writes (its "kvsim_report" field), raised whenever the JSON, the
 // scenario text it carries, or the meaning of the state hash changes: `kvsim replay` reads this
 // version only. 4: the scenario's deployment names its KV cache format kv_format (was kv_dtype).
-inline constexpr int kReportFormatVersion = 4;
+// 5: scheduler_rules and token_gaps; the scenario text may carry scheduler.engine, the rules it
+// sets, and figures.
+inline constexpr int kReportFormatVersion = 5;
 
 // What a report carries besides the run's figures: where its scenario came from and the command
 // that reproduces it.

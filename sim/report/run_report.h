@@ -114,6 +114,23 @@ struct FaultTally {
   int64_t drawn = 0;
 };
 
+// Why time per output token is not a decode step's time: every gap between two of a request's
+// tokens, split by what the step that ended it carried. `kvsim plan`'s ms/tok prices a step of
+// decode rows only; a step that also runs other requests' prompt chunks is longer, and a request
+// that sits out steps (preempted, or skipped by a prefill-only step) waits longer still.
+struct TokenGapSplit {
+  int64_t decode_only = 0;  // gaps of exactly one step that ran decode rows only
+  SimNs decode_only_ns = 0;
+  int64_t with_prefill = 0;  // gaps of exactly one step that also ran prompt chunks
+  SimNs with_prefill_ns = 0;
+  int64_t waited = 0;  // gaps longer than the step that ended them
+  SimNs waited_ns = 0;
+  // The decode-only steps at the batch size most of them ran: plan's concurrency.
+  int32_t modal_batch = 0;
+  int64_t modal_steps = 0;
+  SimNs modal_ns = 0;  // their total duration
+};
+
 struct RunReport {
   std::string scenario;
   uint64_t seed = 0;
@@ -166,6 +183,7 @@ struct RunReport {
   LatencySummary e2e;
   LatencySummary queueing;
   LatencySummary transfer;  // from a transfer's start to its data landing
+  TokenGapSplit gaps;
   std::vector<PoolSample> pool_series;
 
   IntegrityCounts integrity;

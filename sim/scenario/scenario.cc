@@ -451,9 +451,10 @@ Result<RunMode> ParseRunMode(const std::string& text) {
 
 Result<Scenario> ParseScenario(const std::string& text, const std::string& path) {
   KVSIM_ASSIGN_OR_RETURN(const YamlMap root, YamlMap::LoadString(text, path));
-  KVSIM_RETURN_IF_ERROR(root.CheckKnownKeys(
-      {"name", "description", "seed", "mode", "deployment", "calibration", "pool", "scheduler",
-       "workload", "integrity", "kernel", "faults", "disaggregation", "kv_store", "limits"}));
+  KVSIM_RETURN_IF_ERROR(
+      root.CheckKnownKeys({"name", "description", "seed", "mode", "deployment", "calibration",
+                           "pool", "scheduler", "workload", "integrity", "kernel", "faults",
+                           "disaggregation", "kv_store", "limits", "figures"}));
   Scenario scenario;
   scenario.path = path;
   scenario.text = text;
@@ -520,6 +521,10 @@ Result<Scenario> ParseScenario(const std::string& text, const std::string& path)
   if (root.Has("limits")) {
     KVSIM_ASSIGN_OR_RETURN(const YamlMap limits, root.Map("limits"));
     KVSIM_RETURN_IF_ERROR(ParseLimits(limits, scenario.server.limits));
+  }
+  if (root.Has("figures")) {
+    KVSIM_ASSIGN_OR_RETURN(const YamlMap figures, root.Map("figures"));
+    KVSIM_ASSIGN_OR_RETURN(scenario.figures, ParseStatedFigures(figures));
   }
   const Status valid = ValidateWorkloadSpec(scenario.server.workload);
   if (!valid.ok()) return root.Error("workload", valid.message());

@@ -11,6 +11,7 @@
 #include "base/status.h"
 #include "model/plan_settings.h"
 #include "sim/dataplane/kernel_spec.h"
+#include "sim/scenario/stated_figure.h"
 #include "sim/server/server_config.h"
 
 namespace kvsim::sim {
@@ -62,6 +63,9 @@ struct Scenario {
   ServerConfig server;
   // Set: two pools; the deployment and scheduler above are what each side starts from.
   std::optional<Disaggregation> disaggregation;
+  // Figures the file's comments state about its run at its own seed and mode, checked against
+  // the run (figure_check.h). ScenarioToYaml leaves them out: they describe this file's run.
+  std::vector<StatedFigure> figures;
 };
 
 // Parses scenario YAML `text` read from `path`.

@@ -354,12 +354,32 @@ Status Server::OnStepEnd(size_t instance, EventQueue& queue) {
   }
   std::vector<RequestEnd> ended;
   p.scheduler.CompleteStep(p.formed, p.proceed, now, ended);
+  const SimNs step_ns = now - p.step_start_ns;
+  TokenGapSplit& gaps = report_.gaps;
   for (size_t i = 0; i < p.formed.rows.size(); ++i) {
     if (!p.proceed[i]) continue;
     const SimRequest& r = p.scheduler.request(p.formed.rows[i].slot);
     if (r.generated == p.generated_before[i]) continue;
     ++report_.output_tokens;
-    if (last_token_before[i] >= 0) itl_.Add(now - last_token_before[i]);
+    if (last_token_before[i] < 0) continue;
+    const SimNs gap = now - last_token_before[i];
+    itl_.Add(gap);
+    if (gap > step_ns) {
+      ++gaps.waited;
+      gaps.waited_ns += gap;
+    } else if (p.prefill_tokens > 0) {
+      ++gaps.with_prefill;
+      gaps.with_prefill_ns += gap;
+    } else {
+      ++gaps.decode_only;
+      gaps.decode_only_ns += gap;
+    }
+  }
+  if (p.prefill_tokens == 0 && p.decode_rows > 0) {
+    const auto batch = static_cast<size_t>(p.decode_rows);
+    if (decode_only_steps_.size() <= batch) decode_only_steps_.resize(batch + 1);
+    ++decode_only_steps_[batch].first;
+    decode_only_steps_[batch].second += step_ns;
   }
   for (const RequestEnd& end : ended) {
     if (end.ghost_position >= 0) p.ghost_writes.push_back({end.slot, end.ghost_position, 1});

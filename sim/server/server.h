@@ -220,6 +220,8 @@ class Server final : public EventHandler {
 
   RunReport report_;
   LatencyHistogram itl_;
+  // Decode-only steps by their batch size: (steps, total duration), for the report's gap split.
+  std::vector<std::pair<int64_t, SimNs>> decode_only_steps_;
   std::vector<SimNs> ttft_;
   std::vector<SimNs> tpot_;
   std::vector<SimNs> e2e_;

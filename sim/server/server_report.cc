@@ -162,6 +162,16 @@ Result<RunReport> Server::Run() {
   report_.queueing = Summarize(queueing_);
   report_.transfer = Summarize(transfers_);
   report_.itl = itl_.Summary();
+  for (size_t batch = 0; batch < decode_only_steps_.size(); ++batch) {
+    // The most steps; on a tie, the larger batch.
+    if (decode_only_steps_[batch].first == 0 ||
+        decode_only_steps_[batch].first < report_.gaps.modal_steps) {
+      continue;
+    }
+    report_.gaps.modal_batch = static_cast<int32_t>(batch);
+    report_.gaps.modal_steps = decode_only_steps_[batch].first;
+    report_.gaps.modal_ns = decode_only_steps_[batch].second;
+  }
   report_.pool_series = series_.samples();
   for (const auto& instance : instances_) {
     if (instance->auditor != nullptr) instance->auditor->AddTotals(report_);

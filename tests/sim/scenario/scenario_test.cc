@@ -6,7 +6,6 @@
 
 #include <string>
 
-
 namespace kvsim::sim {
 namespace {
 
@@ -47,11 +46,12 @@ TEST(ScenarioTest, ErrorsNameTheFileLineFieldAndWhatIsAllowed) {
   EXPECT_EQ(ErrorOf(std::string(kMinimal) + "bogus: 1\n"),
             "s.yaml:16:1: field 'bogus': unknown field; allowed here: name, description, seed, "
             "mode, deployment, calibration, pool, scheduler, workload, integrity, kernel, faults, "
-            "disaggregation, kv_store, limits");
+            "disaggregation, kv_store, limits, figures");
   std::string text = kMinimal;
   text.replace(text.find("loop: closed"), 12, "loop: sideways");
-  EXPECT_EQ(ErrorOf(text),
-            "s.yaml:11:9: field 'workload.loop': 'sideways' is not allowed; one of: closed, open, trace");
+  EXPECT_EQ(
+      ErrorOf(text),
+      "s.yaml:11:9: field 'workload.loop': 'sideways' is not allowed; one of: closed, open, trace");
   text = kMinimal;
   text.replace(text.find("{dist: fixed, value: 20}"), 24, "{dist: fixed, value: 0}");
   EXPECT_NE(ErrorOf(text).find("field 'workload.prompt_tokens.value'"), std::string::npos)
@@ -71,6 +71,44 @@ TEST(ScenarioTest, ErrorsNameTheFileLineFieldAndWhatIsAllowed) {
   EXPECT_NE(ErrorOf("name: x\n").find("field 'deployment'"), std::string::npos);
   EXPECT_NE(ErrorOf("[1, 2]").find("s.yaml: the file must be a YAML mapping"), std::string::npos);
   EXPECT_NE(ErrorOf("name: [unclosed").find("YAML syntax error"), std::string::npos);
+}
+
+// A stated figure written as the comment writes it is the run's value rounded: the tolerance is
+// half a unit in its last digit. An "about" figure carries its own.
+TEST(ScenarioTest, StatedFiguresKeepTheirDigitsAndRefuseWhatIsNotAFigure) {
+  const Scenario s = ParseScenario(std::string(kMinimal) +
+                                       "figures:\n  ttft_p50_s: 31.2\n  requests: 6000\n"
+                                       "  plan_kv_tokens: {about: 5700000, within: 50000}\n",
+                                   "s.yaml")
+                         .value();
+  ASSERT_EQ(s.figures.size(), 3u);
+  EXPECT_EQ(s.figures[0].name, "ttft_p50_s");
+  EXPECT_EQ(s.figures[0].text, "31.2");
+  EXPECT_DOUBLE_EQ(s.figures[0].value, 31.2);
+  EXPECT_DOUBLE_EQ(s.figures[0].within, 0.05);
+  EXPECT_DOUBLE_EQ(s.figures[1].within, 0.5);
+  EXPECT_EQ(s.figures[2].text, "about 5700000");
+  EXPECT_DOUBLE_EQ(s.figures[2].within, 50000);
+  EXPECT_DOUBLE_EQ(RoundingHalfUnit("0.0125"), 0.00005);
+
+  EXPECT_NE(
+      ErrorOf(std::string(kMinimal) + "figures:\n  ttft_median: 3\n")
+          .find("s.yaml:17:3: field 'figures.ttft_median': unknown figure; allowed: requests"),
+      std::string::npos)
+      << ErrorOf(std::string(kMinimal) + "figures:\n  ttft_median: 3\n");
+  for (const char* bad : {"3.1e1", "31,2", "~", "31.", "abc", "--3"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_NE(ErrorOf(std::string(kMinimal) + "figures:\n  ttft_p50_s: " + bad + "\n")
+                  .find("field 'figures.ttft_p50_s': "),
+              std::string::npos)
+        << ErrorOf(std::string(kMinimal) + "figures:\n  ttft_p50_s: " + bad + "\n");
+  }
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "figures:\n  ttft_p50_s: {about: 3}\n")
+                .find("field 'figures.ttft_p50_s.within'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "figures:\n  ttft_p50_s: {about: 3, within: -1}\n")
+                .find("field 'figures.ttft_p50_s.within'"),
+            std::string::npos);
 }
 
 }  // namespace
