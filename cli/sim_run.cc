@@ -307,6 +307,12 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
       r.peak_running, Grouped(r.peak_pages_used), Grouped(r.pool_pages), Grouped(r.preemptions),
       Grouped(r.evicted_pages),
       r.prompt_tokens > 0 ? 100.0 * static_cast<double>(r.cached_tokens) / r.prompt_tokens : 0.0);
+  if (r.same_step_hits + r.withdrawn_pages + r.output_pages_cached > 0) {
+    out << fmt::format(
+        "  prefix cache paths: {} admissions hit pages published in their own step ({} pages "
+        "withdrawn when their writer did not run); {} pages of generated tokens cached\n",
+        Grouped(r.same_step_hits), Grouped(r.withdrawn_pages), Grouped(r.output_pages_cached));
+  }
   if (!r.rules.empty()) {
     std::string rules;
     for (size_t i = 1; i < r.rules.size(); ++i) {

@@ -93,6 +93,9 @@ void WriteReportJson(const RunReport& r, const ReportContext& context, std::ostr
                {"peak_running", r.peak_running},
                {"evicted_pages", r.evicted_pages},
                {"cache_insert_refusals", r.cache_insert_refusals},
+               {"same_step_hits", r.same_step_hits},
+               {"withdrawn_pages", r.withdrawn_pages},
+               {"output_pages_cached", r.output_pages_cached},
                {"series_columns", {"time_s", "pages_used", "running", "waiting"}},
                {"series", series}};
   ordered_json aborts;

@@ -159,7 +159,10 @@ struct RunReport {
   int64_t stores_refused = 0;         // of those, copies a check refused at their completion
   int64_t evicted_pages = 0;
   int64_t cache_insert_refusals = 0;
-  int64_t pool_refusals = 0;  // pool operations refused after a planted bug
+  int64_t same_step_hits = 0;       // admissions that hit pages published in their own step
+  int64_t withdrawn_pages = 0;      // published on schedule, taken back: their writer did not run
+  int64_t output_pages_cached = 0;  // pages holding generated tokens put in the prefix cache
+  int64_t pool_refusals = 0;        // pool operations refused after a planted bug
   // The planted bugs, one per fault registry row in its order (the server fills it): what fired,
   // and the times each was drawn to fire (those that found nothing to change are not fired). By
   // name, so that the report depends on no fault code.

@@ -545,8 +545,9 @@ int32_t Scheduler::Publish(int32_t slot, int32_t end_tokens, bool swap) {
   const int32_t pages = end_tokens / config_.page_size;
   if (pages <= r.published_pages) return 0;
   const int32_t before = r.published_pages;
-  if (!CachePrefill(slot, pages, swap && config_.free_duplicates)) return 0;
+  if (!CachePrefill(slot, pages, swap)) return 0;
   r.published_pages = pages;
+  CountOutputPages(r, before, pages);
   return pages - before;
 }
 
@@ -592,15 +593,27 @@ int32_t Scheduler::WithdrawUnwritten(FormedStep& step, std::vector<bool>& procee
     if (proceed[static_cast<size_t>(publication.row)]) continue;
     const Result<int32_t> withdrawn = cache_.Withdraw(publication.namespace_key, publication.tokens,
                                                       publication.first_page, pool_);
-    if (!withdrawn.ok()) Refused(withdrawn.status());
+    if (!withdrawn.ok()) {
+      Refused(withdrawn.status());
+    } else {
+      withdrawn_pages_ += *withdrawn;
+    }
   }
   step.preempted += preempted;
   return preempted;
 }
 
+void Scheduler::CountOutputPages(const SimRequest& r, int32_t before, int32_t pages) {
+  // Pages that hold a generated token: those past the prompt's whole pages.
+  const int32_t first_output = std::max(before, r.spec.prompt_tokens / config_.page_size);
+  output_pages_cached_ += std::max(0, pages - first_output);
+}
+
 bool Scheduler::CachePrefill(int32_t slot, int32_t pages, bool swap) {
   SimRequest& r = requests_[static_cast<size_t>(slot)];
   if (pages == 0) return false;
+  // Where duplicates are kept (vLLM), the request's own copies stay its own.
+  swap = swap && config_.free_duplicates;
   tokens_.clear();
   AppendTokens(SequenceSegments(r.spec), pages * config_.page_size, tokens_);
   const std::vector<PageGrant> grants(r.recorded.begin(), r.recorded.begin() + pages);
@@ -648,6 +661,7 @@ void Scheduler::PublishAfterRow(const ScheduledRow& row, bool completes) {
       // pages as they fill, where they are cached while decoding.
       if (completes && row.first_token < r.prefill_end) {
         if (CachePrefill(row.slot, r.computed / config_.page_size)) {
+          CountOutputPages(r, r.published_pages, r.computed / config_.page_size);
           r.published_pages = std::max(r.published_pages, r.computed / config_.page_size);
         }
       } else if (config_.output_caching == OutputCaching::kWhileDecoding &&

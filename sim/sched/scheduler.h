@@ -186,6 +186,10 @@ class Scheduler {
   const SchedulerConfig& config() const { return config_; }
   int32_t reserved_pages() const { return reserved_total_; }
   int64_t cache_insert_refusals() const { return cache_insert_refusals_; }
+  // Pages published into the prefix cache that hold generated tokens (output caching).
+  int64_t output_pages_cached() const { return output_pages_cached_; }
+  // Pages published on schedule and taken back out because the row writing them did not run.
+  int64_t withdrawn_pages() const { return withdrawn_pages_; }
   // Pool and cache operations refused after a planted bug (a double free, a share of a free page).
   int64_t pool_refusals() const { return pool_refusals_; }
 
@@ -227,6 +231,8 @@ class Scheduler {
   // Caches the first `pages` whole pages of `slot`'s sequence and, with `swap`, swaps its
   // duplicates for the cache's pages. False when the cache refused the insert.
   bool CachePrefill(int32_t slot, int32_t pages, bool swap = true);
+  // Counts the pages from `before` to `pages` (published just now) that hold generated tokens.
+  void CountOutputPages(const SimRequest& r, int32_t before, int32_t pages);
   // The publication rules beyond today's: caches `slot`'s whole pages up to `end_tokens` if it has
   // not yet published them all, swapping duplicates when the rules free them and `swap` allows
   // (never for pages whose write is still to come). Returns the pages newly published.
@@ -277,6 +283,8 @@ class Scheduler {
   std::vector<int32_t> receiving_;     // decode instance
   int32_t reserved_total_ = 0;
   int64_t cache_insert_refusals_ = 0;
+  int64_t output_pages_cached_ = 0;
+  int64_t withdrawn_pages_ = 0;
   int64_t pool_refusals_ = 0;
   FaultInjector* faults_ = nullptr;
   int32_t pool_index_ = 0;

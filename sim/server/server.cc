@@ -285,6 +285,7 @@ Status Server::StartStep(size_t instance, EventQueue& queue) {
     MixHash((static_cast<uint64_t>(row.first_token) << 32) ^ static_cast<uint64_t>(row.tokens));
     p.generated_before.push_back(r.generated);
     if (row.first_token < r.prefill_end) report_.prefill_tokens += row.tokens;
+    if (row.depends_on >= 0) ++report_.same_step_hits;
   }
   KVSIM_RETURN_IF_ERROR(RunAccess(instance, KvAccess::kWrite, p.formed.rows, p.proceed));
   if (!p.formed.published.empty() &&

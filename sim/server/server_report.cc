@@ -151,6 +151,8 @@ Result<RunReport> Server::Run() {
     report_.unfinished +=
         static_cast<int64_t>(s.waiting().size() + s.running().size() + s.transferring().size());
     report_.cache_insert_refusals += s.cache_insert_refusals();
+    report_.withdrawn_pages += s.withdrawn_pages();
+    report_.output_pages_cached += s.output_pages_cached();
     report_.pool_refusals += s.pool_refusals();
     report_.pool_pages += s.pool().capacity();
   }

@@ -413,5 +413,49 @@ TEST(EngineCasesTest, PagesPublishedOnScheduleAreWithdrawnWhenTheirWriterDoesNot
   EXPECT_EQ(d.Of(1).phase, RequestPhase::kFinished);
 }
 
+// A turn's pages, its output's among them, are cached at its end (SGLang) or as they fill (vLLM).
+// While the session thinks, a longer request's growth evicts them and the pool grants the same
+// pages to it, under new tags. The next turn then hits only what is still cached, and every page
+// it records carries the tag the pool holds now: no expectation outlives its page.
+TEST(EngineCasesTest, AnOutputPageEvictedAndReallocatedBetweenTurnsIsNotHit) {
+  for (EnginePreset preset : {EnginePreset::kVllmV1, EnginePreset::kSglang}) {
+    SCOPED_TRACE(Name(preset));
+    Driver d(Config(preset, 12));
+    // 40 prompt tokens and 41 outputs: the KV of 80 (the last output is never attended): five
+    // pages, three holding outputs.
+    const RequestSpec first = Request(0, {{9, 40}}, 41);
+    d.Add(first);
+    d.RunToEnd();
+    std::vector<int32_t> ids;
+    AppendTokens(SequenceSegments(first), 80, ids);
+    PrefixCache before = d.scheduler.cache();
+    const std::vector<PageGrant> cached = before.Match(0, ids).pages;
+    ASSERT_EQ(cached.size(), 5u);
+    // 170 prompt tokens: eleven pages of twelve, so the cached turn's leaves go first.
+    d.Add(Request(1, {{11, 170}}, 2));
+    d.Step();
+    int reallocated_outputs = 0;
+    for (size_t i = 2; i < cached.size(); ++i) {
+      for (const PageGrant& grant : d.Of(1).recorded) {
+        if (grant.page == cached[i].page && grant.tag != cached[i].tag) ++reallocated_outputs;
+      }
+    }
+    d.RunToEnd();
+    EXPECT_GT(reallocated_outputs, 0);
+    std::vector<PromptSegment> next = SequenceSegments(first);
+    next.push_back({13, 10});
+    d.Add(Request(2, next, 2));
+    d.Step();
+    const SimRequest& turn = d.Of(2);
+    EXPECT_EQ(turn.phase, RequestPhase::kRunning);
+    EXPECT_LT(turn.cached_tokens, 80 - reallocated_outputs * kPage + 1);
+    for (const PageGrant& grant : turn.recorded) {
+      EXPECT_EQ(d.scheduler.pool().tag(grant.page), grant.tag) << grant.page;
+    }
+    d.RunToEnd();
+    EXPECT_EQ(d.Of(2).phase, RequestPhase::kFinished);
+  }
+}
+
 }  // namespace
 }  // namespace kvsim::sim

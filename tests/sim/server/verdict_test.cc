@@ -5,17 +5,12 @@
 // checked when it completes, where a check at its start would miss the pages freed under it.
 #include <gtest/gtest.h>
 
-#include "kernels/backend.h"
-#include "model/catalog.h"
-#include "sim/scenario/run_scenario.h"
+#include "sim/oracle/ownership_oracle.h"
+#include "sim/scenario/scenario.h"
+#include "tests/sim/server/simulate.h"
 
 namespace kvsim::sim {
 namespace {
-
-const model::Catalog& Configs() {
-  static const model::Catalog catalog = model::Catalog::Open("configs").value();
-  return catalog;
-}
 
 // The storm scenario with the oracle on, the tag check as `tags` says, `faults` planted and
 // `weakness` in the checks.
@@ -29,22 +24,6 @@ Scenario Storm(bool tags, const FaultMix& faults, Weakness weakness) {
   return scenario;
 }
 
-RunReport Simulate(const Scenario& scenario) {
-  const PreparedScenario prepared = PrepareScenario(scenario, Configs()).value();
-  std::unique_ptr<Backend> backend = CreateCpuBackend();
-  RunOptions options;
-  options.seed = scenario.seed;
-  Result<RunReport> report = RunPrepared(scenario, prepared, options, *backend);
-  KVSIM_CHECK(report.ok()) << report.status().ToString();
-  return std::move(report).value();
-}
-
-int64_t Silent(const std::array<int64_t, kAccessVerdicts>& verdicts) {
-  int64_t total = 0;
-  for (size_t v = 1; v < verdicts.size(); ++v) total += verdicts[v];
-  return total;
-}
-
 FaultMix Plant(FaultSite site, int64_t ppm) {
   FaultMix mix;
   mix.ppm[static_cast<size_t>(site)] = ppm;
@@ -54,7 +33,7 @@ FaultMix Plant(FaultSite site, int64_t ppm) {
 TEST(VerdictTest, ATableChangedAfterTheCheckIsWhatTheOracleJudges) {
   const RunReport sound = Simulate(Storm(true, {}, Weakness::kNone));
   EXPECT_EQ(sound.integrity.caught, 0);
-  EXPECT_EQ(Silent(sound.integrity.writes) + Silent(sound.integrity.reads), 0);
+  EXPECT_EQ(WrongAccesses(sound.integrity.writes) + WrongAccesses(sound.integrity.reads), 0);
   // No bug, a check that passed every row, and yet the kernels launch with a table mapping one
   // row's last page elsewhere: the oracle judges what was launched, not what was checked.
   const RunReport changed = Simulate(Storm(true, {}, Weakness::kTableAfterCheck));
@@ -120,7 +99,7 @@ TEST(VerdictTest, TheCopyToTheStoreIsCheckedWhenItCompletes) {
   EXPECT_EQ(right.stores, right.finished);
   EXPECT_EQ(right.stores_refused, 0);
   EXPECT_EQ(right.findings_total, 0);
-  EXPECT_EQ(Silent(right.integrity.reads), 0);
+  EXPECT_EQ(WrongAccesses(right.integrity.reads), 0);
   // Holding the pages for the copies delays admissions, not outcomes: as many finished.
   const RunReport without = Simulate(Storm(true, {}, Weakness::kNone));
   EXPECT_EQ(without.finished, right.finished);
@@ -131,7 +110,7 @@ TEST(VerdictTest, TheCopyToTheStoreIsCheckedWhenItCompletes) {
   EXPECT_GT(unchecked.integrity.reads[static_cast<size_t>(AccessVerdict::kWrongPage)], 0);
   const RunReport checked = stored(true, freed, Weakness::kNone);
   EXPECT_GT(checked.stores_refused, 0);
-  EXPECT_EQ(Silent(checked.integrity.reads), 0);
+  EXPECT_EQ(WrongAccesses(checked.integrity.reads), 0);
   EXPECT_EQ(checked.integrity.over_refusals, 0);
   // Checked at the start only: every copy passes there, and the reads at completion run wrong.
   const RunReport at_start = stored(true, freed, Weakness::kStoreCheckedAtStart);
