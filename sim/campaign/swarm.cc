@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "base/prng.h"
+#include "sim/sched/engine_preset.h"
 
 namespace kvsim::sim {
 namespace {
@@ -24,6 +25,34 @@ std::vector<FaultSite> TagCaughtSites() {
   return sites;
 }
 
+// An engine's rules (docs/simulator.md, "Engine presets"): in three cases of four a preset, whose
+// rules then each stay with three chances in four and are redrawn otherwise; in the rest, the
+// draws above with today's publication rules.
+void DrawEngineRules(Prng& prng, SchedulerConfig& s) {
+  if (!prng.chance(3, 4)) return;
+  ApplyEnginePreset(static_cast<EnginePreset>(prng.below(4)), s);
+  if (prng.chance(1, 4)) {
+    s.reservation = static_cast<Reservation>(prng.below(4));
+  }
+  if (prng.chance(1, 4)) {
+    s.publish = static_cast<PrefixPublication>(prng.below(3));
+  }
+  if (prng.chance(1, 4)) {
+    s.output_caching = static_cast<OutputCaching>(prng.below(3));
+  }
+  if (prng.chance(1, 4)) {
+    s.eviction = static_cast<EvictionPolicy>(prng.below(3));
+  }
+  if (prng.chance(1, 4)) {
+    s.victim = static_cast<PreemptionVictim>(prng.below(3));
+  }
+  if (prng.chance(1, 4)) s.mixed_steps = !s.mixed_steps;
+  if (prng.chance(1, 4)) s.free_duplicates = !s.free_duplicates;
+  if (prng.chance(1, 4)) {
+    s.length_limit = prng.chance(1, 2) ? LengthLimit::kReject : LengthLimit::kClip;
+  }
+}
+
 void DrawScheduler(Prng& prng, int32_t pages, SchedulerConfig& s) {
   s.reservation = prng.chance(1, 2) ? Reservation::kPrompt : Reservation::kFull;
   s.max_running = prng.range_inclusive(1, 12);
@@ -34,6 +63,7 @@ void DrawScheduler(Prng& prng, int32_t pages, SchedulerConfig& s) {
   s.victim = prng.chance(1, 2) ? PreemptionVictim::kNewest : PreemptionVictim::kMostPages;
   s.prefix_cache = prng.chance(3, 4);
   s.eviction = prng.chance(1, 2) ? EvictionPolicy::kLru : EvictionPolicy::kLfu;
+  DrawEngineRules(prng, s);
 }
 
 }  // namespace
@@ -160,6 +190,13 @@ Result<Scenario> DrawCase(const std::vector<Scenario>& bases, const Arm& arm, ui
   // reached in most of its cases: a prefix cache with prefixes to share, cancellations, prompts
   // that span chunks, slow transfers.
   if (arm.kind == Arm::Kind::kSingle) {
+    // Rules under which the bug cannot act at all (the registry's bars) are lifted.
+    const uint8_t bars = FaultRowOf(arm.site).barred_by;
+    LiftRuleBars(bars, s.server.scheduler);
+    if (s.disaggregation) {
+      LiftRuleBars(bars, s.disaggregation->prefill.scheduler);
+      LiftRuleBars(bars, s.disaggregation->decode.scheduler);
+    }
     if ((needs & kNeedsPrefixCache) != 0) {
       s.server.scheduler.prefix_cache = true;
       w.shared_prefix.groups = std::max(w.shared_prefix.groups, 1);

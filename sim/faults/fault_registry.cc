@@ -98,6 +98,20 @@ const char* BookkeepingActName(BookkeepingAct act) {
   return "unknown";
 }
 
+namespace {
+
+// The presets under which a row's bug can act: those that raise none of its bars.
+std::string ReachingPresets(uint8_t barred_by) {
+  std::string names;
+  for (const PresetBars& preset : kPresetBars) {
+    if ((preset.bars & barred_by) != 0) continue;
+    names += (names.empty() ? "" : ", ") + std::string(preset.preset);
+  }
+  return names.empty() ? "none" : names;
+}
+
+}  // namespace
+
 std::string FaultRegistryMarkdown() {
   std::string text =
       "<!-- the fault registry (sim/faults/fault_registry.h); generated: bazel run "
@@ -111,13 +125,13 @@ std::string FaultRegistryMarkdown() {
   text +=
       "\n"
       "| # | caught by | may cause, unchecked | records when it fires | the swarm draws | acts in "
-      "| the proof's act |\n"
-      "|---|---|---|---|---|---|---|\n";
+      "| the proof's act | reachable under the presets |\n"
+      "|---|---|---|---|---|---|---|---|\n";
   for (const FaultRow& row : kFaultRegistry) {
     text += "| " + std::to_string(row.number) + " | " + CheckLayerName(row.caught_by) + " | " +
             VerdictBitsText(row.may_produce) + " | " + row.records + " | " +
             SwarmNeedsText(row.needs) + " | `" + row.hook_at + "` (" + FaultHookPackage(row.hook) +
-            ") | " + BookkeepingActName(row.act) + " |\n";
+            ") | " + BookkeepingActName(row.act) + " | " + ReachingPresets(row.barred_by) + " |\n";
   }
   text +=
       "\n"

@@ -63,6 +63,26 @@ enum SwarmNeed : uint16_t {
   kNeedsKvStore = 1 << 6,        // a KV store that finished requests are copied out to, slowly
 };
 
+// Scheduler rules under which a bug's decision point never runs (docs/simulator.md, "Engine
+// presets"): the swarm lifts them for the site's own arm, and the registry's table names the
+// presets under which the bug stays reachable.
+enum RuleBar : uint8_t {
+  kBarredWhereDuplicatesKept = 1 << 0,  // `duplicates: keep`: no duplicate page is ever freed
+};
+
+// The rules each engine preset sets, as the bars they raise (sim/sched/engine_preset.cc sets the
+// rules; tests/sim/sched/engine_preset_test.cc checks that the two agree).
+struct PresetBars {
+  const char* preset;  // as `scheduler.engine` spells it
+  uint8_t bars;        // RuleBar
+};
+inline constexpr std::array<PresetBars, 4> kPresetBars = {{
+    {"custom", 0},
+    {"vllm-v1", kBarredWhereDuplicatesKept},
+    {"sglang", 0},
+    {"vidur", 0},
+}};
+
 // Where a bug acts: the package whose code its hook is in.
 enum class FaultHook : uint8_t { kScheduler, kServer, kDataPlane };
 
@@ -98,6 +118,7 @@ struct FaultRow {
   const char* hook_at;    // the function it acts in
   const char* idle_when;  // when it can be drawn and change nothing; "" when never
   BookkeepingAct act;     // what it does to the page tables, as the exhaustive proof commits it
+  uint8_t barred_by;      // RuleBar: rules under which it cannot act
 };
 
 // clang-format off
@@ -107,70 +128,70 @@ inline constexpr std::array<FaultRow, kFaultSites> kFaultRegistry = {{
      "request's table still maps it",
      "mini-sglang PR 142", FaultClass::kRead, CheckLayer::kTagCheck, kAnyWrongAccess,
      "the request; the freed page", kNeedsPrefixCache, FaultHook::kScheduler,
-     "Scheduler::CachePrefill", "", BookkeepingAct::kPrematureFree},
+     "Scheduler::CachePrefill", "", BookkeepingAct::kPrematureFree, kBarredWhereDuplicatesKept},
     {FaultSite::kRematchKeepsLength, 2, "rematch_keeps_length",
      "(re)admission with a prefix match: the matched pages are recorded but the protected length "
      "is not moved, so the request takes no reference and its release frees pages the tree owns",
      "SGLang PR 24193 / issue 23392", FaultClass::kRead, CheckLayer::kTagCheck, kAnyWrongAccess,
      "the request; the matched pages it holds no reference to", kNeedsPrefixCache,
-     FaultHook::kScheduler, "Scheduler::AdmitHead", "", BookkeepingAct::kUncountedHolder},
+     FaultHook::kScheduler, "Scheduler::AdmitHead", "", BookkeepingAct::kUncountedHolder, 0},
     {FaultSite::kAbortFreesTreePages, 3, "abort_frees_tree_pages",
      "a cancellation after the prefill was cached releases the tree's references with its own",
      "SGLang issue 38319 / PR 38355", FaultClass::kRead, CheckLayer::kTagCheck, kAnyWrongAccess,
      "the request; the tree's pages it released", kNeedsPrefixCache | kNeedsCancellations,
      FaultHook::kScheduler, "Scheduler::End",
      "the cancelled request shares no page with the prefix cache (or its releases are refused)",
-     BookkeepingAct::kPrematureFree},
+     BookkeepingAct::kPrematureFree, 0},
     {FaultSite::kTransferAbortFrees, 4, "transfer_abort_frees",
      "disaggregation: a request cancelled during its KV transfer frees the decode instance's "
      "pages at once; the transfer still writes them when it lands",
      "SGLang 24527, vLLM PR 56104", FaultClass::kWrite, CheckLayer::kTagCheck, kAnyWrongAccess,
      "the request; its decode-pool pages", kNeedsDisaggregation | kNeedsSlowTransfers |
      kNeedsCancellations, FaultHook::kServer, "Server::OnCancel", "",
-     BookkeepingAct::kPrematureFree},
+     BookkeepingAct::kPrematureFree, 0},
     {FaultSite::kAsyncFreeBeforeWrite, 5, "async_free_before_write",
      "a request finishing at step N frees its pages while the write of step N + 1, already "
      "dispatched, is still to land (a \"zombie\" whose last write lands at its own simulated time)",
      "vLLM PRs 45357 / 45096", FaultClass::kWrite, CheckLayer::kTagCheck, kAnyWrongAccess,
      "the request; its pages", 0, FaultHook::kScheduler, "Scheduler::CompleteStep", "",
-     BookkeepingAct::kPrematureFree},
+     BookkeepingAct::kPrematureFree, 0},
     {FaultSite::kPublishBeforeWritten, 6, "publish_before_written",
      "a prefill's pages are published to the prefix cache before its KV is written; a request "
      "matching them in the same step reads slots nobody wrote",
      "vLLM PR 38715, SGLang PR 24175", FaultClass::kWrittenState, CheckLayer::kSeal,
      kUnwrittenBit, "the request; the published pages", kNeedsPrefixCache | kNeedsPageChunks,
      FaultHook::kScheduler, "Scheduler::AdmitHead", "the prefix cache refuses the insert",
-     BookkeepingAct::kNone},
+     BookkeepingAct::kNone, 0},
     {FaultSite::kNoHitTableZeroed, 7, "no_hit_table_zeroed",
      "a request admitted without a cache hit gets block-table entries [0, 0, ...] for its first "
      "chunk, while the server records the pages it granted",
      "vLLM PR 7018", FaultClass::kRead, CheckLayer::kTagCheck, kAnyWrongAccess,
      "the request; the pages its row no longer maps", 0, FaultHook::kScheduler,
      "Scheduler::AdmitHead", "every entry of the request's block row is page 0 already",
-     BookkeepingAct::kCorruptEntry},
+     BookkeepingAct::kCorruptEntry, 0},
     {FaultSite::kReadPastLength, 8, "read_past_length",
      "a read's length mask runs past the request's tokens into the rest of its last page",
      "TensorRT-LLM PR 18754 (guard pages and masks), vLLM 54193", FaultClass::kWrittenState,
      CheckLayer::kSeal, kUnwrittenBit, "the request; its last page", 0, FaultHook::kServer,
-     "Server::PlantRowBugs", "", BookkeepingAct::kLengthOverrun},
+     "Server::PlantRowBugs", "", BookkeepingAct::kLengthOverrun, 0},
     {FaultSite::kCommittedAheadOfWrites, 9, "committed_ahead_of_writes",
      "a token's KV write is skipped while the committed length moves past it",
      "synthetic: the general form of rows 6 and 8", FaultClass::kWrittenState, CheckLayer::kSeal,
      kUnwrittenBit, "the request; the page of the skipped slot", 0, FaultHook::kServer,
-     "Server::PlantRowBugs", "", BookkeepingAct::kNone},
+     "Server::PlantRowBugs", "", BookkeepingAct::kNone, 0},
     {FaultSite::kPrefixHashCollision, 10, "prefix_hash_collision",
      "an admission matches another prefix's cached pages, as colliding hashes would",
      "vLLM GHSA-rm76-4mrf-v9r8", FaultClass::kNone, CheckLayer::kNone, kWrongContentBit,
      "the request; the other prefix's pages", kNeedsPrefixCache, FaultHook::kScheduler,
      "Scheduler::AdmitHead",
      "the other prefix's match maps the same pages as the request's own would (both empty, or "
-     "identical)", BookkeepingAct::kForgedGrant},
+     "identical)", BookkeepingAct::kForgedGrant, 0},
     {FaultSite::kDoubleFree, 11, "double_free",
      "a released page is freed twice: it sits on the free list twice and is granted to two "
      "owners; each grant changes its tag",
      "SGLang PR 18694", FaultClass::kReadWrite, CheckLayer::kTagCheck, kAnyWrongAccess,
      "the request; the page freed twice", 0, FaultHook::kScheduler, "Scheduler::End",
-     "the pool refuses the second release (the dummy page)", BookkeepingAct::kPrematureFree},
+     "the pool refuses the second release (the dummy page)", BookkeepingAct::kPrematureFree, 0},
     {FaultSite::kStoreReadsFreedPages, 12, "store_reads_freed_pages",
      "a finished request's KV is copied out to the KV store asynchronously; its pages are freed "
      "when the copy starts instead of when it has read them, and the copy reads them when it "
@@ -180,13 +201,13 @@ inline constexpr std::array<FaultRow, kFaultSites> kFaultRegistry = {{
      "were in flight)",
      FaultClass::kRead, CheckLayer::kTagCheck, kWrongPageBit | kWrongContentBit,
      "the request; its pages",
-     kNeedsKvStore, FaultHook::kServer, "Server::StartStore", "", BookkeepingAct::kPrematureFree},
+     kNeedsKvStore, FaultHook::kServer, "Server::StartStore", "", BookkeepingAct::kPrematureFree, 0},
     {FaultSite::kBatchCompositionNoise, 13, "batch_composition_noise",
      "kernel mode runs a step's decode as two launches: outputs vary with batch composition, no "
      "page is stale",
      "SGLang 22819, vLLM 39146 (the symptom without its cause)", FaultClass::kControl,
      CheckLayer::kNone, 0, "nothing (no page, no request)", kNeedsKernelMode,
-     FaultHook::kDataPlane, "KernelDataPlane::Reads", "", BookkeepingAct::kNone},
+     FaultHook::kDataPlane, "KernelDataPlane::Reads", "", BookkeepingAct::kNone, 0},
 }};
 // clang-format on
 

@@ -68,4 +68,12 @@ std::vector<std::pair<std::string, std::string>> EngineRules(const SchedulerConf
   };
 }
 
+uint8_t RuleBarsOf(const SchedulerConfig& c) {
+  return c.free_duplicates ? 0 : kBarredWhereDuplicatesKept;
+}
+
+void LiftRuleBars(uint8_t bars, SchedulerConfig& c) {
+  if ((bars & kBarredWhereDuplicatesKept) != 0) c.free_duplicates = true;
+}
+
 }  // namespace kvsim::sim

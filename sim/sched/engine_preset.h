@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/faults/fault_registry.h"
 #include "sim/sched/scheduler_config.h"
 
 namespace kvsim::sim {
@@ -17,5 +18,13 @@ void ApplyEnginePreset(EnginePreset preset, SchedulerConfig& config);
 
 // The engine and every rule it decides, as (name, value) in the scenario's field names.
 std::vector<std::pair<std::string, std::string>> EngineRules(const SchedulerConfig& config);
+
+// The fault registry's rule bars (RuleBar) that `config`'s rules raise: bugs barred by them cannot
+// act under it.
+uint8_t RuleBarsOf(const SchedulerConfig& config);
+
+// Changes the rules of `config` that raise any of `bars`, so that a bug barred by them can act
+// (the swarm, for a site's own arm): kept duplicates become freed ones.
+void LiftRuleBars(uint8_t bars, SchedulerConfig& config);
 
 }  // namespace kvsim::sim

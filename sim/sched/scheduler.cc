@@ -39,7 +39,13 @@ RequestSpec Scheduler::Admitted(const RequestSpec& spec) const {
   // SGLang (Scheduler.init_req_max_new_tokens): max_new_tokens at most max_req_len - prompt - 1,
   // where max_req_len is the context length - 1; a prompt that leaves no room is refused by
   // NeverFits.
-  const int64_t allowed = int64_t{config_.max_model_tokens} - 2 - spec.prompt_tokens;
+  // SGLang's max_req_len is also at most its pool's tokens (max_total_num_tokens) - 1: here the
+  // pages admission may ever use. A prefill instance holds prompts only and clips nothing by it.
+  int64_t most_tokens = config_.max_model_tokens;
+  if (config_.role != InstanceRole::kPrefill) {
+    most_tokens = std::min(most_tokens, UsablePages() * config_.page_size);
+  }
+  const int64_t allowed = most_tokens - 2 - spec.prompt_tokens;
   if (config_.length_limit == LengthLimit::kClip && spec.max_new_tokens > allowed && allowed >= 1) {
     admitted.max_new_tokens = static_cast<int32_t>(allowed);
     admitted.output_tokens = std::min(admitted.output_tokens, admitted.max_new_tokens);
@@ -78,9 +84,18 @@ std::string Scheduler::NeverFits(const SimRequest& r) const {
     return "prompt + max_new_tokens = " + std::to_string(longest) + " tokens exceeds the model's " +
            std::to_string(config_.max_model_tokens);
   }
-  const int64_t usable = int64_t{pool_.capacity()} - config_.watermark_pages;
+  const int64_t usable = UsablePages();
   // A prefill instance holds the prompt only; the decode instance holds the whole sequence.
   const int64_t held = config_.role == InstanceRole::kPrefill ? r.spec.prompt_tokens : longest;
+  // SGLang's PrefillAdder admits a request only while its tokens and output charge are fewer than
+  // the tokens left: one that needs all of an empty pool's would wait forever.
+  const int64_t sglang_charge = int64_t{r.spec.prompt_tokens} + SglangOutputCharge(r);
+  if (config_.reservation == Reservation::kSglang && sglang_charge >= usable * config_.page_size &&
+      PagesFor(held) <= usable) {
+    return "SGLang's admission charges the prompt and max_new_tokens, " +
+           std::to_string(sglang_charge) + " tokens, which must be fewer than the pool's " +
+           std::to_string(usable * config_.page_size) + " usable";
+  }
   if (PagesFor(held) > usable) {
     return (config_.role == InstanceRole::kPrefill ? "the prompt of "
                                                    : "prompt + max_new_tokens = ") +
@@ -123,8 +138,12 @@ void Scheduler::Changed(FaultSite site, int32_t slot, std::vector<int32_t> pages
 }
 
 std::string Scheduler::RefusalReason(const RequestSpec& spec) const {
+  return TransferRefusalReason(Admitted(spec));
+}
+
+std::string Scheduler::TransferRefusalReason(const RequestSpec& spec) const {
   SimRequest r;
-  r.spec = Admitted(spec);
+  r.spec = spec;
   return NeverFits(r);
 }
 
@@ -523,8 +542,14 @@ FormedStep Scheduler::ScheduleStep(SimNs now, std::vector<RequestEnd>& ended) {
   return step;
 }
 
-int32_t Scheduler::SglangOutputCharge(const SimRequest& r) {
-  return std::min(r.spec.max_new_tokens - r.generated, kSglangClipMaxNewTokens);
+int32_t Scheduler::SglangOutputCharge(const SimRequest& r) const {
+  // A prefill instance produces the first token only, then hands the request over.
+  const int32_t most = config_.role == InstanceRole::kPrefill ? 1 : kSglangClipMaxNewTokens;
+  return std::max(0, std::min(r.spec.max_new_tokens - r.generated, most));
+}
+
+int64_t Scheduler::UsablePages() const {
+  return int64_t{pool_.capacity()} - config_.watermark_pages;
 }
 
 bool Scheduler::SglangAdmits(const SimRequest& r, int32_t tokens) const {

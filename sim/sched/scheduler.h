@@ -164,6 +164,9 @@ class Scheduler {
   void Retire(int32_t slot);
   // Why `spec` could never run in this pool ("" when it could): what admission rejects it for.
   std::string RefusalReason(const RequestSpec& spec) const;
+  // Decode instance: why a request the prefill instance admitted as `spec` (its lengths as that
+  // instance clipped them, which a transfer keeps) could never be held here; empty when it can.
+  std::string TransferRefusalReason(const RequestSpec& spec) const;
   // Rejects the waiting request `slot` at `now` for `reason` (another pool could never hold it).
   void Reject(int32_t slot, SimNs now, const std::string& reason);
   // Plants bugs at the scheduler's decision points (null: none); must outlive the scheduler.
@@ -248,8 +251,9 @@ class Scheduler {
   // tokens and its clipped output fits the tokens left after the running requests' and this
   // step's admissions' charges.
   bool SglangAdmits(const SimRequest& r, int32_t tokens) const;
-  // The output tokens SGLang charges for `r`: what is left of its max_new_tokens, clipped.
-  static int32_t SglangOutputCharge(const SimRequest& r);
+  // The output tokens SGLang charges for `r`: what is left of its max_new_tokens, clipped (on a
+  // prefill instance, the one token it produces).
+  int32_t SglangOutputCharge(const SimRequest& r) const;
   // The publication after a row ran (`completes`: it completed the sequence computed so far).
   void PublishAfterRow(const ScheduledRow& row, bool completes);
   // Forms the running requests' rows of a step, prefill rows or decode rows only when `only`
@@ -260,6 +264,8 @@ class Scheduler {
   void End(int32_t slot, RequestPhase phase, SimNs now);
   // Pages admission counts as available: free and evictable, less reservations and the watermark.
   int64_t AvailablePages() const;
+  // Pages admission may ever use: the pool less the watermark.
+  int64_t UsablePages() const;
   // Decode instance: grants pages to the incoming transfers at the head of their queue while they
   // fit.
   void AdmitTransfers(FormedStep& step);

@@ -15,6 +15,8 @@ int32_t Scheduler::EnqueueTransfer(const SimRequest& prefilled) {
   waiting_.pop_back();
   incoming_.push_back(slot);
   SimRequest& r = requests_[static_cast<size_t>(slot)];
+  // The lengths stay as the prefill instance admitted them: the request's tokens are one truth.
+  r.spec = prefilled.spec;
   r.generated = prefilled.generated;
   r.prefill_end = r.num_tokens();
   r.cached_tokens = prefilled.cached_tokens;

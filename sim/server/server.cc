@@ -159,7 +159,8 @@ Status Server::OnArrival(int64_t id, EventQueue& queue) {
   if (disaggregated()) {
     // A request the decode instance could never hold is refused before the prefill instance runs
     // it.
-    const std::string reason = instances_[1]->scheduler.RefusalReason(spec);
+    const std::string reason =
+        instances_[1]->scheduler.TransferRefusalReason(instances_[0]->scheduler.request(slot).spec);
     if (!reason.empty()) {
       instances_[0]->scheduler.Reject(slot, queue.now(), "decode instance: " + reason);
       RecordEnd(0, slot, queue);

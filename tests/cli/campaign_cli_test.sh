@@ -35,13 +35,13 @@ expect_exit 1 "\((read_past_length|committed_ahead_of_writes|publish_before_writ
   "${weakened[@]}" --weaken seal-one-slot-short
 expect_exit 1 "\(clean, tags, timing mode\): silent corruption: silent write .*: wrong page" \
   "${weakened[@]}" --weaken table-after-check
-expect_exit 1 "\(rematch_keeps_length, tags, timing mode\): silent corruption: .*: wrong page" \
+expect_exit 1 "\(duplicate_not_rewritten, tags, timing mode\): silent corruption: .*: wrong page" \
   "${weakened[@]}" --weaken books-follow-tags
 # A copy out to the KV store checked only when it starts misses the pages freed under it: every
 # page is still the request's then; the check when the copy completes is the layer that catches it.
 expect_exit 1 "\(store_reads_freed_pages, tags, timing mode\): silent corruption: silent read .*: wrong page" \
   "${weakened[@]}" --weaken store-checked-at-start
-expect_exit 1 "replay: kvsim campaign .* --weaken books-follow-tags --case 2" \
+expect_exit 1 "replay: kvsim campaign .* --weaken books-follow-tags --case 1" \
   "${weakened[@]}" --weaken books-follow-tags
 expect_exit 2 "unknown weakness 'weak'; allowed: none, refuse-after-fault" \
   "${weakened[@]}" --weaken weak
