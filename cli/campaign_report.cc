@@ -179,6 +179,12 @@ void PrintCampaignResults(const sim::CampaignResults& r, std::ostream& out) {
   out << "  coverage: fault sites that fired (runs): " << (reached.empty() ? "none" : reached)
       << "\n";
   if (!missed.empty()) out << "  fault sites never reached: " << missed << "\n";
+  std::string engines;
+  for (size_t i = 0; i < sim::kPresetBars.size(); ++i) {
+    engines += fmt::format("{}{} {} ({})", engines.empty() ? "" : ", ", sim::kPresetBars[i].preset,
+                           Grouped(r.engine_runs[i]), Grouped(r.engine_fired_runs[i]));
+  }
+  out << "  engine presets (runs, with a bug fired): " << engines << "\n";
   std::string aborts;
   for (size_t code = 1; code < r.aborts.size(); ++code) {
     aborts +=

@@ -34,6 +34,7 @@ std::string OutcomeLine(const CaseOutcome& o) {
             {"error", o.error},
             {"detail", o.detail},
             {"fired", o.fired},
+            {"en", o.engine},
             {"tag", o.caught_tag},
             {"seal", o.caught_seal},
             {"aborts", o.aborts},
@@ -65,6 +66,8 @@ std::optional<CaseOutcome> ParseOutcomeLine(const std::string& text) {
     o.error = j.at("error").get<bool>();
     o.detail = j.at("detail").get<std::string>();
     o.fired = j.at("fired").get<std::array<int64_t, kFaultSites>>();
+    o.engine = j.at("en").get<int32_t>();
+    if (o.engine < 0 || o.engine >= static_cast<int32_t>(kPresetBars.size())) return std::nullopt;
     o.caught_tag = j.at("tag").get<int64_t>();
     o.caught_seal = j.at("seal").get<int64_t>();
     o.aborts = j.at("aborts").get<std::array<int64_t, kAbortCodes>>();

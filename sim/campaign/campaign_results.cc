@@ -98,6 +98,9 @@ void CampaignResults::Add(const CaseOutcome& o, SurpriseKind judged) {
   }
   for (size_t code = 0; code < aborts.size(); ++code) aborts[code] += o.aborts[code];
   sealed += o.caught_seal;
+  const auto engine = static_cast<size_t>(o.engine);
+  ++engine_runs[engine];
+  if (o.fired_corrupting() > 0) ++engine_fired_runs[engine];
   ++runs;
 }
 
@@ -155,6 +158,10 @@ Status MergeResults(const CampaignResults& shard, CampaignResults& into) {
   for (const auto& [key, tally] : shard.tallies) into.tallies[key].Merge(tally);
   for (const auto& [key, pair] : shard.paired) into.paired[key].Merge(pair);
   for (size_t i = 0; i < into.site_runs.size(); ++i) into.site_runs[i] += shard.site_runs[i];
+  for (size_t i = 0; i < into.engine_runs.size(); ++i) {
+    into.engine_runs[i] += shard.engine_runs[i];
+    into.engine_fired_runs[i] += shard.engine_fired_runs[i];
+  }
   for (size_t i = 0; i < into.aborts.size(); ++i) into.aborts[i] += shard.aborts[i];
   into.sealed += shard.sealed;
   into.surprises.insert(into.surprises.end(), shard.surprises.begin(), shard.surprises.end());
@@ -282,6 +289,12 @@ std::string ResultsToJson(const CampaignResults& r) {
     sites[FaultSiteName(static_cast<FaultSite>(site))] = r.site_runs[static_cast<size_t>(site)];
   }
   j["coverage"] = {{"site_runs", sites}};
+  ordered_json engines;
+  for (size_t i = 0; i < kPresetBars.size(); ++i) {
+    engines[kPresetBars[i].preset] = {{"runs", r.engine_runs[i]},
+                                      {"bug_fired", r.engine_fired_runs[i]}};
+  }
+  j["coverage"]["engine_runs"] = engines;
   ordered_json aborts;
   for (size_t code = 1; code < r.aborts.size(); ++code) {
     aborts[TagCheckCodeName(static_cast<TagCheckCode>(code))] = r.aborts[code];
@@ -364,6 +377,11 @@ Result<CampaignResults> ResultsFromJson(const std::string& text, const std::stri
                            .get<int64_t>();
     }
     r.sealed = coverage.at("aborts").at("seal").get<int64_t>();
+    for (size_t i = 0; i < kPresetBars.size(); ++i) {
+      const ordered_json& engine = coverage.at("engine_runs").at(kPresetBars[i].preset);
+      r.engine_runs[i] = engine.at("runs").get<int64_t>();
+      r.engine_fired_runs[i] = engine.at("bug_fired").get<int64_t>();
+    }
     for (const auto& s : j.at("surprises")) {
       Surprise surprise;
       surprise.case_index = s.at("case").get<int64_t>();

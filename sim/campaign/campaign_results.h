@@ -92,10 +92,13 @@ struct CampaignResults {
   std::map<TallyKey, Tally> tallies;
   std::map<PairedKey, Paired> paired;            // when the campaign runs every tracker mode
   std::array<int64_t, kFaultSites> site_runs{};  // runs in which each site fired
-  std::array<int64_t, kAbortCodes> aborts{};     // rows the tag check refused, by code
-  int64_t sealed = 0;                            // rows the seal refused
-  std::vector<Surprise> surprises;               // sorted
-  int64_t cases = 0;                             // cases run
+  // Runs under each engine preset (kPresetBars order), and of those, runs in which a bug fired.
+  std::array<int64_t, kPresetBars.size()> engine_runs{};
+  std::array<int64_t, kPresetBars.size()> engine_fired_runs{};
+  std::array<int64_t, kAbortCodes> aborts{};  // rows the tag check refused, by code
+  int64_t sealed = 0;                         // rows the seal refused
+  std::vector<Surprise> surprises;            // sorted
+  int64_t cases = 0;                          // cases run
   int64_t runs = 0;
   double wall_s = 0;  // summed over shards
 
@@ -111,7 +114,8 @@ Status MergeResults(const CampaignResults& shard, CampaignResults& into);
 // The format of a campaign's JSON (its "kvsim_campaign" field), raised whenever the JSON or what
 // its counts mean changes; reports without the field are of format 1. `campaign merge` reads
 // this version only.
-inline constexpr int kCampaignFormatVersion = 3;
+// 4: coverage.engine_runs.
+inline constexpr int kCampaignFormatVersion = 4;
 
 // The results as JSON (kvsim campaign --json) and back. Every count, the spec, the shards, the
 // surprises; the wall time under "wall_s" (the one field two runs of a campaign need not share).

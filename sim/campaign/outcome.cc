@@ -16,6 +16,11 @@ CaseOutcome OutcomeOf(const RunReport& report) {
   for (size_t site = 0; site < o.fired.size() && site < report.faults.size(); ++site) {
     o.fired[site] = report.faults[site].fired;
   }
+  for (size_t i = 0; i < kPresetBars.size(); ++i) {
+    if (!report.rules.empty() && report.rules[0].second == kPresetBars[i].preset) {
+      o.engine = static_cast<int32_t>(i);
+    }
+  }
   o.caught_tag = report.integrity.caught;
   o.caught_seal = report.integrity.sealed;
   for (size_t code = 0; code < o.aborts.size() && code < report.integrity.aborts.size(); ++code) {

@@ -30,6 +30,8 @@ struct CaseOutcome {
   std::string detail;    // the error, the crash, or the first finding
 
   std::array<int64_t, kFaultSites> fired{};
+  // The engine preset of the case's (first) pool, as its index in kPresetBars.
+  int32_t engine = 0;
   int64_t caught_tag = 0;   // rows the tag check refused
   int64_t caught_seal = 0;  // rows the seal refused
   std::array<int64_t, kAbortCodes> aborts{};
