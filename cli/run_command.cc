@@ -50,6 +50,10 @@ class RunCommand : public Command {
                    "refuse-after-fault, skip-write-check, seal-one-slot-short, table-after-check, "
                    "books-follow-tags or store-checked-at-start (docs/faults.md); default none")
         ->capture_default_str();
+    app.add_option("--engine", engine_,
+                   "Run under an engine preset's rules, replacing every scheduler rule the "
+                   "scenario sets (in each pool): custom, vllm-v1, sglang or vidur "
+                   "(docs/simulator.md, \"Engine presets\"); default: the scenario's rules");
     app.add_option("--configs", configs_, "Folder with models/, gpus/, calibration/, scenarios/");
     app.footer([this] {
       std::string text =
@@ -93,6 +97,11 @@ class RunCommand : public Command {
     }
     options.max_time_s = max_time_s_;
     KVSIM_ASSIGN_OR_RETURN(options.weakness, sim::ParseWeakness(weaken_text_));
+    if (!engine_.empty()) {
+      const Result<sim::EnginePreset> preset = sim::ParseEnginePreset(engine_);
+      if (!preset.ok()) return InvalidArgumentError("--engine: " + preset.status().message());
+    }
+    options.engine = engine_;
     options.json_path = json_;
     options.csv_path = csv_;
     options.timeline_path = timeline_;
@@ -112,6 +121,7 @@ class RunCommand : public Command {
   std::string plot_;
   std::string configs_;
   std::string weaken_text_ = "none";
+  std::string engine_;
   double max_time_s_ = 0;
 };
 
@@ -150,6 +160,11 @@ class ReplayCommand : public Command {
       return InvalidArgumentError(report_ + ": run.weaken: " + weakness.status().message());
     }
     options.weakness = *weakness;
+    if (!input.engine.empty() && !sim::ParseEnginePreset(input.engine).ok()) {
+      return InvalidArgumentError(
+          report_ + ": run.engine: " + sim::ParseEnginePreset(input.engine).status().message());
+    }
+    options.engine = input.engine;
     KVSIM_ASSIGN_OR_RETURN(options.mode, sim::ParseRunMode(input.mode));
     KVSIM_ASSIGN_OR_RETURN(options.backend, ParseBackendChoice(input.backend));
     KVSIM_ASSIGN_OR_RETURN(const sim::RunReport report, RunAndReport(scenario, options, out));

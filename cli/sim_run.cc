@@ -114,9 +114,9 @@ void PrintStatedFigures(const sim::Scenario& scenario, const sim::PreparedScenar
                         const SimRunOptions& options, const sim::RunReport& r, std::ostream& out) {
   if (scenario.figures.empty()) return;
   if (options.seed != scenario.seed || options.mode != scenario.mode || options.max_time_s > 0 ||
-      options.weakness != sim::Weakness::kNone) {
-    out << "  stated figures: not checked (they describe the scenario's own seed and mode, run to "
-           "its end)\n";
+      options.weakness != sim::Weakness::kNone || !options.engine.empty()) {
+    out << "  stated figures: not checked (they describe the scenario's own seed, mode and rules, "
+           "run to its end)\n";
     return;
   }
   const std::vector<sim::FigureCheck> checks = sim::CheckStatedFigures(scenario, prepared, r);
@@ -229,6 +229,7 @@ std::string ReproductionLine(const SimRunOptions& o, const std::string& backend_
   if (o.weakness != sim::Weakness::kNone) {
     line += fmt::format(" --weaken {}", sim::WeaknessName(o.weakness));
   }
+  if (!o.engine.empty()) line += " --engine " + o.engine;
   return line;
 }
 
@@ -238,8 +239,13 @@ Status FindingsStatus(const sim::RunReport& r) {
       "{} finding(s): the simulated server did what it must not (see above)", r.findings_total));
 }
 
-Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunOptions& options,
+Result<sim::RunReport> RunAndReport(const sim::Scenario& given, const SimRunOptions& options,
                                     std::ostream& out) {
+  sim::Scenario scenario = given;
+  if (!options.engine.empty()) {
+    KVSIM_ASSIGN_OR_RETURN(const sim::EnginePreset preset, sim::ParseEnginePreset(options.engine));
+    sim::ApplyEngineToScenario(preset, scenario);
+  }
   if (!options.plot_path.empty()) KVSIM_RETURN_IF_ERROR(CheckPlotPath(options.plot_path));
   KVSIM_ASSIGN_OR_RETURN(const model::Catalog catalog, model::Catalog::Open(options.configs_root));
   KVSIM_ASSIGN_OR_RETURN(sim::PreparedScenario prepared, sim::PrepareScenario(scenario, catalog));
@@ -353,7 +359,8 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& scenario, const SimRunO
   out << "Reproduce: " << reproduce << "\n";
   const sim::ReportContext context{options.scenario_arg, scenario.path,
                                    scenario.text,        reproduce,
-                                   options.max_time_s,   sim::WeaknessName(options.weakness)};
+                                   options.max_time_s,   sim::WeaknessName(options.weakness),
+                                   options.engine};
   if (!options.json_path.empty()) {
     std::ofstream file(options.json_path);
     if (!file) return InvalidArgumentError("--json: cannot write " + options.json_path);

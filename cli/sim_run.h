@@ -44,6 +44,8 @@ struct SimRunOptions {
   bool progress = true;       // a progress line on stderr when it is a terminal
   // A weakness planted in the checks (sim/faults/weakness.h), to see them fail; none by default.
   sim::Weakness weakness = sim::Weakness::kNone;
+  // An engine preset whose rules replace every rule the scenario sets, in each pool ("" none).
+  std::string engine;
 };
 
 // Runs `scenario` and prints its summary to `out`. The report is returned even when the run

@@ -48,7 +48,8 @@ void WriteReportJson(const RunReport& r, const ReportContext& context, std::ostr
               {"oracle", r.oracle},
               {"seal", r.seal},
               {"max_time_s", context.max_time_s},
-              {"weaken", context.weaken}};
+              {"weaken", context.weaken},
+              {"engine", context.engine}};
   j["reproduce"] = context.reproduce;
   j["stop"] = StopReasonName(r.stop);
   j["events"] = r.events;
@@ -213,6 +214,7 @@ Result<ReplayInput> ReadReplayInput(const std::string& json_text, const std::str
   KVSIM_ASSIGN_OR_RETURN(input.mode, text_at("run", "mode"));
   KVSIM_ASSIGN_OR_RETURN(input.backend, text_at("run", "backend"));
   KVSIM_ASSIGN_OR_RETURN(input.weaken, text_at("run", "weaken"));
+  KVSIM_ASSIGN_OR_RETURN(input.engine, text_at("run", "engine"));
   const nlohmann::json& run = j.at("run");
   if (run.contains("max_time_s") && run.at("max_time_s").is_number()) {
     input.max_time_s = run.at("max_time_s").get<double>();

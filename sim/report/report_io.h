@@ -27,6 +27,8 @@ struct ReportContext {
   double max_time_s = 0;  // the run's own time limit, when one replaced the scenario's
   // The weakness planted in the checks (kvsim run --weaken), by name (sim/faults/weakness.h).
   std::string weaken = "none";
+  // The engine preset the run replaced the scenario's rules with (kvsim run --engine); "" none.
+  std::string engine = "";
 };
 
 // Writes the report as indented JSON followed by a newline.
@@ -45,6 +47,7 @@ struct ReplayInput {
   std::string backend;
   double max_time_s = 0;
   std::string weaken;  // the weakness's name, as the report wrote it (ParseWeakness reads it)
+  std::string engine;  // "" when the scenario's own rules ran
   uint64_t state_hash = 0;
 };
 

@@ -449,6 +449,14 @@ Result<RunMode> ParseRunMode(const std::string& text) {
   return InvalidArgumentError("unknown mode '" + text + "'; allowed: timing, kernel");
 }
 
+void ApplyEngineToScenario(EnginePreset preset, Scenario& scenario) {
+  ApplyEnginePreset(preset, scenario.server.scheduler);
+  if (scenario.disaggregation) {
+    ApplyEnginePreset(preset, scenario.disaggregation->prefill.scheduler);
+    ApplyEnginePreset(preset, scenario.disaggregation->decode.scheduler);
+  }
+}
+
 Result<Scenario> ParseScenario(const std::string& text, const std::string& path) {
   KVSIM_ASSIGN_OR_RETURN(const YamlMap root, YamlMap::LoadString(text, path));
   KVSIM_RETURN_IF_ERROR(

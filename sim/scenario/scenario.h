@@ -68,6 +68,10 @@ struct Scenario {
   std::vector<StatedFigure> figures;
 };
 
+// Sets the rules of `preset` in every pool of `scenario`, replacing the rules it set (`kvsim run
+// --engine`: the same scenario under another engine's rules).
+void ApplyEngineToScenario(EnginePreset preset, Scenario& scenario);
+
 // Parses scenario YAML `text` read from `path`.
 Result<Scenario> ParseScenario(const std::string& text, const std::string& path);
 // Reads and parses a scenario file.

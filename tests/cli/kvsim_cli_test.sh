@@ -153,6 +153,15 @@ expect_exit 2 "a report of format version 1 \('kvsim_report'\); this kvsim reads
 expect_exit 1 "Reproduce: kvsim run page-reuse-storm .* --weaken table-after-check" \
   run page-reuse-storm --backend cpu --weaken table-after-check --json "$out/weak.json"
 expect_exit 1 "replay: state hash 0x[0-9a-f]+ reproduced" replay "$out/weak.json"
+# A run under an engine preset's rules names them, stops checking the file's stated figures,
+# and replays with them; an unknown preset is bad usage.
+expect_exit 0 "scheduler rules \(sglang engine\): reservation sglang" \
+  run kimi-decode-bf16 --engine sglang --json "$out/engine.json"
+expect_exit 0 "stated figures: not checked" run kimi-decode-bf16 --engine vllm-v1
+expect_exit 0 "stated figures: 6 of 6 hold" run kimi-decode-bf16
+expect_exit 0 "Reproduce: kvsim run kimi-decode-bf16 .* --engine sglang" replay "$out/engine.json"
+expect_exit 2 "--engine: unknown engine 'vllm'; allowed: custom, vllm-v1, sglang, vidur" \
+  run kimi-decode-bf16 --engine vllm
 
 # Trace scenarios: Vidur's workload runs whole with none rejected, and replays; a malformed trace
 # is bad input (exit 2) named by file and line.
