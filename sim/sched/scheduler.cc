@@ -580,21 +580,28 @@ void Scheduler::PublishOnSchedule(FormedStep& step) {
   const int32_t row = static_cast<int32_t>(step.rows.size()) - 1;
   const ScheduledRow& scheduled = step.rows.back();
   const SimRequest& r = requests_[static_cast<size_t>(scheduled.slot)];
-  const int32_t before = r.published_pages;
   if (Publish(scheduled.slot, PublishedEnd(r, scheduled.first_token + scheduled.tokens),
               /*swap=*/false) == 0) {
     return;
   }
-  // The pages the cache now holds because of this row: their KV is written by this step.
-  int32_t first = -1;
-  for (int32_t i = before; i < r.published_pages; ++i) {
+  // Where the insert met pages another row of this step published (the same tokens, computed by
+  // both), this request now holds the cache's lock on them: it depends on that row, so that a
+  // refusal of the row preempts it before the pages are withdrawn.
+  for (const PageGrant& grant : last_insert_.held) {
+    const int32_t publisher = publisher_[static_cast<size_t>(grant.page)];
+    if (publisher >= 0 && publisher != row) {
+      step.rows.back().depends_on = std::max(step.rows.back().depends_on, publisher);
+    }
+  }
+  // The pages the insert added to the cache: their KV is written by this step. (The request's
+  // pages before them are either cached under this prefix already, or, after a bug, elsewhere.)
+  if (last_insert_.added == 0) return;
+  const int32_t first = last_insert_.first_added;
+  for (int32_t i = first; i < first + last_insert_.added; ++i) {
     const int32_t page = r.recorded[static_cast<size_t>(i)].page;
-    if (!cache_.holds(page) || publisher_[static_cast<size_t>(page)] >= 0) continue;
-    if (first < 0) first = i;
     publisher_[static_cast<size_t>(page)] = row;
     published_now_.push_back(page);
   }
-  if (first < 0) return;
   StepPublication publication;
   publication.row = row;
   publication.namespace_key = r.spec.namespace_key;
@@ -642,7 +649,8 @@ bool Scheduler::CachePrefill(int32_t slot, int32_t pages, bool swap) {
   tokens_.clear();
   AppendTokens(SequenceSegments(r.spec), pages * config_.page_size, tokens_);
   const std::vector<PageGrant> grants(r.recorded.begin(), r.recorded.begin() + pages);
-  if (!cache_.Insert(r.spec.namespace_key, tokens_, grants, pool_).ok()) {
+  const Result<int32_t> added = cache_.Insert(r.spec.namespace_key, tokens_, grants, pool_);
+  if (!added.ok()) {
     ++cache_insert_refusals_;
     return false;
   }
@@ -653,6 +661,11 @@ bool Scheduler::CachePrefill(int32_t slot, int32_t pages, bool swap) {
   // Pages another request cached first replace this request's copies of the same tokens.
   const PrefixMatch match = cache_.Match(r.spec.namespace_key, tokens_);
   KVSIM_CHECK_EQ(match.pages.size(), static_cast<size_t>(pages));
+  if (!publisher_.empty()) {
+    last_insert_.first_added = pages - *added;
+    last_insert_.added = *added;
+    last_insert_.held = match.pages;
+  }
   for (int32_t i = 0; i < pages; ++i) {
     const PageGrant& cached = match.pages[static_cast<size_t>(i)];
     PageGrant& own = r.recorded[static_cast<size_t>(i)];

@@ -290,6 +290,13 @@ class Scheduler {
   int32_t reserved_total_ = 0;
   int64_t cache_insert_refusals_ = 0;
   int64_t output_pages_cached_ = 0;
+  // Publication on schedule: what the last insert into the cache added (from the request's page
+  // `first_added` on) and the pages the cache holds for the request's tokens after it.
+  struct LastInsert {
+    int32_t first_added = 0;
+    int32_t added = 0;
+    std::vector<PageGrant> held;
+  } last_insert_;
   int64_t withdrawn_pages_ = 0;
   int64_t pool_refusals_ = 0;
   FaultInjector* faults_ = nullptr;

@@ -457,5 +457,38 @@ TEST(EngineCasesTest, AnOutputPageEvictedAndReallocatedBetweenTurnsIsNotHit) {
   }
 }
 
+// Two requests computing one prompt side by side, a chunk of half a page per step: in the step in
+// which the first fills its first page and publishes it, the second's own publication meets that
+// page in the cache and takes the cache's lock on it. If the first's write is refused, the second
+// is preempted too (it holds the lock on a page nobody wrote), and the page leaves the cache.
+TEST(EngineCasesTest, ARowWhosePublicationMetAnUnwrittenPageIsPreemptedWithItsWriter) {
+  SchedulerConfig config = Config(EnginePreset::kVllmV1, 64);
+  config.prefill_chunk = 8;
+  Driver d(config);
+  const int32_t writer = d.Add(Request(0, {{121, 64}}, 4));
+  d.Add(Request(1, {{121, 64}}, 4));
+  const FormedStep first = d.Step();
+  ASSERT_EQ(first.rows.size(), 2u);
+  EXPECT_EQ(d.scheduler.cache().pages_held(), 0);
+  std::vector<RequestEnd> ended;
+  FormedStep step = d.scheduler.ScheduleStep(d.now, ended);
+  ASSERT_EQ(step.rows.size(), 2u);
+  EXPECT_EQ(step.rows[0].depends_on, -1);
+  EXPECT_EQ(step.rows[1].depends_on, 0);
+  EXPECT_EQ(d.scheduler.cache().pages_held(), 1);
+  std::vector<bool> proceed = {false, true};
+  d.scheduler.Abort(writer, d.now, "refused");
+  EXPECT_EQ(d.scheduler.WithdrawUnwritten(step, proceed), 1);
+  EXPECT_FALSE(proceed[1]);
+  EXPECT_EQ(d.scheduler.cache().pages_held(), 0);
+  d.now += 10;
+  d.scheduler.CompleteStep(step, proceed, d.now, ended);
+  ended.push_back({writer, RequestPhase::kAborted});
+  d.Retire(ended);
+  EXPECT_TRUE(d.scheduler.CheckSweep().ok()) << d.scheduler.CheckSweep().ToString();
+  d.RunToEnd();
+  EXPECT_EQ(d.Of(1).phase, RequestPhase::kFinished);
+}
+
 }  // namespace
 }  // namespace kvsim::sim
