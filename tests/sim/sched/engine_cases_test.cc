@@ -106,6 +106,23 @@ int32_t Cached(const Driver& d, const std::vector<PromptSegment>& segments) {
   return static_cast<int32_t>(cache.Match(0, ids).pages.size()) * kPage;
 }
 
+// The check refused the first of a step's two rows, whose writer the second depends on: the
+// writer is aborted, the second row is preempted before any read, the writer's pages leave the
+// cache, and the rest of the step is settled.
+void RefuseTheWriterOfTwoRows(Driver& d, FormedStep& step, int32_t writer) {
+  std::vector<RequestEnd> ended;
+  std::vector<bool> proceed = {false, true};
+  d.scheduler.Abort(writer, d.now, "refused");
+  EXPECT_EQ(d.scheduler.WithdrawUnwritten(step, proceed), 1);
+  EXPECT_FALSE(proceed[1]);
+  EXPECT_EQ(d.scheduler.cache().pages_held(), 0);
+  d.now += 10;
+  d.scheduler.CompleteStep(step, proceed, d.now, ended);
+  ended.push_back({writer, RequestPhase::kAborted});
+  d.Retire(ended);
+  EXPECT_TRUE(d.scheduler.CheckSweep().ok()) << d.scheduler.CheckSweep().ToString();
+}
+
 // vLLM tests/v1/core/test_async_scheduler.py::test_prefix_caching_for_prefill_dedup: requests
 // with one 100-token prompt scheduled in one step. vLLM caches full blocks when it schedules them,
 // so the later ones hit the first one's 96 tokens in that very step and compute 4; the others
@@ -393,17 +410,7 @@ TEST(EngineCasesTest, PagesPublishedOnScheduleAreWithdrawnWhenTheirWriterDoesNot
   ASSERT_EQ(step.rows.size(), 2u);
   EXPECT_EQ(step.rows[1].depends_on, 0);
   EXPECT_EQ(d.scheduler.cache().pages_held(), 4);
-  // The check refused the writer's row: it is aborted, then the rest of the step is settled.
-  std::vector<bool> proceed = {false, true};
-  d.scheduler.Abort(writer, d.now, "refused");
-  EXPECT_EQ(d.scheduler.WithdrawUnwritten(step, proceed), 1);
-  EXPECT_FALSE(proceed[1]);
-  EXPECT_EQ(d.scheduler.cache().pages_held(), 0);
-  d.now += 10;
-  d.scheduler.CompleteStep(step, proceed, d.now, ended);
-  ended.push_back({writer, RequestPhase::kAborted});
-  d.Retire(ended);
-  EXPECT_TRUE(d.scheduler.CheckSweep().ok()) << d.scheduler.CheckSweep().ToString();
+  RefuseTheWriterOfTwoRows(d, step, writer);
   EXPECT_EQ(d.Of(1).phase, RequestPhase::kWaiting);
   // Readmitted, it hits nothing and computes its prompt from the start.
   const FormedStep again = d.Step();
@@ -476,16 +483,7 @@ TEST(EngineCasesTest, ARowWhosePublicationMetAnUnwrittenPageIsPreemptedWithItsWr
   EXPECT_EQ(step.rows[0].depends_on, -1);
   EXPECT_EQ(step.rows[1].depends_on, 0);
   EXPECT_EQ(d.scheduler.cache().pages_held(), 1);
-  std::vector<bool> proceed = {false, true};
-  d.scheduler.Abort(writer, d.now, "refused");
-  EXPECT_EQ(d.scheduler.WithdrawUnwritten(step, proceed), 1);
-  EXPECT_FALSE(proceed[1]);
-  EXPECT_EQ(d.scheduler.cache().pages_held(), 0);
-  d.now += 10;
-  d.scheduler.CompleteStep(step, proceed, d.now, ended);
-  ended.push_back({writer, RequestPhase::kAborted});
-  d.Retire(ended);
-  EXPECT_TRUE(d.scheduler.CheckSweep().ok()) << d.scheduler.CheckSweep().ToString();
+  RefuseTheWriterOfTwoRows(d, step, writer);
   d.RunToEnd();
   EXPECT_EQ(d.Of(1).phase, RequestPhase::kFinished);
 }
