@@ -323,6 +323,9 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& given, const SimRunOpti
     std::string rules;
     for (size_t i = 1; i < r.rules.size(); ++i) {
       rules += (i > 1 ? ", " : "") + r.rules[i].first + " " + r.rules[i].second;
+      for (const auto& [field, preset_value] : r.rules_over_preset) {
+        if (field == r.rules[i].first) rules += " (set over the preset's " + preset_value + ")";
+      }
     }
     out << fmt::format("  scheduler rules ({} engine): {}\n", r.rules[0].second, rules);
   }

@@ -88,6 +88,9 @@ void WriteReportJson(const RunReport& r, const ReportContext& context, std::ostr
   ordered_json rules = ordered_json::object();
   for (const auto& [field, value] : r.rules) rules[field] = value;
   j["scheduler_rules"] = rules;
+  ordered_json over = ordered_json::object();
+  for (const auto& [field, preset_value] : r.rules_over_preset) over[field] = preset_value;
+  j["scheduler_rules_over_preset"] = over;
   j["pool"] = {{"pages", r.pool_pages},
                {"page_size", r.page_size},
                {"peak_pages_used", r.peak_pages_used},

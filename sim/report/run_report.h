@@ -179,6 +179,8 @@ struct RunReport {
   // The engine preset the scheduler's rules came from and every rule, as (field, value) in the
   // scenario's names, "engine" first.
   std::vector<std::pair<std::string, std::string>> rules;
+  // Of those, the rules the scenario set over its preset, as (field, the preset's value).
+  std::vector<std::pair<std::string, std::string>> rules_over_preset;
 
   LatencySummary ttft;
   LatencySummary tpot;

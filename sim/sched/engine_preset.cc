@@ -68,6 +68,18 @@ std::vector<std::pair<std::string, std::string>> EngineRules(const SchedulerConf
   };
 }
 
+std::vector<std::pair<std::string, std::string>> RulesOverPreset(const SchedulerConfig& c) {
+  SchedulerConfig preset = c;
+  ApplyEnginePreset(c.engine, preset);
+  const auto ours = EngineRules(c);
+  const auto its = EngineRules(preset);
+  std::vector<std::pair<std::string, std::string>> over;
+  for (size_t i = 0; i < ours.size(); ++i) {
+    if (ours[i].second != its[i].second) over.emplace_back(its[i].first, its[i].second);
+  }
+  return over;
+}
+
 uint8_t RuleBarsOf(const SchedulerConfig& c) {
   return c.free_duplicates ? 0 : kBarredWhereDuplicatesKept;
 }

@@ -19,6 +19,10 @@ void ApplyEnginePreset(EnginePreset preset, SchedulerConfig& config);
 // The engine and every rule it decides, as (name, value) in the scenario's field names.
 std::vector<std::pair<std::string, std::string>> EngineRules(const SchedulerConfig& config);
 
+// The rules of `config` that differ from its engine preset's (the scenario set them over the
+// preset), as (name, the preset's value).
+std::vector<std::pair<std::string, std::string>> RulesOverPreset(const SchedulerConfig& config);
+
 // The fault registry's rule bars (RuleBar) that `config`'s rules raise: bugs barred by them cannot
 // act under it.
 uint8_t RuleBarsOf(const SchedulerConfig& config);

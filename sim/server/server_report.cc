@@ -158,6 +158,7 @@ Result<RunReport> Server::Run() {
   }
   report_.page_size = instances_[0]->scheduler.config().page_size;
   report_.rules = EngineRules(instances_[0]->scheduler.config());
+  report_.rules_over_preset = RulesOverPreset(instances_[0]->scheduler.config());
   report_.ttft = Summarize(ttft_);
   report_.tpot = Summarize(tpot_);
   report_.e2e = Summarize(e2e_);

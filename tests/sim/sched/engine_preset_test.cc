@@ -28,6 +28,19 @@ TEST(EnginePresetTest, TheRegistrysPresetBarsAreThePresetsRules) {
   }
 }
 
+// A rule set after the preset is reported with the preset's value it replaced.
+TEST(EnginePresetTest, RulesSetOverThePresetAreNamedWithThePresetsValue) {
+  SchedulerConfig config;
+  ApplyEnginePreset(EnginePreset::kSglang, config);
+  EXPECT_TRUE(RulesOverPreset(config).empty());
+  config.reservation = Reservation::kPrompt;
+  config.mixed_steps = true;
+  const auto over = RulesOverPreset(config);
+  ASSERT_EQ(over.size(), 2u);
+  EXPECT_EQ(over[0], (std::pair<std::string, std::string>{"reservation", "sglang"}));
+  EXPECT_EQ(over[1], (std::pair<std::string, std::string>{"mixed_steps", "false"}));
+}
+
 // Two requests with one 64-token prompt admitted in one step under after-chunk publication: the
 // second's copies of the four pages are duplicates of the first's once both are cached. Where
 // duplicates are freed the planted mini-sglang bug frees them without rewriting the table; where
