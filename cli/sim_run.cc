@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "base/seed.h"
 #include "cli/gnuplot.h"
@@ -43,6 +44,23 @@ void PrintLatency(const sim::RunReport& r, std::ostream& out) {
 
 // Why time per output token is not plan's ms/tok: the gaps between tokens by the steps that
 // ended them, and the decode-only steps in plan's own columns.
+// Time to first token by priority, when the workload has priorities (the priority policy's point).
+void PrintPriorities(const sim::RunReport& r, std::ostream& out) {
+  std::map<int32_t, std::vector<sim::SimNs>> ttft;
+  for (const sim::RequestRecord& q : r.requests) {
+    if (q.first_token_ns >= 0) ttft[q.priority].push_back(q.first_token_ns - q.arrival_ns);
+  }
+  if (ttft.size() < 2) return;
+  std::string line;
+  for (auto& [priority, values] : ttft) {
+    const sim::LatencySummary s = sim::Summarize(values);
+    line += fmt::format("{}{}: p50 {} ms, p99 {} ms ({})", line.empty() ? "" : "; ", priority,
+                        Ms(static_cast<double>(s.p50_ns)), Ms(static_cast<double>(s.p99_ns)),
+                        Grouped(s.count));
+  }
+  out << "  time to first token by priority (0 the most urgent): " << line << "\n";
+}
+
 void PrintTokenGaps(const sim::RunReport& r, std::ostream& out) {
   const sim::TokenGapSplit& g = r.gaps;
   const int64_t total = g.decode_only + g.with_prefill + g.waited;
@@ -332,6 +350,7 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& given, const SimRunOpti
   out << fmt::format("  tokens: {} output ({:.0f} per simulated second), {} prefill\n",
                      Grouped(r.output_tokens), r.output_tokens_per_s(), Grouped(r.prefill_tokens));
   PrintLatency(r, out);
+  PrintPriorities(r, out);
   PrintTokenGaps(r, out);
   PrintIntegrity(r, out);
   if (r.kernel.enabled) {

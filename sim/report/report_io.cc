@@ -162,7 +162,8 @@ void WriteReportJson(const RunReport& r, const ReportContext& context, std::ostr
 
 void WriteRequestsCsv(const RunReport& r, std::ostream& out) {
   out << "id,client,retry_of,phase,prompt_tokens,output_tokens,generated,cached_tokens,"
-         "preemptions,arrival_s,first_scheduled_s,first_token_s,last_token_s,end_s,reason\n";
+         "preemptions,arrival_s,first_scheduled_s,first_token_s,last_token_s,end_s,reason,"
+         "priority\n";
   const auto seconds = [](SimNs ns) {
     return ns < 0 ? std::string() : std::to_string(NsToSeconds(ns));
   };
@@ -175,7 +176,8 @@ void WriteRequestsCsv(const RunReport& r, std::ostream& out) {
         << q.prompt_tokens << ',' << q.output_tokens << ',' << q.generated << ',' << q.cached_tokens
         << ',' << q.preemptions << ',' << seconds(q.arrival_ns) << ','
         << seconds(q.first_scheduled_ns) << ',' << seconds(q.first_token_ns) << ','
-        << seconds(q.last_token_ns) << ',' << seconds(q.end_ns) << ',' << reason << '\n';
+        << seconds(q.last_token_ns) << ',' << seconds(q.end_ns) << ',' << reason << ','
+        << q.priority << '\n';
   }
 }
 

@@ -28,6 +28,7 @@ struct RequestRecord {
   int32_t generated = 0;
   int32_t cached_tokens = 0;
   int32_t preemptions = 0;
+  int32_t priority = 0;
   SimNs arrival_ns = 0;
   SimNs first_scheduled_ns = -1;
   SimNs first_token_ns = -1;

@@ -108,10 +108,17 @@ Status ParseCancel(const YamlMap& map, CancelSpec& spec) {
   return Status::Ok();
 }
 
+Status ParsePriorityLevels(const YamlMap& map, WorkloadSpec& w) {
+  KVSIM_ASSIGN_OR_RETURN(const int64_t levels,
+                         map.IntOr("priority_levels", 1, 1, kMaxPriorityLevels));
+  w.priority_levels = static_cast<int32_t>(levels);
+  return Status::Ok();
+}
+
 // A trace workload: the requests, lengths and prompt blocks of a recorded trace.
 Status ParseTraceWorkload(const YamlMap& map, WorkloadSpec& w) {
-  KVSIM_RETURN_IF_ERROR(
-      map.CheckKnownKeys({"loop", "requests", "arrival", "trace", "max_new_tokens", "cancel"}));
+  KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys(
+      {"loop", "requests", "arrival", "trace", "max_new_tokens", "cancel", "priority_levels"}));
   w.loop = LoopKind::kTrace;
   KVSIM_ASSIGN_OR_RETURN(w.requests, map.IntOr("requests", 0, 1, kMaxTraceRequests));
   KVSIM_ASSIGN_OR_RETURN(const YamlMap trace, map.Map("trace"));
@@ -148,15 +155,15 @@ Status ParseTraceWorkload(const YamlMap& map, WorkloadSpec& w) {
   KVSIM_ASSIGN_OR_RETURN(const int64_t max_new, map.IntOr("max_new_tokens", 0, 1, kMaxTraceTokens));
   w.max_new_tokens = static_cast<int32_t>(max_new);
   if (map.Has("cancel")) KVSIM_RETURN_IF_ERROR(ParseCancel(map, w.cancel));
-  return Status::Ok();
+  return ParsePriorityLevels(map, w);
 }
 
 Status ParseWorkload(const YamlMap& map, WorkloadSpec& w) {
   KVSIM_ASSIGN_OR_RETURN(const std::string loop, map.Enum("loop", {"closed", "open", "trace"}));
   if (loop == "trace") return ParseTraceWorkload(map, w);
-  KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"loop", "requests", "clients", "think_ms", "arrival",
-                                            "prompt_tokens", "output_tokens", "max_new_tokens",
-                                            "shared_prefix", "sessions", "cancel"}));
+  KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys(
+      {"loop", "requests", "clients", "think_ms", "arrival", "prompt_tokens", "output_tokens",
+       "max_new_tokens", "shared_prefix", "sessions", "cancel", "priority_levels"}));
   w.loop = loop == "open" ? LoopKind::kOpen : LoopKind::kClosed;
   KVSIM_ASSIGN_OR_RETURN(w.requests, map.Int("requests", 1, kMaxRequests));
   if (w.loop == LoopKind::kClosed) {
@@ -204,7 +211,7 @@ Status ParseWorkload(const YamlMap& map, WorkloadSpec& w) {
     w.sessions = session;
   }
   if (map.Has("cancel")) KVSIM_RETURN_IF_ERROR(ParseCancel(map, w.cancel));
-  return Status::Ok();
+  return ParsePriorityLevels(map, w);
 }
 
 Status ParseScheduler(const YamlMap& map, SchedulerConfig& s) {
@@ -237,8 +244,9 @@ Status ParseScheduler(const YamlMap& map, SchedulerConfig& s) {
                          map.IntOr("watermark_pages", s.watermark_pages, 0, kMaxPoolPages));
   s.watermark_pages = static_cast<int32_t>(watermark);
   if (map.Has("preemption")) {
-    KVSIM_ASSIGN_OR_RETURN(const std::string text,
-                           map.Enum("preemption", {"newest", "most_pages", "fewest_outputs"}));
+    KVSIM_ASSIGN_OR_RETURN(
+        const std::string text,
+        map.Enum("preemption", {"newest", "most_pages", "fewest_outputs", "priority"}));
     s.victim = *ParsePreemptionVictim(text);
   }
   KVSIM_ASSIGN_OR_RETURN(s.prefix_cache, map.BoolOr("prefix_cache", s.prefix_cache));

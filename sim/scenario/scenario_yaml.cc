@@ -183,6 +183,7 @@ void WriteTraceWorkload(YAML::Emitter& out, const WorkloadSpec& w) {
   out << YAML::EndMap;
   if (w.max_new_tokens > 0) Field(out, "max_new_tokens", w.max_new_tokens);
   WriteCancelIfSet(out, w.cancel);
+  if (w.priority_levels > 1) Field(out, "priority_levels", w.priority_levels);
   out << YAML::EndMap;
 }
 
@@ -219,6 +220,7 @@ void WriteWorkload(YAML::Emitter& out, const WorkloadSpec& w) {
     out << YAML::EndMap;
   }
   WriteCancelIfSet(out, w.cancel);
+  if (w.priority_levels > 1) Field(out, "priority_levels", w.priority_levels);
   out << YAML::EndMap;
 }
 

@@ -3,11 +3,20 @@
 #include "sim/sched/scheduler.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "base/check.h"
 
 namespace kvsim::sim {
+namespace {
+
+// vLLM's priority order: a larger (priority, arrival) is less urgent; the id breaks ties.
+bool LessUrgent(const RequestSpec& a, const RequestSpec& b) {
+  return std::tie(a.priority, a.arrival_ns, a.id) > std::tie(b.priority, b.arrival_ns, b.id);
+}
+
+}  // namespace
 
 bool Scheduler::HoldsPages(RequestPhase phase) {
   return phase == RequestPhase::kRunning || phase == RequestPhase::kTransferring ||
@@ -187,12 +196,29 @@ bool Scheduler::MakeRoom(int32_t pages, size_t protect, FormedStep& step) {
     }
     const SimRequest& c = requests_[static_cast<size_t>(candidate)];
     const SimRequest& v = requests_[static_cast<size_t>(victim)];
-    const bool takes =
-        config_.victim == PreemptionVictim::kMostPages
-            ? c.recorded.size() >= v.recorded.size()
-            : c.generated < v.generated ||
-                  (c.generated == v.generated && c.spec.prompt_tokens >= v.spec.prompt_tokens);
+    bool takes = false;
+    switch (config_.victim) {
+      case PreemptionVictim::kNewest:
+        break;
+      case PreemptionVictim::kMostPages:
+        takes = c.recorded.size() >= v.recorded.size();
+        break;
+      case PreemptionVictim::kFewestOutputs:
+        takes = c.generated < v.generated ||
+                (c.generated == v.generated && c.spec.prompt_tokens >= v.spec.prompt_tokens);
+        break;
+      case PreemptionVictim::kPriority:
+        takes = LessUrgent(c.spec, v.spec);
+        break;
+    }
     if (takes) victim = candidate;
+  }
+  // Under the priority policy the request asking for room yields it when it is the least urgent
+  // (vLLM: it is then the victim, and is not scheduled).
+  if (config_.victim == PreemptionVictim::kPriority && victim >= 0 && protect < running_.size() &&
+      LessUrgent(requests_[static_cast<size_t>(running_[protect])].spec,
+                 requests_[static_cast<size_t>(victim)].spec)) {
+    return false;
   }
   if (victim < 0) return false;
   Preempt(victim);
@@ -527,6 +553,18 @@ FormedStep Scheduler::ScheduleStep(SimNs now, std::vector<RequestEnd>& ended) {
   // As vLLM v1: a step that had to preempt admits nobody.
   while (step.preempted == 0 && budget > 0 && !waiting_.empty() &&
          static_cast<int32_t>(running_.size() + receiving_.size()) < config_.max_running) {
+    if (config_.victim == PreemptionVictim::kPriority) {
+      // The priority policy's waiting queue is ordered by (priority, arrival): its head is the
+      // most urgent request waiting.
+      auto most = waiting_.begin();
+      for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+        if (LessUrgent(requests_[static_cast<size_t>(*most)].spec,
+                       requests_[static_cast<size_t>(*it)].spec)) {
+          most = it;
+        }
+      }
+      std::rotate(waiting_.begin(), most, most + 1);
+    }
     const int32_t tokens = AdmitHead(budget, now, step, ended);
     if (tokens < 0) break;
     budget -= tokens;

@@ -34,17 +34,19 @@ const char* PreemptionVictimName(PreemptionVictim victim) {
       return "most_pages";
     case PreemptionVictim::kFewestOutputs:
       return "fewest_outputs";
+    case PreemptionVictim::kPriority:
+      return "priority";
   }
   return "unknown";
 }
 
 Result<PreemptionVictim> ParsePreemptionVictim(const std::string& text) {
   for (PreemptionVictim v : {PreemptionVictim::kNewest, PreemptionVictim::kMostPages,
-                             PreemptionVictim::kFewestOutputs}) {
+                             PreemptionVictim::kFewestOutputs, PreemptionVictim::kPriority}) {
     if (text == PreemptionVictimName(v)) return v;
   }
   return InvalidArgumentError("unknown preemption victim '" + text +
-                              "'; allowed: newest, most_pages, fewest_outputs");
+                              "'; allowed: newest, most_pages, fewest_outputs, priority");
 }
 
 const char* PrefixPublicationName(PrefixPublication publication) {

@@ -43,8 +43,11 @@ enum class PreemptionVictim {
   // SGLang's retraction order (ScheduleBatch.retract_decode): the fewest output tokens, then the
   // longest prompt, then the newest.
   kFewestOutputs,
+  // vLLM's priority policy (Scheduler.schedule under SchedulingPolicy.PRIORITY): the largest
+  // (priority, arrival); the waiting queue is served in (priority, arrival) order too.
+  kPriority,
 };
-// "newest", "most_pages", "fewest_outputs".
+// "newest", "most_pages", "fewest_outputs", "priority".
 const char* PreemptionVictimName(PreemptionVictim victim);
 Result<PreemptionVictim> ParsePreemptionVictim(const std::string& text);
 

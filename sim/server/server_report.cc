@@ -33,6 +33,7 @@ void Server::RecordEnd(size_t instance, int32_t slot, EventQueue& queue) {
   record.generated = r.generated;
   record.cached_tokens = r.cached_tokens;
   record.preemptions = r.preemptions;
+  record.priority = r.spec.priority;
   record.arrival_ns = r.spec.arrival_ns;
   record.first_scheduled_ns = r.first_scheduled_ns;
   record.first_token_ns = r.first_token_ns;

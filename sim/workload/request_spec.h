@@ -39,6 +39,8 @@ struct RequestSpec {
   SimNs cancel_after_ns = -1;
   bool page_boundary_cancel = false;
   int64_t retry_of = -1;  // the cancelled request this one retries; -1 none
+  // Scheduling priority, 0 the most urgent (vLLM's priority policy: lower runs first).
+  int32_t priority = 0;
 
   int32_t sequence_tokens() const { return prompt_tokens + output_tokens; }
 };

@@ -14,6 +14,8 @@ namespace {
 constexpr uint64_t kGroupSeedBase = 0x6a09e667f3bcc908ULL;
 // Seeds of trace blocks: fixed per hash id, so equal ids are the same text in every request.
 constexpr uint64_t kTraceBlockSeedBase = 0xbb67ae8584caa73bULL;
+// Mixed into the run's seed for each request's priority.
+constexpr uint64_t kPrioritySeedBase = 0x3c6ef372fe94f82bULL;
 
 Status CheckPpm(const char* field, int64_t ppm) {
   if (ppm < 0 || ppm > kPartsPerMillion) {
@@ -97,6 +99,10 @@ const char* LoopKindName(LoopKind kind) {
 }
 
 Status ValidateWorkloadSpec(const WorkloadSpec& spec) {
+  if (spec.priority_levels < 1 || spec.priority_levels > kMaxPriorityLevels) {
+    return OutOfRangeError("workload.priority_levels " + std::to_string(spec.priority_levels) +
+                           " is out of range; allowed: 1 to " + std::to_string(kMaxPriorityLevels));
+  }
   if (spec.loop == LoopKind::kTrace) {
     KVSIM_RETURN_IF_ERROR(ValidateTraceWorkload(spec));
   } else if (spec.requests < 1 || spec.requests > kMaxRequests) {
@@ -165,6 +171,7 @@ Workload::Workload(const WorkloadSpec& spec, uint64_t seed)
     : spec_(spec),
       prompt_(spec.prompt_tokens),
       output_(spec.output_tokens),
+      seed_(seed),
       arrivals_rng_(seed),
       lengths_rng_(arrivals_rng_.fork()),
       prefix_rng_(arrivals_rng_.fork()),
@@ -248,6 +255,12 @@ RequestSpec Workload::MakeFromTrace(size_t index, SimNs arrival_ns) {
 
 void Workload::DrawOutputAndCancel(RequestSpec& r) {
   r.output_seed = seeds_rng_.next_u64();
+  // From the request's id and the workload's seed alone, so that no other draw moves.
+  if (spec_.priority_levels > 1) {
+    r.priority =
+        static_cast<int32_t>(MixIds(seed_ ^ kPrioritySeedBase, static_cast<uint64_t>(r.id)) %
+                             static_cast<uint64_t>(spec_.priority_levels));
+  }
   const CancelSpec& cancel = spec_.cancel;
   const bool cancelled =
       cancel_rng_.chance(static_cast<uint64_t>(cancel.probability_ppm), kPartsPerMillion);

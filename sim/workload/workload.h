@@ -80,11 +80,15 @@ struct WorkloadSpec {
   std::optional<SessionSpec> sessions;  // closed loop only
   CancelSpec cancel;
   TraceWorkloadSpec trace;  // loop kTrace only
+  // Requests draw a priority from 0 to priority_levels - 1, evenly (1: every request 0). A
+  // scheduler whose preemption is `priority` admits and preempts by it.
+  int32_t priority_levels = 1;
 };
 
 // Bounds on a workload: requests per run and closed-loop clients.
 inline constexpr int64_t kMaxRequests = int64_t{1} << 30;
 inline constexpr int32_t kMaxClients = 1 << 20;
+inline constexpr int32_t kMaxPriorityLevels = 1000;
 static_assert(kMaxTraceRequests <= kMaxRequests, "a whole trace is a valid request count");
 
 // Checks every field; errors name the field and what is allowed. A trace's requests need not be
@@ -137,6 +141,7 @@ class Workload {
   std::optional<LengthSampler> turns_;
   std::optional<LengthSampler> cancel_after_;
   std::vector<double> group_cdf_;  // shared-prefix group weights, cumulative
+  uint64_t seed_;
   Prng arrivals_rng_;
   Prng lengths_rng_;
   Prng prefix_rng_;

@@ -125,7 +125,7 @@ void DrawScheduler(SchedulerConfig& s, bool favour_sharing) {
   }
   if (sometimes()) {
     s.victim = *rc::gen::element(PreemptionVictim::kNewest, PreemptionVictim::kMostPages,
-                                 PreemptionVictim::kFewestOutputs);
+                                 PreemptionVictim::kFewestOutputs, PreemptionVictim::kPriority);
   }
   if (sometimes()) s.mixed_steps = Chance();
   if (sometimes()) s.free_duplicates = Chance();
@@ -160,6 +160,7 @@ WorkloadSpec DrawWorkload(int32_t pool_tokens, bool prefix_cache, bool favour_sh
   w.output_tokens = DrawLength(std::min(most, kMostOutputTokens));
   // 0 declares the longest output drawn; more makes full reservation set aside pages never used.
   if (Chance()) w.max_new_tokens = w.output_tokens.upper() + Int(0, most / 2);
+  if (Chance()) w.priority_levels = Int(2, 4);
   // Shared prefixes mostly where a prefix cache can share them (and find duplicates).
   const bool shared = prefix_cache ? *rc::gen::weightedElement<bool>({{1, false}, {3, true}})
                                    : *rc::gen::weightedElement<bool>({{3, false}, {1, true}});

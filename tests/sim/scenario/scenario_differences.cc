@@ -109,6 +109,7 @@ void CompareWorkload(Differences d, const WorkloadSpec& a, const WorkloadSpec& b
   CompareLength(d.In("prompt_tokens"), a.prompt_tokens, b.prompt_tokens);
   CompareLength(d.In("output_tokens"), a.output_tokens, b.output_tokens);
   d.Field("max_new_tokens", a.max_new_tokens, b.max_new_tokens);
+  d.Field("priority_levels", a.priority_levels, b.priority_levels);
   Differences shared = d.In("shared_prefix");
   shared.Field("groups", a.shared_prefix.groups, b.shared_prefix.groups);
   shared.Field("tokens", a.shared_prefix.tokens, b.shared_prefix.tokens);

@@ -488,5 +488,59 @@ TEST(EngineCasesTest, ARowWhosePublicationMetAnUnwrittenPageIsPreemptedWithItsWr
   EXPECT_EQ(d.Of(1).phase, RequestPhase::kFinished);
 }
 
+// vLLM tests/v1/core/test_scheduler.py::test_priority_scheduling_basic_ordering: under the
+// priority policy the waiting queue is served by (priority, arrival), lower first; FCFS serves by
+// arrival.
+TEST(EngineCasesTest, ThePriorityPolicyAdmitsTheMostUrgentFirst) {
+  for (const PreemptionVictim policy : {PreemptionVictim::kNewest, PreemptionVictim::kPriority}) {
+    SCOPED_TRACE(PreemptionVictimName(policy));
+    SchedulerConfig config = Config(EnginePreset::kVllmV1, 64);
+    config.max_running = 1;
+    config.victim = policy;
+    Driver d(config);
+    const int32_t priorities[] = {2, 0, 1};
+    for (int64_t id = 0; id < 3; ++id) {
+      RequestSpec r = Request(id, {{static_cast<uint64_t>(30 + id), 20}}, 1);
+      r.priority = priorities[id];
+      d.Add(r);
+    }
+    d.RunToEnd();
+    std::vector<int64_t> order = {0, 1, 2};
+    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return d.Of(a).first_scheduled_ns < d.Of(b).first_scheduled_ns;
+    });
+    const std::vector<int64_t> expected = policy == PreemptionVictim::kPriority
+                                              ? std::vector<int64_t>{1, 2, 0}
+                                              : std::vector<int64_t>{0, 1, 2};
+    EXPECT_EQ(order, expected);
+  }
+}
+
+// vLLM test_scheduler.py::test_priority_scheduling_preemption: when a running request needs a page
+// and none is free, FCFS preempts the newest request, the priority policy the least urgent (the
+// largest (priority, arrival)), here the older one.
+TEST(EngineCasesTest, ThePriorityPolicyPreemptsTheLeastUrgent) {
+  for (const PreemptionVictim policy : {PreemptionVictim::kNewest, PreemptionVictim::kPriority}) {
+    SCOPED_TRACE(PreemptionVictimName(policy));
+    SchedulerConfig config = Config(EnginePreset::kVllmV1, 8);
+    config.victim = policy;
+    Driver d(config);
+    RequestSpec older = Request(0, {{41, 48}}, 60);
+    older.priority = 1;
+    RequestSpec newer = Request(1, {{42, 48}}, 60);
+    newer.priority = 0;
+    d.Add(older);
+    d.Add(newer);
+    while (d.Of(0).preemptions + d.Of(1).preemptions == 0 &&
+           d.Of(1).phase != RequestPhase::kFinished) {
+      d.Step();
+    }
+    const int64_t victim = policy == PreemptionVictim::kPriority ? 0 : 1;
+    EXPECT_EQ(d.Of(victim).preemptions, 1);
+    EXPECT_EQ(d.Of(1 - victim).preemptions, 0);
+    d.RunToEnd();
+  }
+}
+
 }  // namespace
 }  // namespace kvsim::sim
