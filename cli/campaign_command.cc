@@ -139,7 +139,8 @@ class CampaignCommand : public Command {
                    "The first this many cases also run in kernel mode, their outputs checked "
                    "against the FP64 reference")
         ->capture_default_str();
-    app.add_option("--jobs", jobs_, "Worker processes (default: the cores)");
+    app.add_option("--jobs", jobs_, "Worker processes, 1 to 4096 (default: the cores)")
+        ->check(CLI::Range(1, 4096));
     app.add_option(
         "--shard", shard_text_,
         "Run only shard i/n (the cases k with floor(k / arms) mod n = i: whole rounds of "
@@ -155,7 +156,14 @@ class CampaignCommand : public Command {
     app.add_option("--max-shrinks", max_shrinks_, "Surprises shrunk, at most")
         ->capture_default_str();
     app.add_option("--case", case_,
-                   "Run only case K, printing every knob its swarm drew and each run's outcome");
+                   "Run only case K (0 to --cases - 1), printing every knob its swarm drew and "
+                   "each run's outcome")
+        ->check(CLI::Validator(
+            [](std::string& text) {
+              return !text.empty() && text[0] != '-' ? std::string()
+                                                     : "a case number is 0 or more, not " + text;
+            },
+            "K >= 0"));
     app.add_option("--backend", backend_text_, "Where checks and kernels run: auto, cpu or cuda")
         ->capture_default_str();
     app.add_option("--weaken", weaken_text_,

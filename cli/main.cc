@@ -123,6 +123,18 @@ int Main(int argc, char** argv) {
   }
 
   const std::vector<const CLI::App*> chain = ParsedChain(app);
+  // An option given an empty value ("--seed ''", "--json=") would otherwise mean its default.
+  for (const CLI::App* level : chain) {
+    for (const CLI::Option* option : level->get_options()) {
+      if (option->count() == 0 || option->get_expected_min() == 0) continue;
+      for (const std::string& value : option->results()) {
+        if (!value.empty()) continue;
+        const std::string name =
+            option->get_name().empty() ? option->get_name(true, true) : option->get_name();
+        return UsageError(chain, name + " must not be empty; give a value or leave the option out");
+      }
+    }
+  }
   for (size_t i = 0; i < commands.size(); ++i) {
     if (!subcommands[i]->parsed()) continue;
     const Status status = commands[i]->Run(std::cout);

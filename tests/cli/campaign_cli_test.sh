@@ -43,6 +43,10 @@ expect_exit 1 "\(store_reads_freed_pages, tags, timing mode\): silent corruption
   "${weakened[@]}" --weaken store-checked-at-start
 expect_exit 1 "replay: kvsim campaign .* --weaken books-follow-tags --case 1" \
   "${weakened[@]}" --weaken books-follow-tags
+# Case numbers and worker counts out of range are refused, not read as "all" or "the cores".
+expect_exit 2 "--case: a case number is 0 or more, not -5" campaign --cases 10 --case -5
+expect_exit 2 "--jobs: Value -100 not in range 1 to 4096" campaign --cases 10 --jobs -100
+expect_exit 2 "--modes must not be empty" campaign --cases 10 --modes ""
 expect_exit 2 "unknown weakness 'weak'; allowed: none, refuse-after-fault" \
   "${weakened[@]}" --weaken weak
 # Shards, merged, are the campaign run whole.

@@ -153,6 +153,11 @@ expect_exit 2 "a report of format version 1 \('kvsim_report'\); this kvsim reads
 expect_exit 1 "Reproduce: kvsim run page-reuse-storm .* --weaken table-after-check" \
   run page-reuse-storm --backend cpu --weaken table-after-check --json "$out/weak.json"
 expect_exit 1 "replay: state hash 0x[0-9a-f]+ reproduced" replay "$out/weak.json"
+# An option given an empty value is bad usage, naming the option (it would otherwise mean the
+# default), in every subcommand.
+expect_exit 2 "kvsim run: --seed must not be empty" run page-reuse-storm --seed ""
+expect_exit 2 "kvsim run: --json must not be empty" run page-reuse-storm --json ""
+expect_exit 2 "kvsim plan: --gpu must not be empty" plan --gpu ""
 # A run under an engine preset's rules names them, stops checking the file's stated figures,
 # and replays with them; an unknown preset is bad usage.
 expect_exit 0 "scheduler rules \(sglang engine\): reservation sglang" \

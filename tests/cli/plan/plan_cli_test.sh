@@ -167,7 +167,7 @@ for option in --configs --plot --deployment --calibration --kernel-table; do
   expect_exit 2 "^kvsim plan: $option must not be empty; give a value or leave the option out$" \
     plan "$option" ""
 done
-expect_exit 2 "^kvsim plan: --model: model must not be empty$" plan --model ""
+expect_exit 2 "^kvsim plan: --model must not be empty; give a value or leave the option out$" plan --model ""
 expect_exit 2 "^kvsim plan: --pools: pools 0 is out of range; allowed: 1 to 4096$" plan --pools 0
 expect_exit 2 "^kvsim plan: --mtp: mtp 'true' is not allowed; allowed: on, off$" plan --mtp true
 expect_exit 2 "^kvsim plan: --mem-fraction: mem-fraction '0x1p-1' is not a number" \
