@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
@@ -54,31 +55,61 @@ size_t FirstNonUtf8(const std::string& text) {
   return std::string::npos;
 }
 
-// The first key given twice in any mapping under `node` ("a.b" within `prefix`), as an error
-// located at its second appearance: yaml-cpp keeps both and reads the first, so a repeated field
-// would otherwise win or lose silently.
-Status CheckNoDuplicateKeys(const std::string& path, const YAML::Node& node,
-                            const std::string& prefix) {
-  if (node.IsSequence()) {
-    for (size_t i = 0; i < node.size(); ++i) {
-      KVSIM_RETURN_IF_ERROR(CheckNoDuplicateKeys(
-          path, node[i],
-          fmt::format("{}[{}].", prefix.empty() ? "" : prefix.substr(0, prefix.size() - 1), i)));
+// Bounds on a config's YAML, counted with aliases expanded: an alias bomb (a few lines whose
+// aliases nest a billion nodes) or an alias that contains itself is refused instead of walked.
+constexpr size_t kMaxYamlNodes = 1'000'000;
+constexpr size_t kMaxYamlDepth = 64;
+
+// The first key given twice in any mapping under `root` ("a.b"), as an error located at its
+// second appearance: yaml-cpp keeps both and reads the first, so a repeated field would otherwise
+// win or lose silently. Iterative and linear in the nodes: no recursion to overflow, no
+// quadratic scan of a mapping's keys.
+Status CheckNoDuplicateKeys(const std::string& path, const YAML::Node& root) {
+  struct Pending {
+    YAML::Node node;
+    std::string prefix;
+    size_t depth;
+  };
+  std::vector<Pending> stack = {{root, "", 0}};
+  size_t visited = 0;
+  while (!stack.empty()) {
+    Pending at = std::move(stack.back());
+    stack.pop_back();
+    if (++visited > kMaxYamlNodes) {
+      return InvalidArgumentError(fmt::format(
+          "{}: more than {} YAML nodes with its aliases expanded; a config is far smaller "
+          "(an alias bomb?)",
+          path, kMaxYamlNodes));
     }
-    return Status::Ok();
-  }
-  if (!node.IsMap()) return Status::Ok();
-  std::vector<std::pair<std::string, YAML::Mark>> seen;
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string();
-    for (const auto& [other, mark] : seen) {
-      if (other != key) continue;
-      return InvalidArgumentError(
-          fmt::format("{}: field '{}{}': given twice (first at line {}); give it once",
-                      Location(path, it->first.Mark()), prefix, key, mark.line + 1));
+    const std::string parent = at.prefix.empty() ? "" : at.prefix.substr(0, at.prefix.size() - 1);
+    if (at.depth > kMaxYamlDepth) {
+      return InvalidArgumentError(fmt::format(
+          "{}: field '{}...': nested deeper than {} levels (an alias that contains itself?)",
+          Location(path, at.node.Mark()), parent.substr(0, 40), kMaxYamlDepth));
     }
-    seen.emplace_back(key, it->first.Mark());
-    KVSIM_RETURN_IF_ERROR(CheckNoDuplicateKeys(path, it->second, prefix + key + "."));
+    if (at.node.IsSequence()) {
+      // Pushed last first, so that the first element is looked at first.
+      for (size_t i = at.node.size(); i-- > 0;) {
+        stack.push_back({at.node[i], fmt::format("{}[{}].", parent, i), at.depth + 1});
+      }
+      continue;
+    }
+    if (!at.node.IsMap()) continue;
+    std::unordered_map<std::string, YAML::Mark> seen;
+    std::vector<Pending> children;
+    for (auto it = at.node.begin(); it != at.node.end(); ++it) {
+      const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string();
+      const auto [first, inserted] = seen.emplace(key, it->first.Mark());
+      if (!inserted) {
+        return InvalidArgumentError(
+            fmt::format("{}: field '{}{}': given twice (first at line {}); give it once",
+                        Location(path, it->first.Mark()), at.prefix, key, first->second.line + 1));
+      }
+      children.push_back({it->second, at.prefix + key + ".", at.depth + 1});
+    }
+    for (auto child = children.rbegin(); child != children.rend(); ++child) {
+      stack.push_back(std::move(*child));
+    }
   }
   return Status::Ok();
 }
@@ -117,7 +148,7 @@ Result<YamlMap> YamlMap::LoadString(const std::string& text, const std::string& 
     return InvalidArgumentError(
         fmt::format("{}: the file must be a YAML mapping of fields (name: value)", name));
   }
-  KVSIM_RETURN_IF_ERROR(CheckNoDuplicateKeys(name, root, ""));
+  KVSIM_RETURN_IF_ERROR(CheckNoDuplicateKeys(name, root));
   return YamlMap(path, root, "");
 }
 
