@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/input_file.h"
 #include "base/seed.h"
 #include "cli/campaign_report.h"
 #include "cli/configs_root.h"
@@ -19,6 +20,9 @@
 
 namespace kvsim::cli {
 namespace {
+
+// A JSON report beyond this is no report of a run: refused before it is read into memory.
+constexpr size_t kMaxReportBytes = size_t{256} << 20;
 
 std::vector<std::string> SplitList(const std::string& text) {
   std::vector<std::string> items;
@@ -82,12 +86,10 @@ class MergeCommand : public Command {
   Status Run(std::ostream& out) override {
     sim::CampaignResults merged;
     for (const std::string& path : reports_) {
-      std::ifstream file(path);
-      if (!file) return NotFoundError(path + ": cannot open the report");
-      std::ostringstream text;
-      text << file.rdbuf();
-      KVSIM_ASSIGN_OR_RETURN(const sim::CampaignResults shard,
-                             sim::ResultsFromJson(text.str(), path));
+      KVSIM_ASSIGN_OR_RETURN(const std::string text,
+                             ReadInputFile(path, kMaxReportBytes, "report",
+                                           "report written by kvsim campaign --json", "256 MiB"));
+      KVSIM_ASSIGN_OR_RETURN(const sim::CampaignResults shard, sim::ResultsFromJson(text, path));
       KVSIM_RETURN_IF_ERROR(sim::MergeResults(shard, merged).WithContext(path));
     }
     PrintCampaignResults(merged, out);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/input_file.h"
 #include "base/seed.h"
 #include "cli/configs_root.h"
 #include "cli/sim_run.h"
@@ -15,6 +16,9 @@
 
 namespace kvsim::cli {
 namespace {
+
+// A JSON report beyond this is no report of a run: refused before it is read into memory.
+constexpr size_t kMaxReportBytes = size_t{256} << 20;
 
 class RunCommand : public Command {
  public:
@@ -143,11 +147,10 @@ class ReplayCommand : public Command {
   }
 
   Status Run(std::ostream& out) override {
-    std::ifstream file(report_);
-    if (!file) return NotFoundError(report_ + ": cannot open the report");
-    std::ostringstream text;
-    text << file.rdbuf();
-    KVSIM_ASSIGN_OR_RETURN(const sim::ReplayInput input, sim::ReadReplayInput(text.str(), report_));
+    KVSIM_ASSIGN_OR_RETURN(const std::string text,
+                           ReadInputFile(report_, kMaxReportBytes, "report",
+                                         "report written by kvsim run --json", "256 MiB"));
+    KVSIM_ASSIGN_OR_RETURN(const sim::ReplayInput input, sim::ReadReplayInput(text, report_));
     KVSIM_ASSIGN_OR_RETURN(const sim::Scenario scenario,
                            sim::ParseScenario(input.scenario_text, input.scenario_path));
     SimRunOptions options;

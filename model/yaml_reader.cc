@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "base/input_file.h"
 #include "model/number_text.h"
 
 namespace kvsim::model {
@@ -153,19 +154,9 @@ Result<YamlMap> YamlMap::LoadString(const std::string& text, const std::string& 
 }
 
 Result<YamlMap> YamlMap::LoadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError(fmt::format("{}: cannot open the file", path));
   // One MiB is far beyond any config; a bigger file is a mistake (a wrong path), not a config.
-  // Reading stops one byte past the limit, so an endless input (/dev/zero, a FIFO) is refused
-  // rather than read until memory runs out.
-  constexpr size_t kMaxBytes = size_t{1} << 20;
-  std::string text(kMaxBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (in.bad()) return InvalidArgumentError(fmt::format("{}: cannot read the file", path));
-  if (text.size() > kMaxBytes) {
-    return InvalidArgumentError(fmt::format("{}: larger than 1 MiB; not a config file", path));
-  }
+  KVSIM_ASSIGN_OR_RETURN(const std::string text,
+                         ReadInputFile(path, size_t{1} << 20, "file", "config file", "1 MiB"));
   return LoadString(text, path);
 }
 

@@ -1,6 +1,8 @@
 // Scenario YAML, field by field.
 #include "sim/scenario/scenario.h"
 
+#include "base/input_file.h"
+
 #include <cmath>
 #include <fstream>
 #include <utility>
@@ -548,17 +550,9 @@ Result<Scenario> ParseScenario(const std::string& text, const std::string& path)
 }
 
 Result<Scenario> LoadScenario(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError(path + ": cannot open the scenario file");
-  // Reading stops one byte past 1 MiB, so an endless input is refused instead of read forever.
-  constexpr size_t kMaxBytes = size_t{1} << 20;
-  std::string text(kMaxBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (in.bad()) return InvalidArgumentError(path + ": cannot read the scenario file");
-  if (text.size() > kMaxBytes) {
-    return InvalidArgumentError(path + ": larger than 1 MiB; not a scenario file");
-  }
+  KVSIM_ASSIGN_OR_RETURN(
+      const std::string text,
+      ReadInputFile(path, size_t{1} << 20, "scenario file", "scenario file", "1 MiB"));
   return ParseScenario(text, path);
 }
 

@@ -1,6 +1,8 @@
 // Reading request traces: the Azure CSV and the Mooncake JSON lines, line by line.
 #include "sim/workload/request_trace.h"
 
+#include "base/input_file.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -389,6 +391,7 @@ Result<RequestTrace> RequestTrace::Read(std::istream& in, const std::string& pat
 
 Result<RequestTrace> RequestTrace::Load(const std::string& path, TraceFormat format,
                                         int64_t max_requests) {
+  KVSIM_RETURN_IF_ERROR(CheckRegularFile(path, "trace file"));
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFoundError(path + ": cannot open the trace file");
   return Read(in, path, format, max_requests);

@@ -153,6 +153,13 @@ expect_exit 2 "a report of format version 1 \('kvsim_report'\); this kvsim reads
 expect_exit 1 "Reproduce: kvsim run page-reuse-storm .* --weaken table-after-check" \
   run page-reuse-storm --backend cpu --weaken table-after-check --json "$out/weak.json"
 expect_exit 1 "replay: state hash 0x[0-9a-f]+ reproduced" replay "$out/weak.json"
+# Inputs must be regular files: a FIFO would block the run forever, a directory is no file.
+mkfifo "$out/fifo.yaml"
+expect_exit 2 "fifo.yaml: a FIFO, not a regular file; the scenario file must be one" \
+  run "$out/fifo.yaml"
+expect_exit 2 "fifo.yaml: a FIFO, not a regular file; the report must be one" \
+  replay "$out/fifo.yaml"
+expect_exit 2 ": a directory, not a regular file; the report must be one" campaign merge "$out"
 # An option given an empty value is bad usage, naming the option (it would otherwise mean the
 # default), in every subcommand.
 expect_exit 2 "kvsim run: --seed must not be empty" run page-reuse-storm --seed ""

@@ -123,8 +123,8 @@ expect_exit 2 "broken.yaml:4:1: YAML syntax error" plan --model "$tmp/broken.yam
 sed 's/qk_rope_head_dim: 64/qk_rope_head_dim: -64/' configs/models/kimi-k2.6.yaml >"$tmp/neg.yaml"
 expect_exit 2 "neg.yaml:[0-9]+:21: field 'attention.qk_rope_head_dim': -64 is out of range" \
   plan --model "$tmp/neg.yaml"
-expect_exit 2 "/dev/zero: larger than 1 MiB; not a config file" plan --model /dev/zero
-expect_exit 2 "cannot (open|read) the file" plan --deployment "$tmp"
+expect_exit 2 "/dev/zero: a device, not a regular file; the file must be one" plan --model /dev/zero
+expect_exit 2 "a directory, not a regular file; the file must be one" plan --deployment "$tmp"
 printf 'tp: 3\n' >"$tmp/tp3.yaml"
 expect_exit 2 "tp 3 must divide the GPU count 8" plan --deployment "$tmp/tp3.yaml"
 printf 'colour: red\n' >"$tmp/colour.yaml"
