@@ -13,6 +13,7 @@
 #include "base/seed.h"
 #include "cli/campaign_report.h"
 #include "cli/configs_root.h"
+#include "cli/output_paths.h"
 #include "cli/sim_run.h"
 #include "cli/text_table.h"
 #include "runner/campaign_runner.h"
@@ -84,6 +85,9 @@ class MergeCommand : public Command {
         "usage or reports.");
   }
   Status Run(std::ostream& out) override {
+    std::vector<NamedPath> shards;
+    for (const std::string& path : reports_) shards.push_back({"a shard given to merge", path});
+    KVSIM_RETURN_IF_ERROR(CheckOutputPaths({{"--json", json_}}, shards));
     sim::CampaignResults merged;
     for (const std::string& path : reports_) {
       KVSIM_ASSIGN_OR_RETURN(const std::string text,

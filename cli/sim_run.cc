@@ -13,6 +13,7 @@
 
 #include "base/seed.h"
 #include "cli/gnuplot.h"
+#include "cli/output_paths.h"
 #include "cli/run_plot.h"
 #include "cli/text_table.h"
 #include "kernels/backend_factory.h"
@@ -265,6 +266,11 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& given, const SimRunOpti
     sim::ApplyEngineToScenario(preset, scenario);
   }
   if (!options.plot_path.empty()) KVSIM_RETURN_IF_ERROR(CheckPlotPath(options.plot_path));
+  KVSIM_RETURN_IF_ERROR(CheckOutputPaths({{"--json", options.json_path},
+                                          {"--csv", options.csv_path},
+                                          {"--timeline", options.timeline_path},
+                                          {"--plot", options.plot_path}},
+                                         {{"the scenario file", given.path}}));
   KVSIM_ASSIGN_OR_RETURN(const model::Catalog catalog, model::Catalog::Open(options.configs_root));
   KVSIM_ASSIGN_OR_RETURN(sim::PreparedScenario prepared, sim::PrepareScenario(scenario, catalog));
   if (options.max_time_s > 0)

@@ -43,6 +43,9 @@ expect_exit 1 "\(store_reads_freed_pages, tags, timing mode\): silent corruption
   "${weakened[@]}" --weaken store-checked-at-start
 expect_exit 1 "replay: kvsim campaign .* --weaken books-follow-tags --case 1" \
   "${weakened[@]}" --weaken books-follow-tags
+# A merge never writes over one of its own shards.
+expect_exit 2 "--json .*shard0.json: that is a shard given to merge, which it would overwrite" \
+  campaign merge "$out/shard0.json" --json "$out/shard0.json"
 # Case numbers and worker counts out of range are refused, not read as "all" or "the cores".
 expect_exit 2 "--case: a case number is 0 or more, not -5" campaign --cases 10 --case -5
 expect_exit 2 "--jobs: Value -100 not in range 1 to 4096" campaign --cases 10 --jobs -100

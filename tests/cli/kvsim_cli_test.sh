@@ -160,6 +160,15 @@ expect_exit 2 "fifo.yaml: a FIFO, not a regular file; the scenario file must be 
 expect_exit 2 "fifo.yaml: a FIFO, not a regular file; the report must be one" \
   replay "$out/fifo.yaml"
 expect_exit 2 ": a directory, not a regular file; the report must be one" campaign merge "$out"
+# Outputs are checked before any work: none may overwrite the input, two may not share a file,
+# and each needs its folder.
+cp configs/scenarios/page-reuse-storm.yaml "$out/storm-copy.yaml"
+expect_exit 2 "--json .*storm-copy.yaml: that is the scenario file, which it would overwrite" \
+  run "$out/storm-copy.yaml" --json "$out/storm-copy.yaml"
+expect_exit 2 "--csv .*same.out: the same file as --json" \
+  run page-reuse-storm --json "$out/same.out" --csv "$out/./same.out"
+expect_exit 2 "--json .*no-such-folder/r.json: folder '.*no-such-folder' does not exist" \
+  run page-reuse-storm --json "$out/no-such-folder/r.json"
 # An option given an empty value is bad usage, naming the option (it would otherwise mean the
 # default), in every subcommand.
 expect_exit 2 "kvsim run: --seed must not be empty" run page-reuse-storm --seed ""
