@@ -190,7 +190,7 @@ bool Scheduler::MakeRoom(int32_t pages, size_t protect, FormedStep& step) {
   int32_t victim = -1;
   for (size_t i = protect + 1; i < running_.size(); ++i) {
     const int32_t candidate = running_[i];
-    if (victim < 0 || config_.victim == PreemptionVictim::kNewest) {
+    if (victim < 0) {
       victim = candidate;
       continue;
     }
@@ -199,6 +199,7 @@ bool Scheduler::MakeRoom(int32_t pages, size_t protect, FormedStep& step) {
     bool takes = false;
     switch (config_.victim) {
       case PreemptionVictim::kNewest:
+        takes = true;
         break;
       case PreemptionVictim::kMostPages:
         takes = c.recorded.size() >= v.recorded.size();
@@ -493,11 +494,7 @@ int32_t Scheduler::AdmitHead(int32_t budget, SimNs now, FormedStep& step,
   step.rows.push_back({slot, start, tokens});
   if (!publisher_.empty()) {
     // The rows of this step that write the pages the match reads.
-    for (int32_t i = 0; i < matched; ++i) {
-      step.rows.back().depends_on =
-          std::max(step.rows.back().depends_on,
-                   publisher_[static_cast<size_t>(match.pages[static_cast<size_t>(i)].page)]);
-    }
+    DependOnPublishers(match.pages, step);
     PublishOnSchedule(step);
   }
   ++step.admitted;
@@ -614,6 +611,15 @@ int32_t Scheduler::Publish(int32_t slot, int32_t end_tokens, bool swap) {
   return pages - before;
 }
 
+void Scheduler::DependOnPublishers(const std::vector<PageGrant>& pages, FormedStep& step) const {
+  const int32_t row = static_cast<int32_t>(step.rows.size()) - 1;
+  ScheduledRow& last = step.rows.back();
+  for (const PageGrant& grant : pages) {
+    const int32_t publisher = publisher_[static_cast<size_t>(grant.page)];
+    if (publisher != row) last.depends_on = std::max(last.depends_on, publisher);
+  }
+}
+
 void Scheduler::PublishOnSchedule(FormedStep& step) {
   const int32_t row = static_cast<int32_t>(step.rows.size()) - 1;
   const ScheduledRow& scheduled = step.rows.back();
@@ -625,12 +631,7 @@ void Scheduler::PublishOnSchedule(FormedStep& step) {
   // Where the insert met pages another row of this step published (the same tokens, computed by
   // both), this request now holds the cache's lock on them: it depends on that row, so that a
   // refusal of the row preempts it before the pages are withdrawn.
-  for (const PageGrant& grant : last_insert_.held) {
-    const int32_t publisher = publisher_[static_cast<size_t>(grant.page)];
-    if (publisher >= 0 && publisher != row) {
-      step.rows.back().depends_on = std::max(step.rows.back().depends_on, publisher);
-    }
-  }
+  DependOnPublishers(last_insert_.held, step);
   // The pages the insert added to the cache: their KV is written by this step. (The request's
   // pages before them are either cached under this prefix already, or, after a bug, elsewhere.)
   if (last_insert_.added == 0) return;

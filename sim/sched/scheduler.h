@@ -234,6 +234,9 @@ class Scheduler {
   // Caches the first `pages` whole pages of `slot`'s sequence and, with `swap`, swaps its
   // duplicates for the cache's pages. False when the cache refused the insert.
   bool CachePrefill(int32_t slot, int32_t pages, bool swap = true);
+  // Publication on schedule: the last row of `step` depends on the rows of the step that
+  // published any of `pages` (other than itself).
+  void DependOnPublishers(const std::vector<PageGrant>& pages, FormedStep& step) const;
   // Counts the pages from `before` to `pages` (published just now) that hold generated tokens.
   void CountOutputPages(const SimRequest& r, int32_t before, int32_t pages);
   // The publication rules beyond today's: caches `slot`'s whole pages up to `end_tokens` if it has
