@@ -56,6 +56,26 @@ size_t FirstNonUtf8(const std::string& text) {
   return std::string::npos;
 }
 
+// The offset of the first C0 control byte other than tab, line feed and carriage return (or DEL),
+// or npos. YAML allows none of them in a stream; yaml-cpp stops at a NUL with a misleading
+// message, or reads past it.
+size_t FirstControlByte(const std::string& text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if ((byte < 0x20 && byte != '\t' && byte != '\n' && byte != '\r') || byte == 0x7F) return i;
+  }
+  return std::string::npos;
+}
+
+// 1-based line and column of byte `at` of `text`.
+std::pair<int64_t, int64_t> LineAndColumn(const std::string& text, size_t at) {
+  const size_t newline = at == 0 ? std::string::npos : text.rfind('\n', at - 1);
+  const int64_t column = static_cast<int64_t>(newline == std::string::npos ? at + 1 : at - newline);
+  const int64_t line =
+      1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+  return {line, column};
+}
+
 // Bounds on a config's YAML, counted with aliases expanded: an alias bomb (a few lines whose
 // aliases nest a billion nodes) or an alias that contains itself is refused instead of walked.
 constexpr size_t kMaxYamlNodes = 1'000'000;
@@ -95,6 +115,13 @@ Status CheckNoDuplicateKeys(const std::string& path, const YAML::Node& root) {
       }
       continue;
     }
+    if (at.node.IsNull() && at.depth > 0) {
+      // yaml-cpp reads `~`, `null` and an empty value alike as "no value", which every reader
+      // would take as "not given" and fill with its default: a field written but not meant.
+      return InvalidArgumentError(fmt::format(
+          "{}: field '{}': has no value (empty, ~ or null); give a value or leave the field out",
+          Location(path, at.node.Mark()), parent));
+    }
     if (!at.node.IsMap()) continue;
     std::unordered_map<std::string, YAML::Mark> seen;
     std::vector<Pending> children;
@@ -130,21 +157,34 @@ Result<YamlMap> YamlMap::LoadString(const std::string& text, const std::string& 
   auto path = std::make_shared<const std::string>(name);
   const size_t bad = FirstNonUtf8(text);
   if (bad != std::string::npos) {
-    const size_t newline = bad == 0 ? std::string::npos : text.rfind('\n', bad - 1);
-    const size_t column = newline == std::string::npos ? bad + 1 : bad - newline;
-    const auto line =
-        1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(bad), '\n');
+    const auto [line, column] = LineAndColumn(text, bad);
     return InvalidArgumentError(
         fmt::format("{}:{}:{}: byte 0x{:02x} is not UTF-8 text; a config file must be UTF-8", name,
                     line, column, static_cast<unsigned char>(text[bad])));
   }
-  YAML::Node root;
+  const size_t control = FirstControlByte(text);
+  if (control != std::string::npos) {
+    const auto [line, column] = LineAndColumn(text, control);
+    return InvalidArgumentError(fmt::format(
+        "{}:{}:{}: control byte 0x{:02x}; a config is text (tabs, newlines and printable "
+        "characters only)",
+        name, line, column, static_cast<unsigned char>(text[control])));
+  }
+  std::vector<YAML::Node> documents;
   try {
-    root = YAML::Load(text);
+    documents = YAML::LoadAll(text);
   } catch (const YAML::Exception& e) {
     return InvalidArgumentError(
         fmt::format("{}: YAML syntax error: {}", Location(name, e.mark), e.msg));
   }
+  // A second document ('---' then more fields) would be read by nothing: refused, not ignored.
+  if (documents.size() > 1) {
+    return InvalidArgumentError(fmt::format(
+        "{}: a second YAML document begins here; a config is one document (remove the '---' "
+        "line and what follows, or merge it into the first)",
+        Location(name, documents[1].Mark())));
+  }
+  const YAML::Node root = documents.empty() ? YAML::Node() : documents.front();
   if (!root.IsMap()) {
     return InvalidArgumentError(
         fmt::format("{}: the file must be a YAML mapping of fields (name: value)", name));

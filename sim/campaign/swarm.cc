@@ -96,6 +96,9 @@ Result<Scenario> DrawCase(const std::vector<Scenario>& bases, const Arm& arm, ui
   s.seed = seed;
   s.text.clear();
   s.path = s.name + ".yaml";
+  // Drawn and shrunk pools may be too small for every request: refusals are part of what a
+  // campaign explores.
+  s.pool_refuses_all = true;
 
   // The workload: a few closed-loop clients, prompts and outputs of a few pages.
   WorkloadSpec& w = s.server.workload;

@@ -23,6 +23,12 @@ SimNs SecondsToNs(double seconds) {
   return static_cast<SimNs>(std::llround(seconds * 1e9));
 }
 
+SimNs ClockAdd(SimNs a, SimNs b) {
+  KVSIM_CHECK(a >= 0 && b >= 0) << a << " + " << b;
+  if (a > kClockLimitNs || b > kClockLimitNs - a) return kClockLimitNs + 1;
+  return a + b;
+}
+
 double NsToSeconds(SimNs ns) { return static_cast<double>(ns) * 1e-9; }
 
 EventQueue::EventQueue(size_t max_events) : max_events_(max_events) {

@@ -15,8 +15,16 @@ namespace kvsim::sim {
 // Simulated time in integer nanoseconds: no floating point decides the order of events.
 using SimNs = int64_t;
 
+// The simulated clock's range: 2^62 ns, about 146 years. A workload's delays are bounded when it
+// is loaded (kMaxWorkloadSpanS) so that a run stays far inside it; a time past it (the tail of a
+// random gap) is caught where it is made and stops the run with an error, never wrapping around.
+inline constexpr SimNs kClockLimitNs = SimNs{1} << 62;
+
 // Converts seconds to the nearest nanosecond (non-negative, finite; checked).
 SimNs SecondsToNs(double seconds);
+// a + b for times and delays that are not negative, held at kClockLimitNs + 1 instead of
+// overflowing: a caller compares the result against kClockLimitNs.
+SimNs ClockAdd(SimNs a, SimNs b);
 double NsToSeconds(SimNs ns);
 
 // One pending event. The engine knows nothing of what `kind` and `subject` mean: the simulation

@@ -8,6 +8,7 @@
 
 #include "model/calibration.h"
 #include "sim/access/oracle_auditor.h"
+#include "sim/scenario/memory_budget.h"
 #include "sim/workload/request_spec.h"
 
 namespace kvsim::sim {
@@ -127,6 +128,7 @@ Status ReapplyScenario(const Scenario& scenario, PreparedScenario& prepared) {
 
 Result<RunReport> RunPrepared(const Scenario& scenario, const PreparedScenario& prepared,
                               const RunOptions& options, Backend& backend) {
+  KVSIM_RETURN_IF_ERROR(CheckMemoryBudget(scenario, prepared, options.mode));
   ServerConfig config = prepared.server;
   config.seed = options.seed;
   std::vector<std::unique_ptr<OracleAuditor>> oracles;
@@ -163,6 +165,14 @@ Result<RunReport> RunPrepared(const Scenario& scenario, const PreparedScenario& 
   }
   KVSIM_ASSIGN_OR_RETURN(std::unique_ptr<Server> server,
                          Server::Create(config, std::move(instances), prepared.link, backend));
+  if (!scenario.pool_refuses_all) {
+    const Status fits = server->CheckSomeRequestFits();
+    if (!fits.ok()) {
+      return InvalidArgumentError(scenario.path + ": " + fits.message() +
+                                  "; give the pool more pages, or set pool.refuses_all: true "
+                                  "if refusing every request is the point");
+    }
+  }
   server->set_progress(options.progress);
   server->set_timeline(options.timeline);
   KVSIM_ASSIGN_OR_RETURN(RunReport report, server->Run());

@@ -285,7 +285,8 @@ Status ParseScheduler(const YamlMap& map, SchedulerConfig& s) {
 }
 
 Status ParsePool(const YamlMap& map, Scenario& scenario) {
-  KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"pages", "reuse", "dummy_page"}));
+  KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"pages", "reuse", "dummy_page", "refuses_all"}));
+  KVSIM_ASSIGN_OR_RETURN(scenario.pool_refuses_all, map.BoolOr("refuses_all", false));
   KVSIM_ASSIGN_OR_RETURN(const int64_t pages, map.IntOr("pages", 0, 0, kMaxPoolPages));
   scenario.pool_pages = static_cast<int32_t>(pages);
   PagePoolConfig& pool = scenario.server.scheduler.pool;
@@ -435,8 +436,13 @@ Status ParseKvStore(const YamlMap& map, std::optional<KvStoreSpec>& store) {
   return Status::Ok();
 }
 
-Status ParseLimits(const YamlMap& map, RunLimits& limits) {
-  KVSIM_RETURN_IF_ERROR(map.CheckKnownKeys({"max_time_s", "max_events", "sweep_every"}));
+Status ParseLimits(const YamlMap& map, Scenario& scenario) {
+  RunLimits& limits = scenario.server.limits;
+  KVSIM_RETURN_IF_ERROR(
+      map.CheckKnownKeys({"max_time_s", "max_events", "sweep_every", "memory_gib"}));
+  if (map.Has("memory_gib")) {
+    KVSIM_ASSIGN_OR_RETURN(scenario.memory_budget_gib, map.Double("memory_gib", 0.001, 65536));
+  }
   if (map.Has("max_time_s")) {
     KVSIM_ASSIGN_OR_RETURN(const double seconds, map.Double("max_time_s", 1e-9, 9e9));
     limits.max_time_ns = SecondsToNs(seconds);
@@ -538,7 +544,7 @@ Result<Scenario> ParseScenario(const std::string& text, const std::string& path)
   }
   if (root.Has("limits")) {
     KVSIM_ASSIGN_OR_RETURN(const YamlMap limits, root.Map("limits"));
-    KVSIM_RETURN_IF_ERROR(ParseLimits(limits, scenario.server.limits));
+    KVSIM_RETURN_IF_ERROR(ParseLimits(limits, scenario));
   }
   if (root.Has("figures")) {
     KVSIM_ASSIGN_OR_RETURN(const YamlMap figures, root.Map("figures"));

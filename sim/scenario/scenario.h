@@ -42,6 +42,9 @@ struct Disaggregation {
   SimNs latency_ns = 0;
 };
 
+// The default memory budget of a run, in GiB: a laptop's share; raised per scenario.
+inline constexpr double kDefaultMemoryBudgetGib = 8;
+
 struct Scenario {
   std::string name;
   std::string description;
@@ -55,7 +58,12 @@ struct Scenario {
   std::string calibration = "kimi-k2.6-8xh200";
   // 0: the pool holds as many pages as the deployment's KV capacity per pool.
   int32_t pool_pages = 0;
+  // pool.refuses_all: the pool is meant to be too small for every request (a run about
+  // refusals); otherwise such a run is refused before it starts.
+  bool pool_refuses_all = false;
   bool oracle = false;  // the ownership oracle audits every access (always, in kernel mode)
+  // limits.memory_gib: what the run's per-page arrays may take (memory_budget.h).
+  double memory_budget_gib = kDefaultMemoryBudgetGib;
   // Kernel mode's small model. Its KV format defaults to the deployment's.
   KernelSpec kernel;
   // The server's scheduler, workload, tracker and limits. scheduler.pool.num_pages and

@@ -106,6 +106,7 @@ void WritePool(YAML::Emitter& out, const Scenario& scenario) {
   Field(out, "pages", scenario.pool_pages);
   Field(out, "reuse", ReuseOrderName(pool.reuse_order));
   Field(out, "dummy_page", pool.reserve_dummy_page);
+  if (scenario.pool_refuses_all) Field(out, "refuses_all", true);
   out << YAML::EndMap;
 }
 
@@ -293,7 +294,8 @@ void WriteKvStore(YAML::Emitter& out, const std::optional<KvStoreSpec>& store) {
   out << YAML::EndMap;
 }
 
-void WriteLimits(YAML::Emitter& out, const RunLimits& limits) {
+void WriteLimits(YAML::Emitter& out, const Scenario& scenario) {
+  const RunLimits& limits = scenario.server.limits;
   out << YAML::Key << "limits" << YAML::Value << YAML::BeginMap;
   if (limits.max_time_ns != std::numeric_limits<SimNs>::max()) {
     Field(out, "max_time_s", ExactSeconds(limits.max_time_ns));
@@ -302,6 +304,9 @@ void WriteLimits(YAML::Emitter& out, const RunLimits& limits) {
     Field(out, "max_events", limits.max_events);
   }
   Field(out, "sweep_every", limits.sweep_every_events);
+  if (scenario.memory_budget_gib != kDefaultMemoryBudgetGib) {
+    Field(out, "memory_gib", Number(scenario.memory_budget_gib));
+  }
   out << YAML::EndMap;
 }
 
@@ -324,7 +329,7 @@ std::string ScenarioToYaml(const Scenario& scenario) {
   WriteFaults(out, scenario.server.faults);
   if (scenario.disaggregation) WriteDisaggregation(out, *scenario.disaggregation);
   WriteKvStore(out, scenario.server.kv_store);
-  WriteLimits(out, scenario.server.limits);
+  WriteLimits(out, scenario);
   out << YAML::EndMap;
   KVSIM_CHECK(out.good()) << out.GetLastError();
   return std::string(out.c_str()) + "\n";

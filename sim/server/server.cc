@@ -92,6 +92,20 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerConfig& config,
   return server;
 }
 
+Status Server::CheckSomeRequestFits() const {
+  const RequestSpec smallest = workload_.SmallestRequest();
+  std::string reason = instances_[0]->scheduler.RefusalReason(smallest);
+  if (reason.empty() && disaggregated()) {
+    reason = instances_[1]->scheduler.TransferRefusalReason(smallest);
+    if (!reason.empty()) reason = "decode instance: " + reason;
+  }
+  if (reason.empty()) return Status::Ok();
+  return InvalidArgumentError(
+      "no request of the workload can ever run, so every one would be refused: its smallest (a " +
+      std::to_string(smallest.prompt_tokens) + "-token prompt, max_new_tokens " +
+      std::to_string(smallest.max_new_tokens) + "): " + reason);
+}
+
 Server::Server(const ServerConfig& config, std::optional<TransferLink> link, Workload workload)
     : config_(config), link_(link), workload_(std::move(workload)), series_(kPoolSeriesCapacity) {}
 
@@ -105,6 +119,17 @@ void Server::AddFinding(Finding finding) {
 }
 
 void Server::Issue(const RequestSpec& spec, EventQueue& queue) {
+  if (spec.arrival_ns > kClockLimitNs) {
+    if (clock_error_.ok()) {
+      clock_error_ = OutOfRangeError(
+          "request " + std::to_string(spec.id) +
+          " would arrive past the simulated clock's range (" +
+          std::to_string(kClockLimitNs / 1'000'000'000) +
+          " s, about 146 years): the workload's gaps or think times are too long for its "
+          "requests; raise workload.arrival.rate or lower its think_ms or retry_delay_ms");
+    }
+    return;
+  }
   const size_t id = static_cast<size_t>(spec.id);
   KVSIM_CHECK_EQ(id, pending_.size()) << "requests are issued in id order";
   pending_.push_back(spec);
@@ -122,6 +147,11 @@ void Server::RequestSchedule(size_t instance, EventQueue& queue) {
 }
 
 Status Server::Handle(const Event& event, EventQueue& queue) {
+  KVSIM_RETURN_IF_ERROR(Dispatch(event, queue));
+  return clock_error_;
+}
+
+Status Server::Dispatch(const Event& event, EventQueue& queue) {
   switch (static_cast<EventKind>(event.kind)) {
     case kArrival:
       return OnArrival(event.subject, queue);
@@ -151,7 +181,7 @@ Status Server::OnArrival(int64_t id, EventQueue& queue) {
   MixHash(static_cast<uint64_t>(id));
   MixHash(static_cast<uint64_t>(queue.now()));
   if (spec.cancel_after_ns >= 0) {
-    queue.Push(queue.now() + spec.cancel_after_ns, kCancel, kCancel, id);
+    queue.Push(ClockAdd(queue.now(), spec.cancel_after_ns), kCancel, kCancel, id);
   }
   if (workload_.arrivals_are_open() && spec.retry_of < 0) {
     if (std::optional<RequestSpec> next = workload_.NextArrival()) Issue(*next, queue);

@@ -73,6 +73,10 @@ class Server final : public EventHandler {
   void set_timeline(Timeline* timeline) { timeline_ = timeline; }
 
   Status Handle(const Event& event, EventQueue& queue) override;
+
+  // Ok, or InvalidArgument naming why no pool can hold even the workload's smallest request
+  // (Workload::SmallestRequest): a run that would refuse every request.
+  Status CheckSomeRequestFits() const;
   Status CheckCheapInvariants() const override;
   Status CheckSweepInvariants() const override;
 
@@ -133,7 +137,10 @@ class Server final : public EventHandler {
   Server(const ServerConfig& config, std::optional<TransferLink> link, Workload workload);
   bool disaggregated() const { return instances_.size() == 2; }
 
+  // Pushes the request's arrival; one that would arrive past the clock's range is not pushed and
+  // sets clock_error_, which stops the run at the end of the event that issued it.
   void Issue(const RequestSpec& spec, EventQueue& queue);
+  Status Dispatch(const Event& event, EventQueue& queue);
   void RequestSchedule(size_t instance, EventQueue& queue);
   Status OnArrival(int64_t id, EventQueue& queue);
   Status OnCancel(int64_t id, EventQueue& queue);
@@ -229,6 +236,7 @@ class Server final : public EventHandler {
   std::vector<SimNs> transfers_;
   PoolSeries series_;
   uint64_t hash_ = 0;
+  Status clock_error_;
   std::function<void(SimNs, int64_t)> progress_;
   Timeline* timeline_ = nullptr;
 };

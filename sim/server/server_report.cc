@@ -135,6 +135,7 @@ Result<RunReport> Server::Run() {
   EventQueue queue(kMaxPendingEvents);
   queue_ = &queue;
   for (const RequestSpec& spec : workload_.Start()) Issue(spec, queue);
+  if (!clock_error_.ok()) return clock_error_;
   Result<RunOutcome> outcome = RunEvents(*this, queue, config_.limits);
   if (!outcome.ok()) {
     queue_ = nullptr;

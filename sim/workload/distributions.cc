@@ -138,13 +138,18 @@ ArrivalSampler::ArrivalSampler(const ArrivalSpec& spec) : spec_(spec) {
 
 SimNs ArrivalSampler::NextGap(Prng& prng) {
   const double mean_gap_s = 1.0 / spec_.rate_per_s;
+  // A gap past the clock's range is held just beyond it (the run stops there with an error);
+  // every gap inside the range is exact.
+  const auto gap = [](double seconds) {
+    return seconds > NsToSeconds(kClockLimitNs) ? kClockLimitNs + 1 : SecondsToNs(seconds);
+  };
   switch (spec_.kind) {
     case ArrivalKind::kPoisson:
-      return SecondsToNs(mean_gap_s * SampleExponential(prng));
+      return gap(mean_gap_s * SampleExponential(prng));
     case ArrivalKind::kGamma: {
       // Shape 1 / cv^2 and scale mean * cv^2: mean gap 1 / rate, coefficient of variation cv.
       const double shape = 1.0 / (spec_.cv * spec_.cv);
-      return SecondsToNs(mean_gap_s / shape * SampleGamma(prng, shape));
+      return gap(mean_gap_s / shape * SampleGamma(prng, shape));
     }
     case ArrivalKind::kBurst:
       if (left_in_burst_ > 0) {
@@ -152,9 +157,9 @@ SimNs ArrivalSampler::NextGap(Prng& prng) {
         return 0;
       }
       left_in_burst_ = spec_.burst_size - 1;
-      return SecondsToNs(mean_gap_s * spec_.burst_size * SampleExponential(prng));
+      return gap(mean_gap_s * spec_.burst_size * SampleExponential(prng));
     case ArrivalKind::kFixedRate:
-      return SecondsToNs(mean_gap_s);
+      return gap(mean_gap_s);
   }
   return 0;
 }

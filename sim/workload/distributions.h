@@ -30,6 +30,8 @@ struct LengthSpec {
 
   // The largest length it can give (value for fixed, else max).
   int32_t upper() const { return kind == LengthKind::kFixed ? value : max; }
+  // The smallest length it can give (value for fixed, else min).
+  int32_t lower() const { return kind == LengthKind::kFixed ? value : min; }
 };
 
 // The longest length a spec may name (2^24 tokens), and the widest Zipf support (a table of its

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "base/check.h"
@@ -84,6 +85,56 @@ Status CheckTraceRequests(const WorkloadSpec& spec) {
   return Status::Ok();
 }
 
+// The workload's delays added up over its requests as if each came after the last: a bound on
+// its expected span. Kept within kMaxWorkloadSpanS so that no run nears the clock's range; the
+// error names the field that contributes most and the largest value it may take.
+Status CheckWorkloadSpan(const WorkloadSpec& spec) {
+  int64_t requests = spec.requests;
+  if (spec.loop == LoopKind::kTrace) {
+    if (!spec.trace.replace_arrivals || spec.trace.requests == nullptr) return Status::Ok();
+    if (requests == 0) requests = static_cast<int64_t>(spec.trace.requests->size());
+  }
+  struct Term {
+    const char* field;
+    double seconds;  // per request
+    bool is_rate;
+  };
+  std::vector<Term> terms;
+  if (spec.loop != LoopKind::kClosed) {
+    terms.push_back({"workload.arrival.rate", 1.0 / spec.arrival.rate_per_s, true});
+  } else {
+    terms.push_back({"workload.think_ms", NsToSeconds(spec.think_ns), false});
+  }
+  if (spec.sessions) {
+    terms.push_back({"workload.sessions.think_ms", NsToSeconds(spec.sessions->think_ns), false});
+  }
+  if (spec.cancel.retry_ppm > 0) {
+    terms.push_back(
+        {"workload.cancel.retry_delay_ms", NsToSeconds(spec.cancel.retry_delay_ns), false});
+  }
+  double per_request = 0;
+  for (const Term& term : terms) per_request += term.seconds;
+  const double n = static_cast<double>(requests);
+  if (n * per_request <= kMaxWorkloadSpanS) return Status::Ok();
+  const Term& top = *std::max_element(terms.begin(), terms.end(), [](const Term& a, const Term& b) {
+    return a.seconds < b.seconds;
+  });
+  const double room = kMaxWorkloadSpanS / n - (per_request - top.seconds);
+  char allowed[96];
+  if (top.is_rate) {
+    std::snprintf(allowed, sizeof allowed, "at least %.3g requests per second", 1.0 / room);
+  } else {
+    std::snprintf(allowed, sizeof allowed, "at most %.0f ms",
+                  std::floor(std::max(0.0, room) * 1e3));
+  }
+  char span[64];
+  std::snprintf(span, sizeof span, "%.3g s", n * per_request);
+  return OutOfRangeError(
+      std::string(top.field) + ": " + std::to_string(requests) + " requests would span " + span +
+      " of simulated time, past the " + std::to_string(static_cast<int64_t>(kMaxWorkloadSpanS)) +
+      " s (about 31 years) a workload may span; allowed with these requests: " + allowed);
+}
+
 }  // namespace
 
 const char* LoopKindName(LoopKind kind) {
@@ -158,6 +209,7 @@ Status ValidateWorkloadSpec(const WorkloadSpec& spec) {
   if (cancel.retry_delay_ns < 0) {
     return OutOfRangeError("workload.cancel.retry_delay_ms must not be negative");
   }
+  KVSIM_RETURN_IF_ERROR(CheckWorkloadSpan(spec));
   return Status::Ok();
 }
 
@@ -224,6 +276,30 @@ RequestSpec Workload::Make(SimNs arrival_ns, int32_t client, std::vector<PromptS
   r.output_tokens = output_.Sample(lengths_rng_);
   r.max_new_tokens = spec_.max_new_tokens;
   DrawOutputAndCancel(r);
+  return r;
+}
+
+RequestSpec Workload::SmallestRequest() const {
+  RequestSpec r;
+  if (spec_.loop == LoopKind::kTrace) {
+    const RequestTrace& trace = *spec_.trace.requests;
+    int64_t least = INT64_MAX;
+    for (size_t i = 0; i < static_cast<size_t>(total_requests_); ++i) {
+      const ClippedLengths lengths = TraceLengths(spec_.trace, trace.request(i));
+      const int32_t max_new =
+          spec_.max_new_tokens == 0 ? lengths.output_tokens : spec_.max_new_tokens;
+      if (int64_t{lengths.prompt_tokens} + max_new >= least) continue;
+      least = int64_t{lengths.prompt_tokens} + max_new;
+      r.prompt_tokens = lengths.prompt_tokens;
+      r.output_tokens = lengths.output_tokens;
+      r.max_new_tokens = max_new;
+    }
+  } else {
+    r.prompt_tokens = spec_.prompt_tokens.lower();
+    r.output_tokens = spec_.output_tokens.lower();
+    r.max_new_tokens = spec_.max_new_tokens;
+  }
+  r.prompt.push_back({0, r.prompt_tokens});
   return r;
 }
 
@@ -315,7 +391,7 @@ std::optional<RequestSpec> Workload::NextArrival() {
         static_cast<SimNs>(std::llround(static_cast<double>(trace_ns) * spec_.trace.time_scale));
   } else {
     // The first arrival comes after one gap too, so that time 0 is not special.
-    last_arrival_ns_ += arrivals_.NextGap(arrivals_rng_);
+    last_arrival_ns_ = ClockAdd(last_arrival_ns_, arrivals_.NextGap(arrivals_rng_));
   }
   if (spec_.loop == LoopKind::kTrace) return MakeFromTrace(index, last_arrival_ns_);
   return Make(last_arrival_ns_, -1, {});
@@ -327,7 +403,7 @@ std::optional<RequestSpec> Workload::NextForClient(int32_t client, SimNs now) {
   const SimNs think = turns_ && sessions_[static_cast<size_t>(client)].turns_left > 0
                           ? spec_.sessions->think_ns
                           : spec_.think_ns;
-  return NextTurn(client, now + think);
+  return NextTurn(client, ClockAdd(now, think));
 }
 
 std::optional<RequestSpec> Workload::RetryOf(const RequestSpec& cancelled, SimNs now) {
@@ -336,7 +412,7 @@ std::optional<RequestSpec> Workload::RetryOf(const RequestSpec& cancelled, SimNs
   }
   RequestSpec retry = cancelled;
   retry.id = next_id_++;
-  retry.arrival_ns = now + spec_.cancel.retry_delay_ns;
+  retry.arrival_ns = ClockAdd(now, spec_.cancel.retry_delay_ns);
   retry.retry_of = cancelled.id;
   // A retry runs to its end: cancelling it again could retry forever.
   retry.cancel_after_ns = -1;

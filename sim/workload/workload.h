@@ -87,6 +87,10 @@ struct WorkloadSpec {
 
 // Bounds on a workload: requests per run and closed-loop clients.
 inline constexpr int64_t kMaxRequests = int64_t{1} << 30;
+// The longest a workload's delays may add up to, in seconds (about 31 years): its requests times
+// the mean arrival gap, think time and retry delay. A fifth of the clock's range (kClockLimitNs),
+// so that the random tails of the gaps stay inside it too.
+inline constexpr double kMaxWorkloadSpanS = 1e9;
 inline constexpr int32_t kMaxClients = 1 << 20;
 inline constexpr int32_t kMaxPriorityLevels = 1000;
 static_assert(kMaxTraceRequests <= kMaxRequests, "a whole trace is a valid request count");
@@ -106,6 +110,10 @@ class Workload {
   std::vector<RequestSpec> Start();
   // Open loop and trace: the arrival after the last one (nullopt once all have been issued).
   std::optional<RequestSpec> NextArrival();
+  // The least any request of this workload holds: its shortest prompt (without a shared prefix
+  // or history) and its shortest declared output (a trace's shortest request). Draws nothing: a
+  // pool that cannot hold even this can hold no request of the workload.
+  RequestSpec SmallestRequest() const;
   // Closed loop: `client`'s next request after its last one ended at `now` (nullopt when the run
   // has issued all its requests).
   std::optional<RequestSpec> NextForClient(int32_t client, SimNs now);

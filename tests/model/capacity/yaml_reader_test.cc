@@ -1,6 +1,8 @@
 // Config YAML that would crash or stall a reader is refused at load, with the file and what is
 // wrong: an alias that contains itself (unbounded depth), an alias bomb (a few lines naming a
 // billion nodes); a repeated key is found in time linear in the keys, at its second appearance.
+// Text that yaml-cpp would read as something other than what was written is refused too: a field
+// with no value (read as "not given"), a second document (read by nothing), control bytes.
 #include "model/yaml_reader.h"
 
 #include <gtest/gtest.h>
@@ -44,6 +46,37 @@ TEST(YamlReaderTest, ARepeatedKeyAmongManyIsFoundAtItsSecondAppearance) {
             "c.yaml:50002:1: field 'k123': given twice (first at line 125); give it once");
   EXPECT_EQ(ErrorOf("a:\n  - {b: 1, c: 2}\n  - {b: 1, b: 2}\n"),
             "c.yaml:3:12: field 'a[1].b': given twice (first at line 3); give it once");
+}
+
+TEST(YamlReaderTest, AFieldWithNoValueIsRefusedNotTakenAsTheDefault) {
+  for (const char* empty : {"~", "null", "Null", ""}) {
+    const std::string error = ErrorOf(std::string("name: x\npool:\n  pages: ") + empty + "\n");
+    EXPECT_NE(error.find("field 'pool.pages': has no value (empty, ~ or null)"), std::string::npos)
+        << empty << ": " << error;
+  }
+  EXPECT_NE(ErrorOf("list: [1, ~]\n").find("field 'list[1]': has no value"), std::string::npos)
+      << ErrorOf("list: [1, ~]\n");
+  // A quoted "~" is a string, not null.
+  EXPECT_EQ(ErrorOf("name: '~'\n"), "ok");
+}
+
+TEST(YamlReaderTest, ASecondDocumentIsRefusedWhereItBegins) {
+  EXPECT_EQ(ErrorOf("---\nname: x\n"), "ok");
+  EXPECT_NE(ErrorOf("name: x\n---\nname: y\n").find("c.yaml:3:1: a second YAML document"),
+            std::string::npos)
+      << ErrorOf("name: x\n---\nname: y\n");
+  // A broken second document is a syntax error, not silently dropped.
+  EXPECT_NE(ErrorOf("name: x\n---\nfoo: [ bar\n").find("YAML syntax error"), std::string::npos)
+      << ErrorOf("name: x\n---\nfoo: [ bar\n");
+}
+
+TEST(YamlReaderTest, ControlBytesAreRefusedByPosition) {
+  EXPECT_EQ(ErrorOf(std::string("name: a\0b\n", 10)),
+            "c.yaml:1:8: control byte 0x00; a config is text (tabs, newlines and printable "
+            "characters only)");
+  EXPECT_NE(ErrorOf("name: x\nother: \x07\n").find("c.yaml:2:8: control byte 0x07"),
+            std::string::npos);
+  EXPECT_EQ(ErrorOf("name: x\r\nother:\ty\r\n"), "ok");
 }
 
 }  // namespace

@@ -180,6 +180,8 @@ std::vector<std::string> ScenarioDifferences(const Scenario& a, const Scenario& 
   CompareDeployment(d.In("deployment"), a.deployment, b.deployment);
   d.Field("calibration", a.calibration, b.calibration);
   d.Field("pool_pages", a.pool_pages, b.pool_pages);
+  d.Field("pool_refuses_all", a.pool_refuses_all, b.pool_refuses_all);
+  d.Field("memory_budget_gib", a.memory_budget_gib, b.memory_budget_gib);
   d.Field("oracle", a.oracle, b.oracle);
   CompareKernel(d.In("kernel"), a.kernel, b.kernel);
   CompareServer(d.In("server"), a.server, b.server);
