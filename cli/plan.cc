@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -102,11 +103,18 @@ class PlanCommand : public Command {
         "concurrency=N,ms-per-token=T[,ttft-ms=F]: the cheapest deployments that serve N "
         "requests of --context tokens at once at T ms per output token (and the first token "
         "within F ms: one prompt's prefill on an idle pool), searching the GPU kind, GPU count "
-        "(1 to 16), tp (1 to 8), ep (1 or tp, for models with routed experts), KV dtype (bf16, "
-        "fp8_e4m3) and weight variant, except the fields given; and why the others fail (exit 1 "
-        "when none meets it). With --json, every deployment searched as JSON");
+        "(every multiple of tp up to --max-gpus), tp (1 to 8), ep (1 or tp, for models with "
+        "routed experts), KV dtype (bf16, fp8_e4m3) and weight variant, except the fields given; "
+        "and why the others fail, each reason with its nearest miss (exit 1 when none meets it). "
+        "With --json, every deployment searched as JSON");
     plan_only_.push_back(need);
     text_options_.push_back({need, &need_text_});
+    plan_only_.push_back(
+        app.add_option_function<std::string>(
+               "--max-gpus", [this](const std::string& value) { max_gpus_text_ = value; },
+               "The largest GPU count --need searches, an integer 1 to 1024 (default 64); it "
+               "says where it stopped and whether a larger limit could find a cheaper answer")
+            ->needs(need));
     plan_only_.push_back(
         app.add_option("--compare", compares_,
                        "FIELD=V1,V2,...: configurations side by side (repeatable; cross product, "
@@ -203,7 +211,9 @@ class PlanCommand : public Command {
   Status RunNeed(std::ostream& out, const model::Catalog& catalog,
                  const model::StepTimeParams& params, const model::PlanSettings& base) const {
     KVSIM_ASSIGN_OR_RETURN(const Need need, ParseNeed(need_text_));
-    KVSIM_ASSIGN_OR_RETURN(const NeedReport report, SolveNeed(catalog, params, base, need));
+    KVSIM_ASSIGN_OR_RETURN(const int max_gpus, MaxGpusFor(max_gpus_text_, base));
+    KVSIM_ASSIGN_OR_RETURN(const NeedReport report,
+                           SolveNeed(catalog, params, base, need, max_gpus));
     if (json_) {
       out << NeedJson(need, base, report).dump(2) << "\n";
     } else {
@@ -255,6 +265,7 @@ class PlanCommand : public Command {
   std::string concurrency_text_ = "1,8,16,32,64";
   std::vector<std::string> compares_;
   std::string need_text_;
+  std::optional<std::string> max_gpus_text_;  // --max-gpus, when given
   // Options that shape or print a plan of given configurations, which --need does not make.
   std::vector<const CLI::Option*> need_excludes_;
   std::string calibration_ = "kimi-k2.6-8xh200";

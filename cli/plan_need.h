@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -32,28 +33,52 @@ struct NeedCandidate {
   model::PlanResult result;
   double usd_per_hour = 0;  // all its GPUs
   std::string failure;
+  // How far it is from the need, as one ratio: the largest of needed / available memory and
+  // achieved / required latency. Above 1 it fails, and the smaller the nearer; at most 1 it meets
+  // the need. Infinite when nothing measures it (a deployment that does not suit the model).
+  double shortfall = 0;
 };
 
 // The search's outcome: the deployments that meet the need, cheapest per hour first (then the
 // fastest), and those that do not, in search order.
 struct NeedReport {
-  std::vector<std::string> searched;  // "gpu h100-sxm, h200-sxm", "gpus 1, 2, 4, 8, 16", ...
+  std::vector<std::string> searched;  // "gpu h100-sxm, h200-sxm", "gpus 1..64 (...)", ...
   std::vector<NeedCandidate> meeting;
   std::vector<NeedCandidate> failing;
+  // Where the GPU count was searched (gpus not given), its limit (--max-gpus); 0 when gpus was
+  // given and only that count was planned.
+  int max_gpus = 0;
+  // The deployments still short of the need at their largest count within max_gpus, where more
+  // GPUs might meet it, and the least that the next count of any of them would cost per hour.
+  int short_at_max_gpus = 0;
+  double usd_per_hour_beyond_max_gpus = 0;
 };
 
-// The GPU counts and tensor-parallel sizes the search tries: tp within one 8-GPU NVLink domain.
-inline constexpr int kNeedGpuCounts[] = {1, 2, 4, 8, 16};
+// The tensor-parallel sizes the search tries: within one 8-GPU NVLink domain. Each is tried at
+// every GPU count that is a multiple of it, up to the limit (--max-gpus, default 64, at most
+// 1024).
 inline constexpr int kNeedTpSizes[] = {1, 2, 4, 8};
+inline constexpr int kNeedMaxGpusDefault = 64;
+inline constexpr int kNeedMaxGpusLimit = 1024;
 
-// Plans every combination of GPU kind, GPU count, tensor parallelism, KV dtype (bf16, fp8_e4m3)
-// and weight variant of `base`'s model, except the fields `base` sets explicitly (base.given),
-// which stay as set, and sorts them by `need`. Errors: unknown names, a bad kernel table.
+// The search's largest GPU count: the default when `text` (--max-gpus) is not given, else an
+// integer 1 to 1024. Refused (InvalidArgument, naming the option) beside a given gpus, which it
+// would not change.
+Result<int> MaxGpusFor(const std::optional<std::string>& text, const model::PlanSettings& base);
+
+// Plans every combination of GPU kind, tensor parallelism, expert parallelism (for models with
+// routed experts), KV dtype (bf16, fp8_e4m3), weight variant of `base`'s model and GPU count (every
+// multiple of tp up to `max_gpus`), except the fields `base` sets explicitly (base.given), which
+// stay as set, and sorts them by `need`. A deployment's GPU count grows only while more GPUs may
+// still be the cheapest way to meet the need (see plan_need.cc). Errors: unknown names, a bad
+// kernel table, a given tp above `max_gpus`.
 Result<NeedReport> SolveNeed(const model::Catalog& catalog, const model::StepTimeParams& params,
-                             const model::PlanSettings& base, const Need& need);
+                             const model::PlanSettings& base, const Need& need,
+                             int max_gpus = kNeedMaxGpusDefault);
 
-// The need, what was searched, the `shown` cheapest deployments that meet it, and the failures
-// counted by reason, each with the closest miss.
+// The need, what was searched, the `shown` cheapest deployments that meet it, the failures
+// counted by reason, each with its closest miss (the smallest shortfall), the nearest miss of all
+// when none meets it, and where the GPU count stopped and whether a larger --max-gpus could help.
 void PrintNeed(std::ostream& out, const Need& need, const model::PlanSettings& base,
                const NeedReport& report, size_t shown);
 

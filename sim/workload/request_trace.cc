@@ -75,6 +75,13 @@ int64_t DaysFromCivil(int64_t y, int64_t m, int64_t d) {
   return era * 146097 + doe - 719468;
 }
 
+// Days in month m (1..12) of year y of the Gregorian calendar.
+int64_t DaysInMonth(int64_t y, int64_t m) {
+  static constexpr int64_t kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  return m == 2 && leap ? 29 : kDays[m - 1];
+}
+
 // "2023-11-16 18:15:46.6805900" (the fraction optional, 1 to 9 digits) as nanoseconds since
 // 1970-01-01 00:00:00.
 bool ParseTimestamp(const std::string& text, SimNs& ns) {
@@ -97,6 +104,9 @@ bool ParseTimestamp(const std::string& text, SimNs& ns) {
       minute > 59 || second > 60) {
     return false;
   }
+  // A day the month does not have (February 30) would be read as a day of the next month, and
+  // the line after it blamed for going back in time.
+  if (day > DaysInMonth(year, month)) return false;
   int64_t fraction_ns = 0;
   if (text.size() > kFixed) {
     const size_t digits = text.size() - kFixed - 1;

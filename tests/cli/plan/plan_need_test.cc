@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <optional>
 #include <sstream>
 
 #include "base/kv_format.h"
@@ -46,9 +48,7 @@ TEST(SolveNeedTest, EveryAnswerMeetsTheNeedCheapestFirst) {
   const Result<NeedReport> report =
       SolveNeed(model::ShippedCatalog(), model::ShippedParams(), base, need);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
-  // 4 GPU kinds x 23 (gpus, tp, ep) triples x 2 caches x 2 weight variants: 14 (gpus, tp)
-  // pairs, the 9 with tp > 1 once with ep 1 and once with ep = tp.
-  EXPECT_EQ(report->meeting.size() + report->failing.size(), 368u);
+  EXPECT_EQ(report->max_gpus, kNeedMaxGpusDefault);
   ASSERT_FALSE(report->meeting.empty());
   for (size_t i = 0; i < report->meeting.size(); ++i) {
     const NeedCandidate& c = report->meeting[i];
@@ -56,19 +56,25 @@ TEST(SolveNeedTest, EveryAnswerMeetsTheNeedCheapestFirst) {
     EXPECT_TRUE(c.result.decode.front().fits);
     EXPECT_LE(c.result.decode.front().ms_per_token, 30);
     EXPECT_EQ(c.result.decode.front().concurrency, 64);
+    EXPECT_LE(c.shortfall, 1);
+    EXPECT_EQ(c.result.settings.deployment.gpus % c.result.settings.deployment.tp, 0);
     if (i > 0) {
       EXPECT_GE(c.usd_per_hour, report->meeting[i - 1].usd_per_hour);
     }
   }
   for (const NeedCandidate& c : report->failing) {
     EXPECT_FALSE(c.failure.empty());
+    EXPECT_GT(c.shortfall, 1) << c.failure;
     if (!c.result.planned() || !c.result.decode.front().fits) continue;
     EXPECT_GT(c.result.decode.front().ms_per_token, 30) << c.failure;
   }
   // Eight H200s hold 65 such requests in an FP8 cache but decode them too slowly.
   std::ostringstream text;
   PrintNeed(text, need, base, *report, 8);
-  EXPECT_NE(text.str().find("searched 368 deployments of kimi-k2.6"), std::string::npos);
+  EXPECT_NE(text.str().find(fmt::format("searched {} deployments of kimi-k2.6",
+                                         report->meeting.size() + report->failing.size())),
+            std::string::npos);
+  EXPECT_NE(text.str().find("gpus 1..64 (every multiple of tp"), std::string::npos);
   EXPECT_NE(text.str().find("decode too slow (closest: "), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("cheapest on h200-sxm: 16 x h200-sxm tp 8"), std::string::npos)
       << text.str();
@@ -83,7 +89,7 @@ TEST(SolveNeedTest, GivenFieldsStayAndAnImpossibleNeedHasReasons) {
       SolveNeed(model::ShippedCatalog(), model::ShippedParams(), base, Need{8, 1, 0});
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_TRUE(report->meeting.empty());
-  EXPECT_EQ(report->failing.size(), 23u * 2);
+  ASSERT_FALSE(report->failing.empty());
   for (const NeedCandidate& c : report->failing) {
     EXPECT_EQ(c.result.settings.gpu, "h200-sxm");
     EXPECT_EQ(KvFormatName(c.result.settings.deployment.kv_format), "fp8_e4m3");
@@ -92,6 +98,11 @@ TEST(SolveNeedTest, GivenFieldsStayAndAnImpossibleNeedHasReasons) {
   PrintNeed(text, Need{8, 1, 0}, base, *report, 8);
   EXPECT_NE(text.str().find("none meets it"), std::string::npos);
   EXPECT_NE(text.str().find("weights do not fit (closest: "), std::string::npos) << text.str();
+  // At 1 ms per token no GPU count helps: every deployment stops where more GPUs change nothing
+  // (one request per pool at the latest), short of the limit.
+  EXPECT_EQ(report->short_at_max_gpus, 0);
+  EXPECT_NE(text.str().find("so a larger --max-gpus would not help"), std::string::npos)
+      << text.str();
 }
 
 // Expert parallelism is searched only where there are routed experts; the JSON lists every
@@ -104,8 +115,6 @@ TEST(SolveNeedTest, ExpertParallelismIsSearchedForMoeModelsAndJsonListsEveryDepl
   const Result<NeedReport> report =
       SolveNeed(model::ShippedCatalog(), model::ShippedParams(), dense, need);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
-  const size_t variants = model::ShippedCatalog().LoadModel("llama-3.1-70b")->variants.size();
-  EXPECT_EQ(report->meeting.size() + report->failing.size(), 14u * 2 * variants);
   for (const auto* list : {&report->meeting, &report->failing}) {
     for (const NeedCandidate& c : *list) EXPECT_EQ(c.result.settings.deployment.ep, 1);
   }

@@ -58,6 +58,15 @@ TEST(RequestTraceTest, NamesTheFileAndLineOfEveryMalformedAzureRow) {
   EXPECT_EQ(ReadError(header + "2023-13-16 18:15:47,374,44\n", TraceFormat::kAzureCsv),
             "t.trace:2: field 'TIMESTAMP': expected a date and time like 2023-11-16 "
             "18:15:46.6805900, got '2023-13-16 18:15:47'");
+  // A day its month does not have is refused on its own line, not read as the next month's.
+  for (const char* impossible : {"2023-02-29", "2024-02-30", "2023-04-31", "2100-02-29"}) {
+    EXPECT_EQ(ReadError(header + impossible + " 00:00:00,1,1\n", TraceFormat::kAzureCsv),
+              std::string("t.trace:2: field 'TIMESTAMP': expected a date and time like 2023-11-16 "
+                          "18:15:46.6805900, got '") +
+                  impossible + " 00:00:00'");
+  }
+  EXPECT_TRUE(Read(header + "2024-02-29 00:00:00,1,1\n", TraceFormat::kAzureCsv, 0).ok());
+  EXPECT_TRUE(Read(header + "2000-02-29 00:00:00,1,1\n", TraceFormat::kAzureCsv, 0).ok());
   EXPECT_NE(ReadError(header + "2023-11-16 18:15:47.,374,44\n", TraceFormat::kAzureCsv)
                 .find("t.trace:2: field 'TIMESTAMP'"),
             std::string::npos);
