@@ -239,11 +239,12 @@ std::vector<std::string> SearchedText(const SearchSpace& space) {
 // it, and every answer printed (cheapest first, and the cheapest on each GPU kind) is one of
 // those. Nor, with pools = gpus / tp, when `c` cannot be planned or already serves one request
 // per pool: more GPUs then only add replicas with the same weights, cache and step time per GPU,
-// which fail the same way. With pools given, more GPUs change each pool's GPUs: only the first
-// rule holds.
+// which fail the same way. With pools given, more GPUs change each pool's GPUs instead, until
+// the replicas (gpus / tp) reach the pools: past that no count is valid.
 bool MoreGpusMayHelp(const NeedCandidate& c, bool pools_given) {
   if (c.failure.empty()) return false;
-  if (pools_given) return true;
+  const model::Deployment& d = c.result.settings.deployment;
+  if (pools_given) return d.replicas() < d.pools;
   if (!c.result.planned()) return false;
   return c.result.decode.front().requests_per_pool > 1;
 }
@@ -285,8 +286,8 @@ std::string GpuCountStop(const NeedReport& report) {
     }
     return fmt::format(
         "no deployment reached --max-gpus {} short of the need: each stopped where more GPUs "
-        "change nothing (weights or a request that do not fit, or one request per pool), so a "
-        "larger --max-gpus would not help",
+        "cannot help (weights or a request that do not fit, one request per pool, or as many "
+        "replicas as the --pools given), so a larger --max-gpus would not help",
         report.max_gpus);
   }
   if (report.short_at_max_gpus > 0 &&

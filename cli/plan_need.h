@@ -40,7 +40,8 @@ struct NeedCandidate {
 };
 
 // The search's outcome: the deployments that meet the need, cheapest per hour first (then the
-// fastest), and those that do not, in search order.
+// fastest), and those that do not, in search order. Where the GPU count is searched, each
+// deployment (gpu, tp, ep, KV format, weights) meets it at its fewest GPUs only: more cost more.
 struct NeedReport {
   std::vector<std::string> searched;  // "gpu h100-sxm, h200-sxm", "gpus 1..64 (...)", ...
   std::vector<NeedCandidate> meeting;
@@ -82,8 +83,9 @@ Result<NeedReport> SolveNeed(const model::Catalog& catalog, const model::StepTim
 void PrintNeed(std::ostream& out, const Need& need, const model::PlanSettings& base,
                const NeedReport& report, size_t shown);
 
-// The same as JSON: the need, what was searched, every deployment that meets it (cheapest first)
-// and every one that does not with its reason, and where the step times come from.
+// The same as JSON: the need, what was searched and up to which GPU count, every deployment that
+// meets it (cheapest first) and every one that does not with its reason and shortfall, and where
+// the step times come from.
 nlohmann::json NeedJson(const Need& need, const model::PlanSettings& base,
                         const NeedReport& report);
 
