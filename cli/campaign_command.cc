@@ -93,7 +93,10 @@ class MergeCommand : public Command {
       KVSIM_ASSIGN_OR_RETURN(const std::string text,
                              ReadInputFile(path, kMaxReportBytes, "report",
                                            "report written by kvsim campaign --json", "256 MiB"));
-      KVSIM_ASSIGN_OR_RETURN(const sim::CampaignResults shard, sim::ResultsFromJson(text, path));
+      std::string note;
+      KVSIM_ASSIGN_OR_RETURN(const sim::CampaignResults shard,
+                             sim::ResultsFromJson(text, path, &note));
+      if (!note.empty()) out << "kvsim campaign merge: note: " << note << "\n";
       KVSIM_RETURN_IF_ERROR(sim::MergeResults(shard, merged).WithContext(path));
     }
     PrintCampaignResults(merged, out);

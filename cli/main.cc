@@ -16,11 +16,10 @@
 #include "cli/parse_error_text.h"
 #include "cli/plan.h"
 #include "cli/run_command.h"
+#include "sim/report/provenance.h"
 
 namespace kvsim::cli {
 namespace {
-
-constexpr const char* kVersion = "0.1.0";
 
 std::vector<std::unique_ptr<Command>> AllCommands() {
   std::vector<std::unique_ptr<Command>> commands;
@@ -89,7 +88,7 @@ int Main(int argc, char** argv) {
       "kvsim: simulation and verification of FP8 KV caches, INT4 weights and KV-cache integrity "
       "checks,\nwith real CUDA kernels and a CPU backend that runs the same bit-level code."};
   app.name("kvsim");
-  app.set_version_flag("--version", std::string("kvsim ") + kVersion);
+  app.set_version_flag("--version", std::string("kvsim ") + sim::kKvsimVersion);
   app.require_subcommand(0, 1);  // none given is reported below, after unknown arguments
   app.footer(
       "Exit codes: 0 ok; 1 a check failed or the request cannot be met; 2 bad usage or input.\n"

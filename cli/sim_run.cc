@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 
 #include "base/seed.h"
 #include "cli/gnuplot.h"
@@ -389,6 +390,11 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& given, const SimRunOpti
                                    scenario.text,        reproduce,
                                    options.max_time_s,   sim::WeaknessName(options.weakness),
                                    options.engine};
+  if (options.json_text != nullptr) {
+    std::ostringstream json;
+    sim::WriteReportJson(r, context, json);
+    *options.json_text = json.str();
+  }
   if (!options.json_path.empty()) {
     std::ofstream file(options.json_path);
     if (!file) return InvalidArgumentError("--json: cannot write " + options.json_path);

@@ -250,6 +250,7 @@ Result<CampaignResults> RunCampaign(const CampaignSpec& spec, const std::vector<
   CampaignResults results;
   results.spec = spec;
   results.shards = {spec.shard_index};
+  results.bases_hash = BasesHash(bases);
   const size_t jobs =
       std::min<size_t>(static_cast<size_t>(options.jobs), std::max<size_t>(cases.size(), 1));
   std::vector<WorkerState> workers(jobs);

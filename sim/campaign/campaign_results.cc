@@ -7,6 +7,7 @@
 
 #include "base/seed.h"
 #include "kernels/tag_check/tag_check.h"
+#include "sim/report/provenance.h"
 
 namespace kvsim::sim {
 
@@ -137,6 +138,14 @@ int64_t CampaignResults::total_surprises() const {
   return total;
 }
 
+uint64_t BasesHash(const std::vector<Scenario>& bases) {
+  std::string joined;
+  for (const Scenario& base : bases) {
+    joined += std::to_string(base.text.size()) + ":" + base.text;
+  }
+  return ContentHash(joined);
+}
+
 Status MergeResults(const CampaignResults& shard, CampaignResults& into) {
   if (into.shards.empty()) {
     into = shard;
@@ -146,6 +155,12 @@ Status MergeResults(const CampaignResults& shard, CampaignResults& into) {
     return InvalidArgumentError(
         "the reports are of different campaigns (seed, cases, bases, arms, modes, kernel cases "
         "or shard count differ)");
+  }
+  if (shard.bases_hash != into.bases_hash) {
+    return InvalidArgumentError(
+        "campaign.bases_hash " + FormatSeed(shard.bases_hash) + " is not the other shards' " +
+        FormatSeed(into.bases_hash) +
+        ": the shards were run from base scenarios of different contents under the same names");
   }
   for (int32_t index : shard.shards) {
     if (std::find(into.shards.begin(), into.shards.end(), index) != into.shards.end()) {
@@ -253,6 +268,7 @@ Result<RunMode> RunModeFrom(const std::string& text) { return ParseRunMode(text)
 std::string ResultsToJson(const CampaignResults& r) {
   ordered_json j;
   j["kvsim_campaign"] = kCampaignFormatVersion;
+  j["kvsim_version"] = kKvsimVersion;
   std::vector<std::string> modes;
   for (TrackerMode mode : r.spec.modes) modes.push_back(TrackerModeName(mode));
   j["campaign"] = {{"seed", FormatSeed(r.spec.seed)},
@@ -262,7 +278,8 @@ std::string ResultsToJson(const CampaignResults& r) {
                    {"modes", modes},
                    {"kernel_cases", r.spec.kernel_cases},
                    {"shard_count", r.spec.shard_count},
-                   {"weaken", WeaknessName(r.spec.weakness)}};
+                   {"weaken", WeaknessName(r.spec.weakness)},
+                   {"bases_hash", FormatSeed(r.bases_hash)}};
   j["shards"] = r.shards;
   j["cases_run"] = r.cases;
   j["runs"] = r.runs;
@@ -316,10 +333,101 @@ std::string ResultsToJson(const CampaignResults& r) {
   }
   j["surprises"] = surprises;
   j["wall_s"] = r.wall_s;
+  AddChecksum(j);
   return j.dump(2) + "\n";
 }
 
-Result<CampaignResults> ResultsFromJson(const std::string& text, const std::string& path) {
+namespace {
+
+// The cases of `shards` among the first `cases` of a campaign of `arms` arms in `shard_count`
+// shards (CampaignSpec::InShard: whole rounds of arms, round r in shard r mod shard_count).
+int64_t CasesInShards(int64_t cases, int64_t arms, int32_t shard_count,
+                      const std::vector<int32_t>& shards) {
+  const int64_t full_rounds = cases / arms;
+  const int64_t last_round_cases = cases % arms;
+  int64_t total = 0;
+  for (const int32_t shard : shards) {
+    const int64_t rounds = full_rounds / shard_count + (shard < full_rounds % shard_count ? 1 : 0);
+    total += rounds * arms;
+    if (last_round_cases > 0 && full_rounds % shard_count == shard) total += last_round_cases;
+  }
+  return total;
+}
+
+// Every integer under `j` is a count from 0 to `max`; else the path of the first that is not.
+std::string FirstBadCount(const ordered_json& j, const std::string& at, int64_t max) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      std::string bad = FirstBadCount(*it, at + "." + it.key(), max);
+      if (!bad.empty()) return bad;
+    }
+  } else if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i) {
+      std::string bad = FirstBadCount(j[i], at + "[" + std::to_string(i) + "]", max);
+      if (!bad.empty()) return bad;
+    }
+  } else if (j.is_number()) {
+    const bool whole = j.is_number_integer();
+    if (!whole || (j.is_number_unsigned() ? j.get<uint64_t>() > static_cast<uint64_t>(max)
+                                          : j.get<int64_t>() < 0 || j.get<int64_t>() > max)) {
+      return at + " = " + j.dump();
+    }
+  }
+  return "";
+}
+
+// The checks a shard's JSON must pass beyond its shape: shards well formed, counts in range and
+// the cases and runs its shards give.
+Status CheckShardContents(const CampaignResults& r, const ordered_json& j,
+                          const std::string& path) {
+  if (r.shards.empty()) {
+    return InvalidArgumentError(path +
+                                ": field 'shards': empty; a report holds at least one shard");
+  }
+  for (size_t i = 0; i < r.shards.size(); ++i) {
+    if (r.shards[i] < 0 || r.shards[i] >= r.spec.shard_count ||
+        (i > 0 && r.shards[i] <= r.shards[i - 1])) {
+      return InvalidArgumentError(
+          path + ": field 'shards': " + j.at("shards").dump() +
+          " is not a strictly ascending list of shard indices from 0 to shard_count - 1 (" +
+          std::to_string(r.spec.shard_count - 1) + ")");
+    }
+  }
+  const int64_t max = kMaxCountPerShard * static_cast<int64_t>(r.shards.size());
+  for (const char* field : {"cases_run", "runs", "tallies", "paired", "coverage"}) {
+    const std::string bad = FirstBadCount(j.at(field), field, max);
+    if (!bad.empty()) {
+      return InvalidArgumentError(path + ": field '" + bad +
+                                  "': a count is a whole number from 0 to " + std::to_string(max) +
+                                  " (2^40 per shard)");
+    }
+  }
+  const int64_t arms = static_cast<int64_t>(r.spec.arms.size());
+  const int64_t cases = CasesInShards(r.spec.cases, arms, r.spec.shard_count, r.shards);
+  const int64_t kernel_cases =
+      CasesInShards(r.spec.kernel_cases, arms, r.spec.shard_count, r.shards);
+  const int64_t runs = static_cast<int64_t>(r.spec.modes.size()) * (cases + kernel_cases);
+  if (r.cases != cases || r.runs != runs) {
+    return InvalidArgumentError(
+        path + ": fields 'cases_run' and 'runs': " + std::to_string(r.cases) + " and " +
+        std::to_string(r.runs) + ", but shards " + j.at("shards").dump() +
+        " of this campaign hold " + std::to_string(cases) + " cases and " + std::to_string(runs) +
+        " runs");
+  }
+  int64_t tallied = 0;
+  for (const auto& [key, tally] : r.tallies) tallied += tally.runs;
+  if (tallied != r.runs) {
+    return InvalidArgumentError(path + ": field 'tallies': their runs add up to " +
+                                std::to_string(tallied) + ", not the report's " +
+                                std::to_string(r.runs));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<CampaignResults> ResultsFromJson(const std::string& text, const std::string& path,
+                                        std::string* version_note) {
   const ordered_json j = ordered_json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     return InvalidArgumentError(path + ": not a JSON campaign report");
@@ -334,6 +442,9 @@ Result<CampaignResults> ResultsFromJson(const std::string& text, const std::stri
                                 std::to_string(kCampaignFormatVersion) +
                                 ": run the campaign (or the shard) again with this kvsim");
   }
+  KVSIM_RETURN_IF_ERROR(CheckChecksum(j, path));
+  KVSIM_ASSIGN_OR_RETURN(const std::string note, VersionNote(j, path));
+  if (version_note != nullptr) *version_note = note;
   try {
     CampaignResults r;
     const ordered_json& c = j.at("campaign");
@@ -348,6 +459,7 @@ Result<CampaignResults> ResultsFromJson(const std::string& text, const std::stri
     r.spec.kernel_cases = c.at("kernel_cases").get<int64_t>();
     r.spec.shard_count = c.at("shard_count").get<int32_t>();
     KVSIM_ASSIGN_OR_RETURN(r.spec.weakness, ParseWeakness(c.at("weaken").get<std::string>()));
+    KVSIM_ASSIGN_OR_RETURN(r.bases_hash, ParseSeed(c.at("bases_hash").get<std::string>()));
     r.shards = j.at("shards").get<std::vector<int32_t>>();
     r.cases = j.at("cases_run").get<int64_t>();
     r.runs = j.at("runs").get<int64_t>();
@@ -403,6 +515,7 @@ Result<CampaignResults> ResultsFromJson(const std::string& text, const std::stri
     }
     r.wall_s = j.at("wall_s").get<double>();
     KVSIM_RETURN_IF_ERROR(ValidateCampaignSpec(r.spec).WithContext(path));
+    KVSIM_RETURN_IF_ERROR(CheckShardContents(r, j, path));
     return r;
   } catch (const nlohmann::json::exception& e) {
     return InvalidArgumentError(

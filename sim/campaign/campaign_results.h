@@ -88,6 +88,9 @@ struct Surprise {
 
 struct CampaignResults {
   CampaignSpec spec;
+  // BasesHash of the base scenarios the cases were drawn from: shards of different contents
+  // under the same names do not merge.
+  uint64_t bases_hash = 0;
   std::vector<int32_t> shards;  // the shard indices these results hold, ascending
   std::map<TallyKey, Tally> tallies;
   std::map<PairedKey, Paired> paired;            // when the campaign runs every tracker mode
@@ -108,18 +111,32 @@ struct CampaignResults {
   int64_t total_surprises() const;
 };
 
+// The content hash of the base scenarios' texts, in order (provenance.h's ContentHash).
+uint64_t BasesHash(const std::vector<Scenario>& bases);
+
+// A shard's count may be at most this times the shards it holds: far above any real run, and low
+// enough that merging up to 2^20 shards cannot overflow.
+inline constexpr int64_t kMaxCountPerShard = int64_t{1} << 40;
+
 // Adds `shard` to `into`: same campaign, shards not yet in `into`. InvalidArgument otherwise.
 Status MergeResults(const CampaignResults& shard, CampaignResults& into);
 
 // The format of a campaign's JSON (its "kvsim_campaign" field), raised whenever the JSON or what
 // its counts mean changes; reports without the field are of format 1. `campaign merge` reads
 // this version only.
-// 4: coverage.engine_runs.
-inline constexpr int kCampaignFormatVersion = 4;
+// 4: coverage.engine_runs. 5: kvsim_version, campaign.bases_hash and the checksum of the whole
+// report (sim/report/provenance.h).
+inline constexpr int kCampaignFormatVersion = 5;
 
 // The results as JSON (kvsim campaign --json) and back. Every count, the spec, the shards, the
 // surprises; the wall time under "wall_s" (the one field two runs of a campaign need not share).
 std::string ResultsToJson(const CampaignResults& results);
-Result<CampaignResults> ResultsFromJson(const std::string& text, const std::string& path);
+// Reading refuses (InvalidArgument, naming the file and field) a report of another format
+// version, a checksum that does not match, malformed shards (none, out of 0..shard_count-1, not
+// ascending), counts that are negative or past kMaxCountPerShard per shard, and case and run
+// counts other than the shards' cases give. A report of another kvsim version is read, and
+// `version_note` (when not null) says so ("" for this version).
+Result<CampaignResults> ResultsFromJson(const std::string& text, const std::string& path,
+                                        std::string* version_note = nullptr);
 
 }  // namespace kvsim::sim

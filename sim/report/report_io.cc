@@ -3,8 +3,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "base/seed.h"
 #include "sim/oracle/ownership_oracle.h"
+#include "sim/report/provenance.h"
 
 namespace kvsim::sim {
 namespace {
@@ -37,10 +40,12 @@ const char* AbortName(size_t code) {
 void WriteReportJson(const RunReport& r, const ReportContext& context, std::ostream& out) {
   ordered_json j;
   j["kvsim_report"] = kReportFormatVersion;
+  j["kvsim_version"] = kKvsimVersion;
   j["scenario"] = {{"name", r.scenario},
                    {"argument", context.scenario_argument},
                    {"path", context.scenario_path},
-                   {"text", context.scenario_text}};
+                   {"text", context.scenario_text},
+                   {"content_hash", FormatSeed(ContentHash(context.scenario_text))}};
   j["run"] = {{"seed", FormatSeed(r.seed)},
               {"mode", r.mode},
               {"backend", r.backend},
@@ -157,6 +162,7 @@ void WriteReportJson(const RunReport& r, const ReportContext& context, std::ostr
   j["findings_total"] = r.findings_total;
   j["findings"] = findings;
   j["state_hash"] = FormatSeed(r.state_hash);
+  AddChecksum(j);
   out << j.dump(2) << "\n";
 }
 
@@ -181,8 +187,54 @@ void WriteRequestsCsv(const RunReport& r, std::ostream& out) {
   }
 }
 
+namespace {
+
+// The first place where `a` and `b` differ, as "path: A in the report, B now" ("" when equal);
+// objects are walked in the report's order, arrays by index.
+std::string FirstDifference(const ordered_json& a, const ordered_json& b, const std::string& at) {
+  const auto value = [](const ordered_json& v) {
+    std::string text = v.dump();
+    return text.size() > 80 ? text.substr(0, 77) + "..." : text;
+  };
+  if (a.type() != b.type() || (!a.is_object() && !a.is_array() && a != b)) {
+    return (at.empty() ? std::string("(the whole report)") : at) + ": " + value(a) +
+           " in the report, " + value(b) + " now";
+  }
+  if (a.is_object()) {
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      if (it.key() == "checksum" || it.key() == "kvsim_version") continue;
+      const std::string path = at.empty() ? it.key() : at + "." + it.key();
+      const auto other = b.find(it.key());
+      if (other == b.end()) return path + ": in the report, missing now";
+      std::string found = FirstDifference(*it, *other, path);
+      if (!found.empty()) return found;
+    }
+    for (auto it = b.begin(); it != b.end(); ++it) {
+      if (!a.contains(it.key())) return (at.empty() ? "" : at + ".") + it.key() + ": new now";
+    }
+  } else if (a.is_array()) {
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+      std::string found = FirstDifference(a[i], b[i], at + "[" + std::to_string(i) + "]");
+      if (!found.empty()) return found;
+    }
+    if (a.size() != b.size()) {
+      return at + ": " + std::to_string(a.size()) + " items in the report, " +
+             std::to_string(b.size()) + " now";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string FirstReportDifference(const std::string& recorded, const std::string& rerun) {
+  const ordered_json a = ordered_json::parse(recorded, nullptr, false);
+  const ordered_json b = ordered_json::parse(rerun, nullptr, false);
+  return FirstDifference(a, b, "");
+}
+
 Result<ReplayInput> ReadReplayInput(const std::string& json_text, const std::string& path) {
-  const nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  const ordered_json j = ordered_json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return InvalidArgumentError(path + ": not a JSON report written by kvsim run --json");
   }
@@ -199,6 +251,9 @@ Result<ReplayInput> ReadReplayInput(const std::string& json_text, const std::str
                                 std::to_string(kReportFormatVersion) +
                                 ": run the scenario again with this kvsim");
   }
+  KVSIM_RETURN_IF_ERROR(CheckChecksum(j, path));
+  ReplayInput input;
+  KVSIM_ASSIGN_OR_RETURN(input.version_note, VersionNote(j, path));
   const auto text_at = [&](const char* section, const char* key) -> Result<std::string> {
     const auto outer = j.find(section);
     if (outer == j.end() || !outer->is_object()) {
@@ -210,20 +265,34 @@ Result<ReplayInput> ReadReplayInput(const std::string& json_text, const std::str
     }
     return inner->get<std::string>();
   };
-  ReplayInput input;
   KVSIM_ASSIGN_OR_RETURN(input.scenario_argument, text_at("scenario", "argument"));
   KVSIM_ASSIGN_OR_RETURN(input.scenario_path, text_at("scenario", "path"));
   KVSIM_ASSIGN_OR_RETURN(input.scenario_text, text_at("scenario", "text"));
+  KVSIM_ASSIGN_OR_RETURN(const std::string content_hash, text_at("scenario", "content_hash"));
+  if (content_hash != FormatSeed(ContentHash(input.scenario_text))) {
+    return InvalidArgumentError(path + ": field 'scenario.content_hash': " + content_hash +
+                                " is not the hash of scenario.text (" +
+                                FormatSeed(ContentHash(input.scenario_text)) +
+                                "): the scenario's text was edited");
+  }
   KVSIM_ASSIGN_OR_RETURN(const std::string seed, text_at("run", "seed"));
   KVSIM_ASSIGN_OR_RETURN(input.seed, ParseSeed(seed));
   KVSIM_ASSIGN_OR_RETURN(input.mode, text_at("run", "mode"));
   KVSIM_ASSIGN_OR_RETURN(input.backend, text_at("run", "backend"));
   KVSIM_ASSIGN_OR_RETURN(input.weaken, text_at("run", "weaken"));
   KVSIM_ASSIGN_OR_RETURN(input.engine, text_at("run", "engine"));
-  const nlohmann::json& run = j.at("run");
-  if (run.contains("max_time_s") && run.at("max_time_s").is_number()) {
-    input.max_time_s = run.at("max_time_s").get<double>();
+  const ordered_json& run = j.at("run");
+  const auto max_time = run.find("max_time_s");
+  // The range `kvsim run --max-time-s` takes: 0 (the scenario's own limits) to 9e9 seconds.
+  if (max_time == run.end() || !max_time->is_number() || !(max_time->get<double>() >= 0) ||
+      max_time->get<double>() > 9e9) {
+    return InvalidArgumentError(
+        path + ": field 'run.max_time_s': " +
+        (max_time == run.end() ? std::string("missing") : "'" + max_time->dump() + "'") +
+        "; expected a number of seconds from 0 (the scenario's limits) "
+        "to 9e9");
   }
+  input.max_time_s = max_time->get<double>();
   const auto hash = j.find("state_hash");
   if (hash == j.end() || !hash->is_string()) {
     return InvalidArgumentError(path + ": no string 'state_hash' in the report");

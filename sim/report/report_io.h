@@ -15,7 +15,8 @@ namespace kvsim::sim {
 // version only. 4: the scenario's deployment names its KV cache format kv_format (was kv_dtype).
 // 5: scheduler_rules and token_gaps; the scenario text may carry scheduler.engine, the rules it
 // sets, and figures.
-inline constexpr int kReportFormatVersion = 5;
+// 6: kvsim_version, scenario.content_hash and the checksum of the whole report (provenance.h).
+inline constexpr int kReportFormatVersion = 6;
 
 // What a report carries besides the run's figures: where its scenario came from and the command
 // that reproduces it.
@@ -49,10 +50,18 @@ struct ReplayInput {
   std::string weaken;  // the weakness's name, as the report wrote it (ParseWeakness reads it)
   std::string engine;  // "" when the scenario's own rules ran
   uint64_t state_hash = 0;
+  // "" when this kvsim wrote the report; else a line naming both versions (printed, not refused).
+  std::string version_note;
 };
 
 // Reads a report written by WriteReportJson; errors name the file and the missing or bad field,
-// and a report of another format version is refused, naming both versions.
+// and a report of another format version is refused, naming both versions, as is one whose
+// checksum or scenario content hash does not match (an edited field).
 Result<ReplayInput> ReadReplayInput(const std::string& json_text, const std::string& path);
+
+// The first field where a rerun's report (`rerun`, WriteReportJson's text) differs from the
+// recorded one, as "requests.finished: 600 in the report, 599 now"; "" when they agree in every
+// field but the checksum and the kvsim version.
+std::string FirstReportDifference(const std::string& recorded, const std::string& rerun);
 
 }  // namespace kvsim::sim

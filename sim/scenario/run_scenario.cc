@@ -169,8 +169,9 @@ Result<RunReport> RunPrepared(const Scenario& scenario, const PreparedScenario& 
     const Status fits = server->CheckSomeRequestFits();
     if (!fits.ok()) {
       return InvalidArgumentError(scenario.path + ": " + fits.message() +
-                                  "; give the pool more pages, or set pool.refuses_all: true "
-                                  "if refusing every request is the point");
+                                  "; give the pool more pages or the workload shorter requests, or "
+                                  "set pool.refuses_all: true if refusing every request is the "
+                                  "point");
     }
   }
   server->set_progress(options.progress);

@@ -118,7 +118,8 @@ expect_exit 0 "0 outside the bound" run page-reuse-storm --mode kernel --backend
 expect_exit 2 "unknown option '--trace'; did you mean --timeline\?" run kimi-decode-fp8 --trace x.json
 expect_exit 1 "finding\(s\): the simulated server did what it must not" \
   run page-reuse-storm-bugs-unchecked --backend cpu
-expect_exit 0 "replay: state hash 0x[0-9a-f]+ reproduced" replay "$out/run.json"
+expect_exit 0 "replay: reproduced: state hash 0x[0-9a-f]+ and every field of the report" \
+  replay "$out/run.json"
 [ "$(head -c 3 "$out/run.csv")" = "id," ] || { echo "FAIL: no request CSV"; failures=$((failures + 1)); }
 "$kvsim" run kimi-decode-fp8 --seed 7 --backend cpu --json "$out/run-again.json" >/dev/null
 cmp -s "$out/run.json" "$out/run-again.json" || {
@@ -131,8 +132,15 @@ storm_c=$("$kvsim" run page-reuse-storm --seed 8 --backend cpu | grep "state has
   echo "FAIL: the same seed gave another state hash in another process"; failures=$((failures + 1)); }
 [ "$storm_a" != "$storm_c" ] || {
   echo "FAIL: different seeds gave the same state hash"; failures=$((failures + 1)); }
+# An edited report is refused by its checksum (exit 2); a run that comes out otherwise (here a
+# GPU's bandwidth changed in a copy of the configs) did not reproduce (exit 1), naming the first
+# field that differs.
 sed 's/"state_hash": "0x[0-9a-f]*"/"state_hash": "0x1"/' "$out/run.json" >"$out/tampered.json"
-expect_exit 1 "the run did not reproduce" replay "$out/tampered.json"
+expect_exit 2 "field 'checksum': 0x[0-9a-f]+ does not match the contents" replay "$out/tampered.json"
+cp -r configs "$out/configs-edited"
+sed -i 's/^memory_bandwidth_tb_s: .*/memory_bandwidth_tb_s: 3.3/' "$out/configs-edited/gpus/h200-sxm.yaml"
+expect_exit 1 "the run did not reproduce: state hash 0x[0-9a-f]+, the report says 0x[0-9a-f]+; the first field that differs: simulated_s: " \
+  replay "$out/run.json" --configs "$out/configs-edited"
 expect_exit 0 "Plot: $out/storm.svg" run page-reuse-storm --backend cpu --plot "$out/storm.svg"
 [ -s "$out/storm.svg" ] || { echo "FAIL: run --plot wrote no plot"; failures=$((failures + 1)); }
 expect_exit 2 "plot file 'storm.txt' must end in .png or .svg" run page-reuse-storm --plot storm.txt
@@ -152,7 +160,9 @@ expect_exit 2 "a report of format version 1 \('kvsim_report'\); this kvsim reads
 # A run with a weakness planted in its checks says so, and replays with it.
 expect_exit 1 "Reproduce: kvsim run page-reuse-storm .* --weaken table-after-check" \
   run page-reuse-storm --backend cpu --weaken table-after-check --json "$out/weak.json"
-expect_exit 1 "replay: state hash 0x[0-9a-f]+ reproduced" replay "$out/weak.json"
+# Reproduced with its findings: the replay succeeds (the state hash covers the findings).
+expect_exit 0 "replay: reproduced: state hash 0x[0-9a-f]+ and every field of the report, with its [0-9]+ finding\(s\) as recorded" \
+  replay "$out/weak.json"
 # Inputs must be regular files: a FIFO would block the run forever, a directory is no file.
 mkfifo "$out/fifo.yaml"
 expect_exit 2 "fifo.yaml: a FIFO, not a regular file; the scenario file must be one" \
@@ -188,7 +198,7 @@ expect_exit 2 "--engine: unknown engine 'vllm'; allowed: custom, vllm-v1, sglang
 # is bad input (exit 2) named by file and line.
 expect_exit 0 "10,000 arrived, 10,000 finished, 0 cancelled \(0 retried\), 0 rejected" \
   run vidur-azure-conv --backend cpu --json "$out/vidur.json"
-expect_exit 0 "replay: state hash 0x[0-9a-f]+ reproduced" replay "$out/vidur.json"
+expect_exit 0 "replay: reproduced: state hash 0x[0-9a-f]+" replay "$out/vidur.json"
 printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.1,374,44\n2023-11-16 18:15:47,x,1\n' \
   >"$out/bad-trace.csv"
 sed -e "s#traces/azure-llm-2023-conv.csv#$out/bad-trace.csv#" -e 's/requests: 10000/requests: 2/' \

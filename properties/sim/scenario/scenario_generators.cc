@@ -71,6 +71,8 @@ model::PlanSettings DrawDeployment() {
 
 void DrawPool(Scenario& s) {
   s.pool_pages = Int(8, 96);
+  // Generated pools may be too small for every request: refusing them all is a property too.
+  s.pool_refuses_all = true;
   PagePoolConfig& pool = s.server.scheduler.pool;
   pool.reuse_order = *rc::gen::element(ReuseOrder::kLifo, ReuseOrder::kFifo);
   pool.reserve_dummy_page = Chance();

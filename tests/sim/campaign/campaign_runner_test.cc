@@ -5,6 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/report/provenance.h"
 #include "tests/sim/campaign/campaign_fixtures.h"
 
 namespace kvsim::sim {
@@ -145,7 +150,82 @@ TEST(CampaignRunnerTest, ReportsRoundTripAndMergesRefuseOtherCampaigns) {
                             "w.json")
                 .status()
                 .message()
-                .find("w.json: not a campaign report written by kvsim campaign --json"),
+                .find("w.json: field 'checksum': missing"),
+            std::string::npos);
+}
+
+// `edit` applied to the JSON of `results`, with its checksum made to match again: what a reader's
+// other checks must catch on their own.
+std::string Edited(const CampaignResults& results,
+                   const std::function<void(nlohmann::ordered_json&)>& edit) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(ResultsToJson(results));
+  edit(j);
+  j.erase("checksum");
+  AddChecksum(j);
+  return j.dump(2);
+}
+
+std::string ReadError(const std::string& text) {
+  const Result<CampaignResults> read = ResultsFromJson(text, "s.json");
+  EXPECT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), StatusCode::kInvalidArgument);
+  return read.ok() ? "" : read.status().message();
+}
+
+TEST(CampaignRunnerTest, ShardsSayWhereTheyCameFromAndMalformedOnesAreRefused) {
+  CampaignSpec spec = Spec();
+  spec.cases = 12;
+  spec.kernel_cases = 0;
+  spec.shard_count = 2;
+  const CampaignResults shard = RunShard(spec, 1);
+  const std::string text = ResultsToJson(shard);
+  EXPECT_NE(text.find("\"kvsim_version\": \"" + std::string(kKvsimVersion) + "\""),
+            std::string::npos);
+  EXPECT_NE(text.find("\"bases_hash\": \"0x"), std::string::npos);
+  // An edited count without its checksum redone: an accident the checksum catches.
+  std::string edited = text;
+  edited.replace(edited.find("\"runs\": "), 9, "\"runs\": 1");
+  EXPECT_NE(ReadError(edited).find("s.json: field 'checksum'"), std::string::npos);
+  // With the checksum redone, the contents are checked on their own.
+  using J = nlohmann::ordered_json;
+  EXPECT_NE(ReadError(Edited(shard,
+                             [](J& j) {
+                               j["shards"] = {0, 0};
+                             }))
+                .find("field 'shards': [0,0] is not a strictly ascending list"),
+            std::string::npos);
+  EXPECT_NE(
+      ReadError(Edited(shard, [](J& j) { j["shards"] = {5}; })).find("field 'shards': [5] is not"),
+      std::string::npos);
+  EXPECT_NE(ReadError(Edited(shard, [](J& j) { j["shards"] = J::array(); }))
+                .find("field 'shards': empty"),
+            std::string::npos);
+  EXPECT_NE(ReadError(Edited(shard, [](J& j) { j["runs"] = int64_t{1} << 62; }))
+                .find("field 'runs = 4611686018427387904': a count is a whole number from 0 to"),
+            std::string::npos);
+  EXPECT_NE(ReadError(Edited(shard, [](J& j) { j["tallies"][0]["fired"] = -3; }))
+                .find("field 'tallies[0].fired = -3'"),
+            std::string::npos);
+  EXPECT_NE(ReadError(Edited(shard, [](J& j) { j["cases_run"] = 5; }))
+                .find("fields 'cases_run' and 'runs': 5 and"),
+            std::string::npos);
+  EXPECT_NE(ReadError(Edited(shard, [](J& j) { j["tallies"][0]["runs"] = 0; }))
+                .find("field 'tallies': their runs add up to"),
+            std::string::npos);
+  // Another kvsim version is read, and said.
+  std::string note;
+  const Result<CampaignResults> older =
+      ResultsFromJson(Edited(shard, [](J& j) { j["kvsim_version"] = "0.0.1"; }), "old.json", &note);
+  ASSERT_TRUE(older.ok()) << older.status().ToString();
+  EXPECT_EQ(note,
+            "old.json was written by kvsim 0.0.1; this is kvsim " + std::string(kKvsimVersion));
+  // Shards of different base contents under the same names do not merge.
+  spec.shard_index = 1;
+  CampaignResults other = RunShard(spec, 1);
+  other.bases_hash ^= 1;
+  CampaignResults merged;
+  ASSERT_TRUE(MergeResults(shard, merged).ok());
+  EXPECT_NE(MergeResults(other, merged).message().find("base scenarios of different contents"),
             std::string::npos);
 }
 
