@@ -19,6 +19,8 @@ const char* StatusCodeName(StatusCode code) {
       return "unavailable";
     case StatusCode::kInternal:
       return "internal error";
+    case StatusCode::kDataLoss:
+      return "output not written";
   }
   return "unknown";
 }
@@ -55,6 +57,9 @@ Status UnavailableError(std::string message) {
 Status InternalError(std::string message) {
   return Status(StatusCode::kInternal, std::move(message));
 }
+Status DataLossError(std::string message) {
+  return Status(StatusCode::kDataLoss, std::move(message));
+}
 
 int ExitCodeFor(const Status& status) {
   switch (status.code()) {
@@ -68,6 +73,8 @@ int ExitCodeFor(const Status& status) {
     case StatusCode::kUnavailable:
     case StatusCode::kInternal:
       return 1;
+    case StatusCode::kDataLoss:
+      return 3;
   }
   return 1;
 }

@@ -18,6 +18,7 @@ enum class StatusCode {
   kFailedPrecondition,  // the input is valid but the request cannot be met (does not fit): 1
   kUnavailable,         // a resource is missing, e.g. no usable GPU: exit code 1
   kInternal,            // a bug in kvsim: exit code 1
+  kDataLoss,            // an output file could not be written (disk full, no permission): 3
 };
 
 // Returns a short lower-case name of `code`, as printed in messages ("invalid argument").
@@ -53,8 +54,10 @@ Status OutOfRangeError(std::string message);
 Status FailedPreconditionError(std::string message);
 Status UnavailableError(std::string message);
 Status InternalError(std::string message);
+Status DataLossError(std::string message);
 
-// The process exit code for a status: 0 ok, 2 bad usage or input, 1 anything else.
+// The process exit code for a status: 0 ok, 2 bad usage or input, 3 an output not written, 1
+// anything else.
 int ExitCodeFor(const Status& status);
 
 // Either a value or the error that prevented it.

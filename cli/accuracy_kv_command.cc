@@ -2,6 +2,7 @@
 // per-token-head, FlashMLA blocks) costs against a BF16 cache, measured through append_kv and
 // decode attention on a backend.
 #include "cli/accuracy_kv_command.h"
+#include "cli/exit_codes.h"
 
 #include <fmt/format.h>
 
@@ -43,6 +44,7 @@ class AccuracyKvCommand : public Command {
   }
 
   void Configure(CLI::App& app) override {
+    app.footer(ExitCodeFooter("accuracy kv"));
     app.add_option("--seed", seed_text_, "Seed of the K, V and query samples, decimal or 0x-hex")
         ->capture_default_str();
     app.add_option("--kind", kind_, "Attention kind: gqa, mla or both")->capture_default_str();

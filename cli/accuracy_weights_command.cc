@@ -1,5 +1,6 @@
 // `kvsim accuracy weights`: the weight accuracy study as a table or JSON.
 #include "cli/accuracy_weights_command.h"
+#include "cli/exit_codes.h"
 
 #include <fmt/format.h>
 
@@ -22,6 +23,7 @@ class AccuracyWeightsCommand : public Command {
   }
 
   void Configure(CLI::App& app) override {
+    app.footer(ExitCodeFooter("accuracy weights"));
     app.add_option("--seed", seed_text_, "Seed of weights and activations, decimal or 0x-hex")
         ->capture_default_str();
     app.add_option("--m", options_.m, "Activation rows (tokens), 1 to 4096")->capture_default_str();

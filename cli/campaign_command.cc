@@ -1,5 +1,6 @@
 // The campaign subcommand.
 #include "cli/campaign_command.h"
+#include "cli/exit_codes.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include "base/seed.h"
 #include "cli/campaign_report.h"
 #include "cli/configs_root.h"
+#include "cli/output_file.h"
 #include "cli/output_paths.h"
 #include "cli/sim_run.h"
 #include "cli/text_table.h"
@@ -31,13 +33,6 @@ std::vector<std::string> SplitList(const std::string& text) {
   std::string item;
   while (std::getline(stream, item, ',')) items.push_back(item);
   return items;
-}
-
-Status WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream file(path);
-  if (!file) return NotFoundError(path + ": cannot write");
-  file << text;
-  return file ? Status::Ok() : InternalError(path + ": write failed");
 }
 
 // One line per run of a case replayed on its own.
@@ -81,8 +76,8 @@ class MergeCommand : public Command {
     app.add_option("--json", json_, "Write the merged report as JSON here");
     app.footer(
         "The shards must be of one campaign (same seed, cases, bases, arms, modes, shard count), "
-        "each given once.\nExit codes: 0 no surprise; 1 surprises, or shards missing; 2 bad "
-        "usage or reports.");
+        "each given once.\nA shard written by another kvsim version is merged, with a note.\n" +
+        ExitCodeFooter("campaign merge"));
   }
   Status Run(std::ostream& out) override {
     std::vector<NamedPath> shards;
@@ -100,7 +95,9 @@ class MergeCommand : public Command {
       KVSIM_RETURN_IF_ERROR(sim::MergeResults(shard, merged).WithContext(path));
     }
     PrintCampaignResults(merged, out);
-    if (!json_.empty()) KVSIM_RETURN_IF_ERROR(WriteFile(json_, sim::ResultsToJson(merged)));
+    if (!json_.empty()) {
+      KVSIM_RETURN_IF_ERROR(WriteOutputFile("--json", json_, sim::ResultsToJson(merged)));
+    }
     if (static_cast<int32_t>(merged.shards.size()) != merged.spec.shard_count) {
       return FailedPreconditionError(
           fmt::format("{} of {} shards merged: the campaign is not whole", merged.shards.size(),
@@ -189,8 +186,9 @@ class CampaignCommand : public Command {
         "Each case's knobs (pool, page size, tags, scheduler, workload, planted bugs) are drawn "
         "from its seed;\nevery surprise prints the command that replays it, and its scenario is "
         "written to --out and shrunk.\nSee docs/faults.md.\n"
-        "Exit codes: 0 no surprise; 1 a surprise (a silent corruption the catalogue says is "
-        "caught, a false alarm, an error, a crash); 2 bad usage.");
+        "If --out cannot be written, the table and --json are still written and the run says "
+        "so.\n" +
+        ExitCodeFooter("campaign"));
   }
 
   Status Run(std::ostream& out) override {
@@ -217,6 +215,10 @@ class CampaignCommand : public Command {
     const std::string configs_root = ConfigsRoot(configs_);
     KVSIM_ASSIGN_OR_RETURN(const std::vector<sim::Scenario> bases,
                            ResolveScenarios(spec.bases, configs_root));
+    // Before any case runs: a bad --json found after a long campaign would lose all of it.
+    std::vector<NamedPath> inputs;
+    for (const sim::Scenario& base : bases) inputs.push_back({"a base scenario", base.path});
+    KVSIM_RETURN_IF_ERROR(CheckOutputPaths({{"--json", json_}}, inputs));
     sim::CampaignOptions options;
     options.configs_root = configs_root;
     KVSIM_ASSIGN_OR_RETURN(options.backend, ParseBackendChoice(backend_text_));
@@ -260,7 +262,12 @@ class CampaignCommand : public Command {
     KVSIM_ASSIGN_OR_RETURN(const sim::CampaignResults results,
                            sim::RunCampaign(spec, bases, options));
     PrintCampaignResults(results, out);
-    if (!json_.empty()) KVSIM_RETURN_IF_ERROR(WriteFile(json_, sim::ResultsToJson(results)));
+    if (!results.out_error.empty()) {
+      out << "  the surprises' scenario files were not written: " << results.out_error << "\n";
+    }
+    if (!json_.empty()) {
+      KVSIM_RETURN_IF_ERROR(WriteOutputFile("--json", json_, sim::ResultsToJson(results)));
+    }
     // Bazel's sharding protocol: a test that shards touches this file to say it does.
     if (const char* status_file = std::getenv("TEST_SHARD_STATUS_FILE")) {
       if (shard_text_ == "env" && status_file[0] != '\0') std::ofstream(status_file).flush();

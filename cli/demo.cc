@@ -1,5 +1,6 @@
 // The demo: each capability's short report on built-in defaults, in the order a user meets them.
 #include "cli/demo.h"
+#include "cli/exit_codes.h"
 
 #include <fmt/format.h>
 
@@ -29,6 +30,7 @@ class DemoCommand : public Command {
   }
 
   void Configure(CLI::App& app) override {
+    app.footer(ExitCodeFooter("demo"));
     app.add_option("--seed", seed_text_, "Seed of the samples, decimal or 0x-hex")
         ->capture_default_str();
     app.add_option("--samples", samples_, "Samples per distribution, 1 to 16777216")

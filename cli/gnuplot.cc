@@ -56,6 +56,11 @@ Status CheckPlotPath(const std::string& path) {
   // Checked here, before any work: gnuplot would only warn and draw onto its standard output.
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();
   std::error_code error;
+  if (std::filesystem::exists(path, error) && !std::filesystem::is_regular_file(path, error)) {
+    return InvalidArgumentError(fmt::format(
+        "plot file '{}' is not a regular file (a folder, device or pipe); give a file to draw",
+        path));
+  }
   if (!folder.empty() && !std::filesystem::is_directory(folder, error)) {
     return InvalidArgumentError(
         fmt::format("plot file '{}': folder '{}' does not exist", path, folder.string()));
@@ -76,11 +81,12 @@ Status RunGnuplot(const std::string& script, const std::string& path) {
   // gnuplot's standard output is kvsim's; a plot it cannot write to `path` (a folder that is not
   // writable) would land there, inside a table or a JSON document.
   FILE* pipe = popen("gnuplot >/dev/null", "w");
-  if (pipe == nullptr) return UnavailableError("cannot start gnuplot");
+  if (pipe == nullptr) return DataLossError("cannot start gnuplot to draw '" + path + "'");
   const size_t written = std::fwrite(script.data(), 1, script.size(), pipe);
   const int status = pclose(pipe);
   if (written != script.size() || status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return UnavailableError(fmt::format(
+    std::remove(path.c_str());  // whatever part of the plot gnuplot wrote
+    return DataLossError(fmt::format(
         "gnuplot failed to write '{}' (exit status {}); is gnuplot installed (tools/bootstrap.sh "
         "installs gnuplot-nox) and is the folder writable?",
         path, WIFEXITED(status) ? WEXITSTATUS(status) : -1));

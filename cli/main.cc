@@ -1,5 +1,5 @@
 // The kvsim command line: one subcommand per job. Exit codes: 0 ok, 1 a check failed or a
-// request cannot be met, 2 bad usage or input.
+// request cannot be met, 2 bad usage or input, 3 an output not written (cli/exit_codes.h).
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -13,6 +13,7 @@
 #include "cli/campaign_command.h"
 #include "cli/command.h"
 #include "cli/demo.h"
+#include "cli/exit_codes.h"
 #include "cli/parse_error_text.h"
 #include "cli/plan.h"
 #include "cli/run_command.h"
@@ -90,9 +91,8 @@ int Main(int argc, char** argv) {
   app.name("kvsim");
   app.set_version_flag("--version", std::string("kvsim ") + sim::kKvsimVersion);
   app.require_subcommand(0, 1);  // none given is reported below, after unknown arguments
-  app.footer(
-      "Exit codes: 0 ok; 1 a check failed or the request cannot be met; 2 bad usage or input.\n"
-      "Run 'kvsim SUBCOMMAND --help' for a subcommand's options.");
+  app.footer("Exit codes, by subcommand:\n" + ExitCodeTableMarkdown() +
+             "\nRun 'kvsim SUBCOMMAND --help' for a subcommand's options.");
 
   std::vector<std::unique_ptr<Command>> commands = AllCommands();
   std::vector<CLI::App*> subcommands;
@@ -136,8 +136,13 @@ int Main(int argc, char** argv) {
   }
   for (size_t i = 0; i < commands.size(); ++i) {
     if (!subcommands[i]->parsed()) continue;
-    const Status status = commands[i]->Run(std::cout);
+    Status status = commands[i]->Run(std::cout);
     std::cout.flush();
+    // Standard output redirected to a full disk (or a closed pipe) loses the printed result: an
+    // output not written, as a file would be.
+    if (!std::cout && status.ok()) {
+      status = DataLossError("writing to standard output failed; the result printed there is lost");
+    }
     if (status.ok()) return 0;
     std::cerr << "kvsim " << commands[i]->name() << ": " << status.message() << "\n";
     if (ExitCodeFor(status) == 2) PrintHelpPointer(chain);

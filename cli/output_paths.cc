@@ -1,5 +1,7 @@
 #include "cli/output_paths.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 
 namespace kvsim::cli {
@@ -24,6 +26,15 @@ Status CheckOutputPaths(const std::vector<NamedPath>& outputs,
     if (!folder.empty() && !std::filesystem::is_directory(folder, error)) {
       return InvalidArgumentError(output.option + " " + output.path + ": folder '" +
                                   folder.string() + "' does not exist");
+    }
+    // A file is written beside itself and renamed (output_file.h): its folder must be writable.
+    // A device or pipe (/dev/stdout) is written in place.
+    const bool special = std::filesystem::exists(resolved, error) &&
+                         !std::filesystem::is_regular_file(resolved, error) &&
+                         !std::filesystem::is_directory(resolved, error);
+    if (!special && !folder.empty() && ::access(folder.c_str(), W_OK) != 0) {
+      return InvalidArgumentError(output.option + " " + output.path + ": folder '" +
+                                  folder.string() + "' is not writable");
     }
     if (std::filesystem::is_directory(resolved, error)) {
       return InvalidArgumentError(output.option + " " + output.path +

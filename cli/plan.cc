@@ -1,5 +1,6 @@
 // `kvsim plan`: weights, KV capacity, concurrency, tokens/s and cost per configuration.
 #include "cli/plan.h"
+#include "cli/exit_codes.h"
 
 #include <fmt/format.h>
 
@@ -70,12 +71,11 @@ class PlanCommand : public Command {
 
   void Configure(CLI::App& app) override {
     app.footer(
-        "Exit codes: 0 planned, also when some --compare configurations cannot be (their\n"
-        "columns, JSON objects and CSV rows say why, with the numbers); 1 no configuration can\n"
-        "be planned (weights that do not fit, a context beyond the model's maximum, a cache that\n"
-        "holds no request: the message gives the numbers), or the plot cannot be written; 2 bad\n"
-        "usage or input (an invalid deployment, an option with no effect, an empty value, an\n"
-        "option, field or YAML key given twice).");
+        "Some --compare configurations that cannot be planned still exit 0: their columns, JSON\n"
+        "objects and CSV rows say why, with the numbers. Bad input includes an invalid\n"
+        "deployment, an option with no effect, an empty value, an option, field or YAML key\n"
+        "given twice.\n" +
+        ExitCodeFooter("plan"));
     text_options_.push_back(
         {app.add_option("--configs", configs_, "Folder with models/, gpus/, calibration/"),
          &configs_});

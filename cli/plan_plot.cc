@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/gnuplot.h"
+#include "cli/output_file.h"
 #include "cli/text_table.h"
 
 namespace kvsim::cli {
@@ -152,8 +153,11 @@ Result<std::string> PlanPlotScript(const std::vector<LabeledPlan>& plans, const 
 
 Status WritePlanPlot(const std::vector<LabeledPlan>& plans, const std::string& path,
                      const std::string& title) {
-  KVSIM_ASSIGN_OR_RETURN(const std::string script, PlanPlotScript(plans, path, title));
-  return RunGnuplot(script, path);
+  KVSIM_RETURN_IF_ERROR(CheckPlotPath(path));
+  const std::string temporary = TemporaryBeside(path);
+  KVSIM_ASSIGN_OR_RETURN(const std::string script, PlanPlotScript(plans, temporary, title));
+  KVSIM_RETURN_IF_ERROR(RunGnuplot(script, temporary));
+  return MoveOutputIntoPlace("--plot", temporary, path);
 }
 
 }  // namespace kvsim::cli

@@ -1,5 +1,6 @@
 // The run and replay subcommands.
 #include "cli/run_command.h"
+#include "cli/exit_codes.h"
 
 #include <fmt/format.h>
 
@@ -61,9 +62,8 @@ class RunCommand : public Command {
     app.add_option("--configs", configs_, "Folder with models/, gpus/, calibration/, scenarios/");
     app.footer([this] {
       std::string text =
-          "The report names the seed and ends with the one-line command that reproduces it.\n"
-          "Exit codes: 0 ok; 1 the run found something wrong (a finding) or broke an invariant; "
-          "2 bad usage or scenario.";
+          "The report names the seed and ends with the one-line command that reproduces it.\n" +
+          ExitCodeFooter("run");
       const std::vector<std::string> lines = ShippedScenarioLines(ConfigsRoot(configs_));
       if (!lines.empty()) text += "\n\nShipped scenarios (configs/scenarios):";
       for (const std::string& line : lines) text += "\n" + line;
@@ -142,11 +142,8 @@ class ReplayCommand : public Command {
     app.add_option("--configs", configs_, "Folder with models/, gpus/, calibration/");
     app.footer(
         "The scenario's text, seed, mode and backend come from the report itself.\n"
-        "A report written by another kvsim version is replayed, with a note.\n"
-        "Exit codes: 0 reproduced: the state hash and every field of the report (a run with "
-        "findings reproduces them, listed above); 1 it did not reproduce (the first differing "
-        "field is named); 2 bad usage, or a report that is malformed, of another format "
-        "version, or edited (its checksum does not match).");
+        "A report written by another kvsim version is replayed, with a note.\n" +
+        ExitCodeFooter("replay"));
   }
 
   Status Run(std::ostream& out) override {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/gnuplot.h"
+#include "cli/output_file.h"
 
 namespace kvsim::cli {
 namespace {
@@ -71,8 +72,11 @@ Result<std::string> RunPlotScript(const sim::RunReport& r, const std::string& pa
 }
 
 Status WriteRunPlot(const sim::RunReport& report, const std::string& path) {
-  KVSIM_ASSIGN_OR_RETURN(const std::string script, RunPlotScript(report, path));
-  return RunGnuplot(script, path);
+  KVSIM_RETURN_IF_ERROR(CheckPlotPath(path));
+  const std::string temporary = TemporaryBeside(path);
+  KVSIM_ASSIGN_OR_RETURN(const std::string script, RunPlotScript(report, temporary));
+  KVSIM_RETURN_IF_ERROR(RunGnuplot(script, temporary));
+  return MoveOutputIntoPlace("--plot", temporary, path);
 }
 
 }  // namespace kvsim::cli

@@ -14,6 +14,7 @@
 
 #include "base/seed.h"
 #include "cli/gnuplot.h"
+#include "cli/output_file.h"
 #include "cli/output_paths.h"
 #include "cli/run_plot.h"
 #include "cli/text_table.h"
@@ -390,35 +391,34 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& given, const SimRunOpti
                                    scenario.text,        reproduce,
                                    options.max_time_s,   sim::WeaknessName(options.weakness),
                                    options.engine};
-  if (options.json_text != nullptr) {
-    std::ostringstream json;
-    sim::WriteReportJson(r, context, json);
-    *options.json_text = json.str();
-  }
+  std::ostringstream json;
+  sim::WriteReportJson(r, context, json);
+  if (options.json_text != nullptr) *options.json_text = json.str();
+  // Every output is attempted; the first that could not be written decides the status (exit 3),
+  // after the summary above and the other outputs.
+  Status written = Status::Ok();
+  const auto keep_first = [&](const Status& status) {
+    if (written.ok()) written = status;
+  };
   if (!options.json_path.empty()) {
-    std::ofstream file(options.json_path);
-    if (!file) return InvalidArgumentError("--json: cannot write " + options.json_path);
-    sim::WriteReportJson(r, context, file);
-    if (!file) return InvalidArgumentError("--json: writing " + options.json_path + " failed");
+    keep_first(WriteOutputFile("--json", options.json_path, json.str()));
   }
   if (!options.plot_path.empty()) {
     const Status plotted = WriteRunPlot(r, options.plot_path);
-    // A missing gnuplot is said, not a failure of the run (its report is written above).
     out << (plotted.ok() ? "Plot: " + options.plot_path : "No plot: " + plotted.message()) << "\n";
+    keep_first(plotted);
   }
   if (!options.timeline_path.empty()) {
-    std::ofstream file(options.timeline_path);
-    if (!file) return InvalidArgumentError("--timeline: cannot write " + options.timeline_path);
-    timeline.Write(file);
-    if (!file)
-      return InvalidArgumentError("--timeline: writing " + options.timeline_path + " failed");
+    std::ostringstream text;
+    timeline.Write(text);
+    keep_first(WriteOutputFile("--timeline", options.timeline_path, text.str()));
   }
   if (!options.csv_path.empty()) {
-    std::ofstream file(options.csv_path);
-    if (!file) return InvalidArgumentError("--csv: cannot write " + options.csv_path);
-    sim::WriteRequestsCsv(r, file);
-    if (!file) return InvalidArgumentError("--csv: writing " + options.csv_path + " failed");
+    std::ostringstream text;
+    sim::WriteRequestsCsv(r, text);
+    keep_first(WriteOutputFile("--csv", options.csv_path, text.str()));
   }
+  KVSIM_RETURN_IF_ERROR(written);
   return result;
 }
 

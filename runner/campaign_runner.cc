@@ -370,11 +370,25 @@ Result<CampaignResults> RunCampaign(const CampaignSpec& spec, const std::vector<
     return std::make_tuple(a.outcome.case_index, a.outcome.run_mode, a.outcome.mode) <
            std::make_tuple(b.outcome.case_index, b.outcome.run_mode, b.outcome.mode);
   });
-  if (!options.out_dir.empty() && !surprising.empty()) {
+  // The case files are a convenience beside the results: a folder that cannot be made or written
+  // is said (CampaignResults::out_error), never a reason to lose the table and the JSON.
+  bool out_ok = !options.out_dir.empty();
+  if (out_ok && !surprising.empty()) {
     std::error_code error;
     std::filesystem::create_directories(options.out_dir, error);
-    if (error) return InternalError(options.out_dir + ": " + error.message());
+    if (error) {
+      results.out_error = options.out_dir + ": " + error.message();
+      out_ok = false;
+    }
   }
+  const auto write_case = [&](const std::string& path, const Scenario& scenario) {
+    std::ofstream file(path);
+    file << ScenarioToYaml(scenario);
+    file.close();
+    if (file) return true;
+    if (results.out_error.empty()) results.out_error = path + ": writing failed";
+    return false;
+  };
   int32_t shrunk = 0;
   for (const Pending& p : surprising) {
     Surprise s;
@@ -386,7 +400,7 @@ Result<CampaignResults> RunCampaign(const CampaignSpec& spec, const std::vector<
     s.detail = p.outcome.detail;
     s.replay = ReplayLine(options, s.case_index);
     Result<Scenario> drawn = parent.Draw(s.case_index);
-    if (!options.out_dir.empty() && drawn.ok()) {
+    if (out_ok && drawn.ok()) {
       Scenario scenario = *drawn;
       ApplyTrackerMode(s.mode, scenario);
       scenario.mode = s.run_mode;
@@ -395,7 +409,7 @@ Result<CampaignResults> RunCampaign(const CampaignSpec& spec, const std::vector<
                                  TrackerModeName(s.mode) + "-" + RunModeName(s.run_mode)))
                                    .string();
       s.scenario_path = stem + ".yaml";
-      std::ofstream(s.scenario_path) << ScenarioToYaml(scenario);
+      if (!write_case(s.scenario_path, scenario)) s.scenario_path.clear();
       if (shrunk < options.max_shrinks) {
         ++shrunk;
         const Scenario smaller = ShrinkCase(
@@ -405,7 +419,7 @@ Result<CampaignResults> RunCampaign(const CampaignSpec& spec, const std::vector<
             },
             s.shrunk_summary);
         s.shrunk_path = stem + "-shrunk.yaml";
-        std::ofstream(s.shrunk_path) << ScenarioToYaml(smaller);
+        if (!write_case(s.shrunk_path, smaller)) s.shrunk_path.clear();
       }
     }
     results.surprises.push_back(std::move(s));

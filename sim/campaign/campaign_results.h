@@ -104,6 +104,9 @@ struct CampaignResults {
   int64_t cases = 0;                          // cases run
   int64_t runs = 0;
   double wall_s = 0;  // summed over shards
+  // Why the surprises' scenario files could not be written to --out ("" when they were, or none
+  // was due); not part of the JSON: it is about this process's folder, not the campaign.
+  std::string out_error;
 
   void Add(const CaseOutcome& outcome, SurpriseKind judged);
   // Adds one case's runs of one run mode, every tracker mode's, to the paired figures.

@@ -117,7 +117,8 @@ expect_exit 1 "none of the 2 configurations can be planned:" plan --model deepse
   --compare tp=4,8
 expect_exit 1 "  tp=8: weights do not fit: 79.3 GiB needed per GPU, 66.1 available" \
   plan --model deepseek-v3 --gpu h100-sxm --compare tp=4,8
-expect_exit 0 "Exit codes: 0 planned, also when some --compare configurations" plan --help
+expect_exit 0 "Some --compare configurations that cannot be planned still exit 0" plan --help
+expect_exit 0 "Exit codes: 0 planned .*; 3 an output could not be written" plan --help
 printf 'name: broken\nlayers: 61\nhidden_size: [7168\n' >"$tmp/broken.yaml"
 expect_exit 2 "broken.yaml:4:1: YAML syntax error" plan --model "$tmp/broken.yaml"
 sed 's/qk_rope_head_dim: 64/qk_rope_head_dim: -64/' configs/models/kimi-k2.6.yaml >"$tmp/neg.yaml"
@@ -144,16 +145,16 @@ expect_exit 2 "folder '$tmp/no-such-folder' does not exist" plan --plot "$tmp/no
 for _ in 1 2 3 4 5; do
   output=$(PATH=/nonexistent "$kvsim" plan --plot "$tmp/p.svg" --concurrency 1 2>&1)
   code=$?
-  if [ "$code" -ne 1 ] || ! grep -q "gnuplot failed to write" <<<"$output"; then
-    echo "FAIL: --plot without gnuplot exited $code, expected 1 and a message"
+  if [ "$code" -ne 3 ] || ! grep -q "gnuplot failed to write" <<<"$output"; then
+    echo "FAIL: --plot without gnuplot exited $code, expected 3 (an output not written) and a message"
     failures=$((failures + 1))
   fi
 done
-# A plot gnuplot cannot open (here a folder) fails without drawing into the --json document.
+# A plot onto a folder is refused before any work, and nothing is drawn into the --json document.
 mkdir -p "$tmp/folder.svg"
-json=$("$kvsim" plan --json --concurrency 1 --plot "$tmp/folder.svg" 2>/dev/null)
+json=$("$kvsim" plan --json --concurrency 1 --plot "$tmp/folder.svg" 2>"$tmp/folder.err")
 code=$?
-if [ "$code" -ne 1 ] || [ "${json:0:1}" != "{" ] || grep -q "<svg" <<<"$json"; then
+if [ "$code" -ne 2 ] || [ -n "$json" ] || ! grep -q "is not a regular file" "$tmp/folder.err"; then
   echo "FAIL: --plot into a folder exited $code with stdout starting '${json:0:40}'"
   failures=$((failures + 1))
 fi
