@@ -263,6 +263,13 @@ Tally TallyFrom(const ordered_json& j) {
 
 Result<RunMode> RunModeFrom(const std::string& text) { return ParseRunMode(text); }
 
+// `result`, its error put in the context of the file and field it was read from.
+template <typename T>
+Result<T> InFile(Result<T> result, const std::string& path, const char* field) {
+  if (result.ok()) return result;
+  return result.status().WithContext(path + ": field '" + field + "'");
+}
+
 }  // namespace
 
 std::string ResultsToJson(const CampaignResults& r) {
@@ -448,31 +455,40 @@ Result<CampaignResults> ResultsFromJson(const std::string& text, const std::stri
   try {
     CampaignResults r;
     const ordered_json& c = j.at("campaign");
-    KVSIM_ASSIGN_OR_RETURN(r.spec.seed, ParseSeed(c.at("seed").get<std::string>()));
+    KVSIM_ASSIGN_OR_RETURN(
+        r.spec.seed, InFile(ParseSeed(c.at("seed").get<std::string>()), path, "campaign.seed"));
     r.spec.cases = c.at("cases").get<int64_t>();
     r.spec.bases = c.at("bases").get<std::vector<std::string>>();
-    KVSIM_ASSIGN_OR_RETURN(r.spec.arms, ParseArms(c.at("arms").get<std::string>()));
+    KVSIM_ASSIGN_OR_RETURN(
+        r.spec.arms, InFile(ParseArms(c.at("arms").get<std::string>()), path, "campaign.arms"));
     for (const auto& mode : c.at("modes")) {
-      KVSIM_ASSIGN_OR_RETURN(const TrackerMode parsed, ParseTrackerMode(mode.get<std::string>()));
+      KVSIM_ASSIGN_OR_RETURN(
+          const TrackerMode parsed,
+          InFile(ParseTrackerMode(mode.get<std::string>()), path, "campaign.modes"));
       r.spec.modes.push_back(parsed);
     }
     r.spec.kernel_cases = c.at("kernel_cases").get<int64_t>();
     r.spec.shard_count = c.at("shard_count").get<int32_t>();
-    KVSIM_ASSIGN_OR_RETURN(r.spec.weakness, ParseWeakness(c.at("weaken").get<std::string>()));
-    KVSIM_ASSIGN_OR_RETURN(r.bases_hash, ParseSeed(c.at("bases_hash").get<std::string>()));
+    KVSIM_ASSIGN_OR_RETURN(r.spec.weakness, InFile(ParseWeakness(c.at("weaken").get<std::string>()),
+                                                   path, "campaign.weaken"));
+    KVSIM_ASSIGN_OR_RETURN(r.bases_hash, InFile(ParseSeed(c.at("bases_hash").get<std::string>()),
+                                                path, "campaign.bases_hash"));
     r.shards = j.at("shards").get<std::vector<int32_t>>();
     r.cases = j.at("cases_run").get<int64_t>();
     r.runs = j.at("runs").get<int64_t>();
     for (const auto& row : j.at("tallies")) {
-      KVSIM_ASSIGN_OR_RETURN(const TrackerMode mode,
-                             ParseTrackerMode(row.at("mode").get<std::string>()));
-      KVSIM_ASSIGN_OR_RETURN(const RunMode run_mode,
-                             RunModeFrom(row.at("run_mode").get<std::string>()));
+      KVSIM_ASSIGN_OR_RETURN(
+          const TrackerMode mode,
+          InFile(ParseTrackerMode(row.at("mode").get<std::string>()), path, "tallies[].mode"));
+      KVSIM_ASSIGN_OR_RETURN(
+          const RunMode run_mode,
+          InFile(RunModeFrom(row.at("run_mode").get<std::string>()), path, "run_mode"));
       r.tallies[{row.at("row").get<std::string>(), mode, run_mode}] = TallyFrom(row);
     }
     for (const auto& row : j.at("paired")) {
-      KVSIM_ASSIGN_OR_RETURN(const RunMode run_mode,
-                             RunModeFrom(row.at("run_mode").get<std::string>()));
+      KVSIM_ASSIGN_OR_RETURN(
+          const RunMode run_mode,
+          InFile(RunModeFrom(row.at("run_mode").get<std::string>()), path, "run_mode"));
       Paired& p = r.paired[{row.at("row").get<std::string>(), run_mode}];
       p.off_silent = row.at("off_silent").get<int64_t>();
       p.tags_silent = row.at("tags_silent").get<int64_t>();
@@ -498,8 +514,12 @@ Result<CampaignResults> ResultsFromJson(const std::string& text, const std::stri
       Surprise surprise;
       surprise.case_index = s.at("case").get<int64_t>();
       surprise.row = s.at("row").get<std::string>();
-      KVSIM_ASSIGN_OR_RETURN(surprise.mode, ParseTrackerMode(s.at("mode").get<std::string>()));
-      KVSIM_ASSIGN_OR_RETURN(surprise.run_mode, RunModeFrom(s.at("run_mode").get<std::string>()));
+      KVSIM_ASSIGN_OR_RETURN(
+          surprise.mode,
+          InFile(ParseTrackerMode(s.at("mode").get<std::string>()), path, "surprises[].mode"));
+      KVSIM_ASSIGN_OR_RETURN(
+          surprise.run_mode,
+          InFile(RunModeFrom(s.at("run_mode").get<std::string>()), path, "surprises[].run_mode"));
       const std::string kind = s.at("kind").get<std::string>();
       for (int k = 1; k < kSurpriseKinds; ++k) {
         if (kind == SurpriseKindName(static_cast<SurpriseKind>(k))) {

@@ -276,7 +276,9 @@ Result<ReplayInput> ReadReplayInput(const std::string& json_text, const std::str
                                 "): the scenario's text was edited");
   }
   KVSIM_ASSIGN_OR_RETURN(const std::string seed, text_at("run", "seed"));
-  KVSIM_ASSIGN_OR_RETURN(input.seed, ParseSeed(seed));
+  const Result<uint64_t> parsed_seed = ParseSeed(seed);
+  if (!parsed_seed.ok()) return parsed_seed.status().WithContext(path + ": field 'run.seed'");
+  input.seed = *parsed_seed;
   KVSIM_ASSIGN_OR_RETURN(input.mode, text_at("run", "mode"));
   KVSIM_ASSIGN_OR_RETURN(input.backend, text_at("run", "backend"));
   KVSIM_ASSIGN_OR_RETURN(input.weaken, text_at("run", "weaken"));
@@ -297,7 +299,9 @@ Result<ReplayInput> ReadReplayInput(const std::string& json_text, const std::str
   if (hash == j.end() || !hash->is_string()) {
     return InvalidArgumentError(path + ": no string 'state_hash' in the report");
   }
-  KVSIM_ASSIGN_OR_RETURN(input.state_hash, ParseSeed(hash->get<std::string>()));
+  const Result<uint64_t> parsed_hash = ParseSeed(hash->get<std::string>());
+  if (!parsed_hash.ok()) return parsed_hash.status().WithContext(path + ": field 'state_hash'");
+  input.state_hash = *parsed_hash;
   return input;
 }
 
