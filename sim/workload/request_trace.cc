@@ -23,17 +23,25 @@ class LineReader {
 
   // The next line into `line`; false at the end of the input or on an error (then status()).
   bool Next(std::string& line) {
-    if (!std::getline(in_, line)) {
-      if (in_.bad()) status_ = InvalidArgumentError(path_ + ": cannot read the trace file");
-      return false;
+    // Byte by byte from the stream's buffer, so that a file with no line ends (gigabytes in one
+    // line) is refused at the limit instead of read whole into memory.
+    line.clear();
+    std::streambuf& buffer = *in_.rdbuf();
+    bool any = false;
+    for (int c = buffer.sbumpc(); c != std::char_traits<char>::eof(); c = buffer.sbumpc()) {
+      any = true;
+      if (c == '\n') break;
+      if (line.size() == kMaxTraceLineBytes) {
+        ++number_;
+        status_ = InvalidArgumentError(Where() + "a line longer than " +
+                                       std::to_string(kMaxTraceLineBytes) +
+                                       " bytes; not a request trace");
+        return false;
+      }
+      line.push_back(static_cast<char>(c));
     }
+    if (!any) return false;
     ++number_;
-    if (line.size() > kMaxTraceLineBytes) {
-      status_ =
-          InvalidArgumentError(Where() + "a line longer than " +
-                               std::to_string(kMaxTraceLineBytes) + " bytes; not a request trace");
-      return false;
-    }
     if (!line.empty() && line.back() == '\r') line.pop_back();
     return true;
   }

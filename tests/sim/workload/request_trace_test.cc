@@ -58,6 +58,10 @@ TEST(RequestTraceTest, NamesTheFileAndLineOfEveryMalformedAzureRow) {
   EXPECT_EQ(ReadError(header + "2023-13-16 18:15:47,374,44\n", TraceFormat::kAzureCsv),
             "t.trace:2: field 'TIMESTAMP': expected a date and time like 2023-11-16 "
             "18:15:46.6805900, got '2023-13-16 18:15:47'");
+  // A line past 1 MiB (here a file with no line end at all) is refused at the limit, never read
+  // whole: the second line is blamed.
+  EXPECT_EQ(ReadError(header + std::string(kMaxTraceLineBytes + 7, '9'), TraceFormat::kAzureCsv),
+            "t.trace:2: a line longer than 1048576 bytes; not a request trace");
   // A day its month does not have is refused on its own line, not read as the next month's.
   for (const char* impossible : {"2023-02-29", "2024-02-30", "2023-04-31", "2100-02-29"}) {
     EXPECT_EQ(ReadError(header + impossible + " 00:00:00,1,1\n", TraceFormat::kAzureCsv),
