@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <limits>
+#include <stdexcept>
 
 #include "base/seed.h"
 #include "kernels/tag_check/tag_check.h"
@@ -12,6 +14,31 @@
 namespace kvsim::sim {
 
 using nlohmann::ordered_json;
+
+namespace {
+
+// A count or index that is not a whole number of its type (nlohmann's get<> would convert a
+// float such as 5e110 with undefined behaviour).
+struct NotWholeNumber : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+template <typename T>
+T Whole(const ordered_json& value) {
+  if (value.is_number_unsigned()) {
+    if (value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+      return static_cast<T>(value.get<uint64_t>());
+    }
+  } else if (value.is_number_integer()) {
+    const int64_t v = value.get<int64_t>();
+    if (v >= std::numeric_limits<T>::min() && v <= std::numeric_limits<T>::max()) {
+      return static_cast<T>(v);
+    }
+  }
+  throw NotWholeNumber(value.dump() + " is not a whole number in range");
+}
+
+}  // namespace
 
 void Tally::Add(const CaseOutcome& o, SurpriseKind judged) {
   ++runs;
@@ -202,7 +229,7 @@ std::array<int64_t, kAccessVerdicts> VerdictsFrom(const ordered_json& j) {
   std::array<int64_t, kAccessVerdicts> counts{};
   for (int v = 1; v < kAccessVerdicts; ++v) {
     counts[static_cast<size_t>(v)] =
-        j.at(AccessVerdictKey(static_cast<AccessVerdict>(v))).get<int64_t>();
+        Whole<int64_t>(j.at(AccessVerdictKey(static_cast<AccessVerdict>(v))));
   }
   return counts;
 }
@@ -235,29 +262,29 @@ ordered_json TallyJson(const Tally& t) {
 
 Tally TallyFrom(const ordered_json& j) {
   Tally t;
-  t.runs = j.at("runs").get<int64_t>();
-  t.fired_runs = j.at("fired_runs").get<int64_t>();
-  t.fired = j.at("fired").get<int64_t>();
-  t.caught_tag = j.at("caught_tag").get<int64_t>();
-  t.caught_seal = j.at("caught_seal").get<int64_t>();
-  t.silent_reads = j.at("silent_reads").get<int64_t>();
-  t.silent_writes = j.at("silent_writes").get<int64_t>();
-  t.bad_outputs = j.at("bad_outputs").get<int64_t>();
-  t.silent_runs = j.at("silent_runs").get<int64_t>();
+  t.runs = Whole<int64_t>(j.at("runs"));
+  t.fired_runs = Whole<int64_t>(j.at("fired_runs"));
+  t.fired = Whole<int64_t>(j.at("fired"));
+  t.caught_tag = Whole<int64_t>(j.at("caught_tag"));
+  t.caught_seal = Whole<int64_t>(j.at("caught_seal"));
+  t.silent_reads = Whole<int64_t>(j.at("silent_reads"));
+  t.silent_writes = Whole<int64_t>(j.at("silent_writes"));
+  t.bad_outputs = Whole<int64_t>(j.at("bad_outputs"));
+  t.silent_runs = Whole<int64_t>(j.at("silent_runs"));
   t.read_verdicts = VerdictsFrom(j.at("read_verdicts"));
   t.write_verdicts = VerdictsFrom(j.at("write_verdicts"));
-  t.false_alarms = j.at("false_alarms").get<int64_t>();
-  t.over_refusals_excused = j.at("over_refusals_excused").get<int64_t>();
-  t.over_refusals = j.at("over_refusals").get<int64_t>();
-  t.stopped_fired_runs = j.at("stopped_fired_runs").get<int64_t>();
-  t.stopped_silent_runs = j.at("stopped_silent_runs").get<int64_t>();
-  t.escapes_predicted = j.at("escapes_predicted").get<int64_t>();
-  t.escapes_unpredicted = j.at("escapes_unpredicted").get<int64_t>();
-  t.errors = j.at("errors").get<int64_t>();
-  t.crashes = j.at("crashes").get<int64_t>();
-  t.undrained = j.at("undrained").get<int64_t>();
-  t.surprises = j.at("surprises").get<int64_t>();
-  t.steps = j.at("steps").get<int64_t>();
+  t.false_alarms = Whole<int64_t>(j.at("false_alarms"));
+  t.over_refusals_excused = Whole<int64_t>(j.at("over_refusals_excused"));
+  t.over_refusals = Whole<int64_t>(j.at("over_refusals"));
+  t.stopped_fired_runs = Whole<int64_t>(j.at("stopped_fired_runs"));
+  t.stopped_silent_runs = Whole<int64_t>(j.at("stopped_silent_runs"));
+  t.escapes_predicted = Whole<int64_t>(j.at("escapes_predicted"));
+  t.escapes_unpredicted = Whole<int64_t>(j.at("escapes_unpredicted"));
+  t.errors = Whole<int64_t>(j.at("errors"));
+  t.crashes = Whole<int64_t>(j.at("crashes"));
+  t.undrained = Whole<int64_t>(j.at("undrained"));
+  t.surprises = Whole<int64_t>(j.at("surprises"));
+  t.steps = Whole<int64_t>(j.at("steps"));
   return t;
 }
 
@@ -457,7 +484,7 @@ Result<CampaignResults> ResultsFromJson(const std::string& text, const std::stri
     const ordered_json& c = j.at("campaign");
     KVSIM_ASSIGN_OR_RETURN(
         r.spec.seed, InFile(ParseSeed(c.at("seed").get<std::string>()), path, "campaign.seed"));
-    r.spec.cases = c.at("cases").get<int64_t>();
+    r.spec.cases = Whole<int64_t>(c.at("cases"));
     r.spec.bases = c.at("bases").get<std::vector<std::string>>();
     KVSIM_ASSIGN_OR_RETURN(
         r.spec.arms, InFile(ParseArms(c.at("arms").get<std::string>()), path, "campaign.arms"));
@@ -467,15 +494,16 @@ Result<CampaignResults> ResultsFromJson(const std::string& text, const std::stri
           InFile(ParseTrackerMode(mode.get<std::string>()), path, "campaign.modes"));
       r.spec.modes.push_back(parsed);
     }
-    r.spec.kernel_cases = c.at("kernel_cases").get<int64_t>();
-    r.spec.shard_count = c.at("shard_count").get<int32_t>();
+    r.spec.kernel_cases = Whole<int64_t>(c.at("kernel_cases"));
+    r.spec.shard_count = Whole<int32_t>(c.at("shard_count"));
     KVSIM_ASSIGN_OR_RETURN(r.spec.weakness, InFile(ParseWeakness(c.at("weaken").get<std::string>()),
                                                    path, "campaign.weaken"));
     KVSIM_ASSIGN_OR_RETURN(r.bases_hash, InFile(ParseSeed(c.at("bases_hash").get<std::string>()),
                                                 path, "campaign.bases_hash"));
-    r.shards = j.at("shards").get<std::vector<int32_t>>();
-    r.cases = j.at("cases_run").get<int64_t>();
-    r.runs = j.at("runs").get<int64_t>();
+    if (!j.at("shards").is_array()) throw NotWholeNumber("shards");
+    for (const ordered_json& shard : j.at("shards")) r.shards.push_back(Whole<int32_t>(shard));
+    r.cases = Whole<int64_t>(j.at("cases_run"));
+    r.runs = Whole<int64_t>(j.at("runs"));
     for (const auto& row : j.at("tallies")) {
       KVSIM_ASSIGN_OR_RETURN(
           const TrackerMode mode,
@@ -490,29 +518,28 @@ Result<CampaignResults> ResultsFromJson(const std::string& text, const std::stri
           const RunMode run_mode,
           InFile(RunModeFrom(row.at("run_mode").get<std::string>()), path, "run_mode"));
       Paired& p = r.paired[{row.at("row").get<std::string>(), run_mode}];
-      p.off_silent = row.at("off_silent").get<int64_t>();
-      p.tags_silent = row.at("tags_silent").get<int64_t>();
-      p.seal_silent = row.at("seal_silent").get<int64_t>();
+      p.off_silent = Whole<int64_t>(row.at("off_silent"));
+      p.tags_silent = Whole<int64_t>(row.at("tags_silent"));
+      p.seal_silent = Whole<int64_t>(row.at("seal_silent"));
     }
     const ordered_json& coverage = j.at("coverage");
     for (int site = 0; site < kFaultSites; ++site) {
       r.site_runs[static_cast<size_t>(site)] =
-          coverage.at("site_runs").at(FaultSiteName(static_cast<FaultSite>(site))).get<int64_t>();
+          Whole<int64_t>(coverage.at("site_runs").at(FaultSiteName(static_cast<FaultSite>(site))));
     }
     for (size_t code = 1; code < r.aborts.size(); ++code) {
-      r.aborts[code] = coverage.at("aborts")
-                           .at(TagCheckCodeName(static_cast<TagCheckCode>(code)))
-                           .get<int64_t>();
+      r.aborts[code] = Whole<int64_t>(
+          coverage.at("aborts").at(TagCheckCodeName(static_cast<TagCheckCode>(code))));
     }
-    r.sealed = coverage.at("aborts").at("seal").get<int64_t>();
+    r.sealed = Whole<int64_t>(coverage.at("aborts").at("seal"));
     for (size_t i = 0; i < kPresetBars.size(); ++i) {
       const ordered_json& engine = coverage.at("engine_runs").at(kPresetBars[i].preset);
-      r.engine_runs[i] = engine.at("runs").get<int64_t>();
-      r.engine_fired_runs[i] = engine.at("bug_fired").get<int64_t>();
+      r.engine_runs[i] = Whole<int64_t>(engine.at("runs"));
+      r.engine_fired_runs[i] = Whole<int64_t>(engine.at("bug_fired"));
     }
     for (const auto& s : j.at("surprises")) {
       Surprise surprise;
-      surprise.case_index = s.at("case").get<int64_t>();
+      surprise.case_index = Whole<int64_t>(s.at("case"));
       surprise.row = s.at("row").get<std::string>();
       KVSIM_ASSIGN_OR_RETURN(
           surprise.mode,
@@ -538,6 +565,9 @@ Result<CampaignResults> ResultsFromJson(const std::string& text, const std::stri
     KVSIM_RETURN_IF_ERROR(CheckShardContents(r, j, path));
     return r;
   } catch (const nlohmann::json::exception& e) {
+    return InvalidArgumentError(
+        path + ": not a campaign report written by kvsim campaign --json (" + e.what() + ")");
+  } catch (const NotWholeNumber& e) {
     return InvalidArgumentError(
         path + ": not a campaign report written by kvsim campaign --json (" + e.what() + ")");
   }

@@ -77,6 +77,18 @@ expect_exit 2 "--case 50 is out of range" campaign --cases 45 --case 50
 expect_exit 2 "no scenario 'nope'" campaign --bases nope
 expect_exit 2 "not a JSON campaign report" campaign merge configs/scenarios/campaign-pd.yaml
 expect_exit 0 "TEST_SHARD_INDEX" campaign --help
+# Output paths are checked before any case runs, and may not name a base scenario.
+expect_exit 2 "--json $out/no-such-folder/c.json: folder '.*no-such-folder' does not exist" \
+  campaign --cases 1000000 --json "$out/no-such-folder/c.json"
+cp configs/scenarios/campaign-unified.yaml "$out/base.yaml"
+expect_exit 2 "--json $out/base.yaml: that is a base scenario, which it would overwrite" \
+  campaign --cases 1000000 --bases "$out/base.yaml" --json "$out/base.yaml"
+# A --out that cannot be made loses no result: the table and the JSON are written, the run says so.
+expect_exit 1 "the surprises' scenario files were not written: /proc/kvsim-no-such" \
+  campaign --cases 16 --seed 9 --weaken table-after-check --max-shrinks 0 \
+  --out /proc/kvsim-no-such --json "$out/weak-no-out.json"
+[ -s "$out/weak-no-out.json" ] || {
+  echo "FAIL: a campaign whose --out failed wrote no JSON"; failures=$((failures + 1)); }
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures check(s) failed"
