@@ -70,7 +70,7 @@ Status PrintPlanDemo(std::ostream& out, const std::string& configs_root,
   std::filesystem::create_directories(output_dir, error);
   const std::string path = output_dir + "/plan-demo.svg";
   const Status plotted =
-      error ? UnavailableError(fmt::format("cannot create '{}': {}", output_dir, error.message()))
+      error ? DataLossError(fmt::format("cannot create '{}': {}", output_dir, error.message()))
             : WritePlanPlot(all, path, "decode tokens/s on 8 x H200");
   if (plotted.ok()) out << "\n   Plot of decode tokens/s against concurrency: " << path << "\n";
   *plot = plotted;
