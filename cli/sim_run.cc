@@ -392,7 +392,9 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& given, const SimRunOpti
                                    options.max_time_s,   sim::WeaknessName(options.weakness),
                                    options.engine};
   std::ostringstream json;
-  sim::WriteReportJson(r, context, json);
+  if (options.json_text != nullptr || !options.json_path.empty()) {
+    sim::WriteReportJson(r, context, json);
+  }
   if (options.json_text != nullptr) *options.json_text = json.str();
   // Every output is attempted; the first that could not be written decides the status (exit 3),
   // after the summary above and the other outputs.

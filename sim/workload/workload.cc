@@ -121,11 +121,13 @@ Status CheckWorkloadSpan(const WorkloadSpec& spec) {
   });
   const double room = kMaxWorkloadSpanS / n - (per_request - top.seconds);
   char allowed[96];
-  if (top.is_rate) {
+  if (room <= 0) {
+    // The other delays alone fill the span: no value of this field fits.
+    std::snprintf(allowed, sizeof allowed, "no value, until the other delays are shortened");
+  } else if (top.is_rate) {
     std::snprintf(allowed, sizeof allowed, "at least %.3g requests per second", 1.0 / room);
   } else {
-    std::snprintf(allowed, sizeof allowed, "at most %.0f ms",
-                  std::floor(std::max(0.0, room) * 1e3));
+    std::snprintf(allowed, sizeof allowed, "at most %.0f ms", std::floor(room * 1e3));
   }
   char span[64];
   std::snprintf(span, sizeof span, "%.3g s", n * per_request);

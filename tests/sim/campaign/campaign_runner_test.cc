@@ -108,11 +108,17 @@ TEST(CampaignRunnerTest, ShardsMergedEqualTheCampaignRunWhole) {
   EXPECT_GT(fired, 30);
 }
 
-TEST(CampaignRunnerTest, ReportsRoundTripAndMergesRefuseOtherCampaigns) {
+// A small campaign in two shards, timing mode only: its shards are quick to run and to read.
+CampaignSpec TwoShardSpec() {
   CampaignSpec spec = Spec();
   spec.cases = 12;
   spec.kernel_cases = 0;
   spec.shard_count = 2;
+  return spec;
+}
+
+TEST(CampaignRunnerTest, ReportsRoundTripAndMergesRefuseOtherCampaigns) {
+  CampaignSpec spec = TwoShardSpec();
   const CampaignResults first = RunShard(spec, 1);
   const Result<CampaignResults> read = ResultsFromJson(ResultsToJson(first), "first.json");
   ASSERT_TRUE(read.ok()) << read.status().ToString();
@@ -173,10 +179,7 @@ std::string ReadError(const std::string& text) {
 }
 
 TEST(CampaignRunnerTest, ShardsSayWhereTheyCameFromAndMalformedOnesAreRefused) {
-  CampaignSpec spec = Spec();
-  spec.cases = 12;
-  spec.kernel_cases = 0;
-  spec.shard_count = 2;
+  CampaignSpec spec = TwoShardSpec();
   const CampaignResults shard = RunShard(spec, 1);
   const std::string text = ResultsToJson(shard);
   EXPECT_NE(text.find("\"kvsim_version\": \"" + std::string(kKvsimVersion) + "\""),
