@@ -58,6 +58,9 @@ void PrintCalibrationReport(std::ostream& out, const model::Calibration& c,
                      c.spec.settings.deployment.tp,
                      Grouped(c.spec.settings.deployment.context_tokens));
   out << "  kernel efficiencies: " << c.params.kernels->path << "\n";
+  if (!c.spec.kernels_override_source.empty()) {
+    out << "  " << c.spec.kernels_override_source << "\n";
+  }
   out << "fitted (least squares of relative errors, each within its bounds):\n";
   for (int i = 0; i < model::kFittedCount; ++i) {
     const model::FitBound& b = c.spec.bounds[static_cast<size_t>(i)];
@@ -130,6 +133,7 @@ void PrintCalibrationJson(std::ostream& out, const model::Calibration& c,
       {"calibration", c.spec.name},
       {"source", c.spec.source},
       {"kernel_profile", c.params.kernels->path},
+      {"step_time_source", c.params.source},
       {"deployment",
        {{"model", s.model},
         {"gpu", s.gpu},

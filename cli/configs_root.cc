@@ -18,6 +18,8 @@ std::string ConfigsRoot(const std::string& flag) {
   return flag.empty() ? UnderRoot("configs") : flag;
 }
 
+std::string VidurProfilesRoot() { return UnderRoot("third_party/vidur_profiles"); }
+
 std::string DefaultOutputDir() { return UnderRoot("kvsim-out"); }
 
 }  // namespace kvsim::cli

@@ -9,6 +9,10 @@ namespace kvsim::cli {
 // `flag` when not empty; otherwise the default above.
 std::string ConfigsRoot(const std::string& flag);
 
+// Vidur's operator profiles shipped with kvsim: $KVSIM_ROOT/third_party/vidur_profiles, else
+// ./third_party/vidur_profiles.
+std::string VidurProfilesRoot();
+
 // Where commands write files when not told: $KVSIM_ROOT/kvsim-out, else ./kvsim-out.
 std::string DefaultOutputDir();
 

@@ -12,6 +12,7 @@
 #include "base/kv_format.h"
 #include "cli/calibration_report.h"
 #include "cli/configs_root.h"
+#include "cli/operator_report.h"
 #include "cli/plan_need.h"
 #include "cli/plan_plot.h"
 #include "cli/plan_report.h"
@@ -132,6 +133,27 @@ class PlanCommand : public Command {
                         "configs/measured/GPU.yaml if present, else the published efficiencies "
                         "of configs/kernels/; 'none': the published efficiencies)"),
          &kernel_table_});
+    text_options_.push_back(
+        {app.add_option("--operator-profiles", operator_profiles_,
+                        "A folder of operator times measured on a GPU, in Vidur's layout "
+                        "(compute/GPU/ORG/MODEL/mlp.csv, network/GPU_TOPOLOGY/all_reduce.csv): "
+                        "plans take the BF16 GEMM efficiencies and the all-reduce latency fitted "
+                        "to them (the calibration then refits its figures), and every output "
+                        "names the folder; with --validate-operators, the data to validate "
+                        "against (default: Vidur's own, third_party/vidur_profiles)"),
+         &operator_profiles_});
+    CLI::Option* operator_gpu =
+        app.add_option("--operator-gpu", operator_gpu_,
+                       "Whose profiles --operator-profiles fits when its folder holds several "
+                       "GPU kinds (a kvsim GPU name; default: the planned --gpu)");
+    text_options_.push_back({operator_gpu, &operator_gpu_});
+    app.add_flag("--validate-operators", validate_operators_,
+                 "Compare the step-time model operator by operator with measured GPU times "
+                 "(Vidur's profiles, or --operator-profiles): per GPU, model and operator family "
+                 "the rows compared, median and 90th-percentile relative error, the worst row "
+                 "and where the model is systematically fast or slow; then four figures per GPU "
+                 "refitted, with errors on held-out models and GPU counts and from A100 to H100 "
+                 "(text, or JSON with --json)");
     app.add_flag("--calibration-report", calibration_report_,
                  "Print the calibration: fitted coefficients, and each published point with the "
                  "model's prediction and its error (as text, or with --json as JSON)");
@@ -157,8 +179,29 @@ class PlanCommand : public Command {
     if (!plot_.empty()) KVSIM_RETURN_IF_ERROR(CheckPlotPath(plot_));
     KVSIM_ASSIGN_OR_RETURN(const model::Catalog catalog,
                            model::Catalog::Open(ConfigsRoot(configs_)));
-    KVSIM_ASSIGN_OR_RETURN(const model::Calibration calibration,
-                           LoadCalibration(catalog, calibration_));
+    if (validate_operators_) return RunValidation(out, catalog);
+    model::PlanSettings base;
+    base.kernel_table = kernel_table_;
+    if (!deployment_yaml_.empty()) {
+      KVSIM_RETURN_IF_ERROR(model::ApplyPlanYaml(base, deployment_yaml_));
+    }
+    for (const auto& [field, value] : fields_) {
+      KVSIM_RETURN_IF_ERROR(model::SetPlanField(base, field, value).WithContext("--" + field));
+    }
+    KVSIM_ASSIGN_OR_RETURN(model::CalibrationSpec spec,
+                           model::LoadCalibrationSpec(catalog.CalibrationPath(calibration_)));
+    if (!operator_profiles_.empty()) {
+      KVSIM_ASSIGN_OR_RETURN(const model::KernelProfile published,
+                             model::LoadKernelProfile(catalog.KernelProfilePath(spec.kernels)));
+      KVSIM_ASSIGN_OR_RETURN(const model::GpuSpec gpu,
+                             catalog.LoadGpu(operator_gpu_.empty() ? base.gpu : operator_gpu_));
+      KVSIM_ASSIGN_OR_RETURN(
+          const FittedKernels fitted,
+          KernelsFromOperatorProfiles(catalog, operator_profiles_, gpu.name, published));
+      spec.kernels_override = fitted.kernels;
+      spec.kernels_override_source = fitted.source;
+    }
+    KVSIM_ASSIGN_OR_RETURN(const model::Calibration calibration, model::Calibrate(spec, catalog));
     if (calibration_report_) {
       KVSIM_ASSIGN_OR_RETURN(const std::vector<model::LeaveOneOutRow> leave_one_out,
                              model::LeaveOneOut(calibration.spec, catalog));
@@ -168,14 +211,6 @@ class PlanCommand : public Command {
         PrintCalibrationReport(out, calibration, leave_one_out);
       }
       return Status::Ok();
-    }
-    model::PlanSettings base;
-    base.kernel_table = kernel_table_;
-    if (!deployment_yaml_.empty()) {
-      KVSIM_RETURN_IF_ERROR(model::ApplyPlanYaml(base, deployment_yaml_));
-    }
-    for (const auto& [field, value] : fields_) {
-      KVSIM_RETURN_IF_ERROR(model::SetPlanField(base, field, value).WithContext("--" + field));
     }
     if (!need_text_.empty()) return RunNeed(out, catalog, calibration.params, base);
     KVSIM_ASSIGN_OR_RETURN(const std::vector<int64_t> concurrencies,
@@ -225,6 +260,24 @@ class PlanCommand : public Command {
         report.failing.size(), need_text_, json_ ? "in the JSON's failing list" : "above"));
   }
 
+  // --validate-operators: the shipped model (the calibration's kernel profile and kernel
+  // latency) against the profiles.
+  Status RunValidation(std::ostream& out, const model::Catalog& catalog) const {
+    KVSIM_ASSIGN_OR_RETURN(const model::Calibration calibration,
+                           LoadCalibration(catalog, calibration_));
+    KVSIM_ASSIGN_OR_RETURN(
+        const model::OperatorValidation validation,
+        ValidateOperatorProfiles(
+            catalog, operator_profiles_.empty() ? VidurProfilesRoot() : operator_profiles_,
+            *calibration.params.kernels, calibration.params.kernel_latency_s));
+    if (json_) {
+      out << OperatorValidationJson(validation).dump(2) << "\n";
+    } else {
+      PrintOperatorValidation(out, validation);
+    }
+    return Status::Ok();
+  }
+
   // Options that would be silently dropped are refused instead, saying what goes together.
   Status CheckCombinations() const {
     for (const auto& [option, value] : text_options_) {
@@ -251,6 +304,26 @@ class PlanCommand : public Command {
                         option->get_name()));
       }
     }
+    if (validate_operators_) {
+      for (const CLI::Option* option : plan_only_) {
+        if (option->count() == 0) continue;
+        return InvalidArgumentError(fmt::format(
+            "--validate-operators prints the operator comparison alone; {} does not go with it "
+            "(allowed with it: --operator-profiles, --calibration, --configs, --json)",
+            option->get_name()));
+      }
+      if (calibration_report_) {
+        return InvalidArgumentError("give --validate-operators or --calibration-report, not both");
+      }
+      if (!operator_gpu_.empty()) {
+        return InvalidArgumentError(
+            "--operator-gpu chooses the GPU kind a plan's figures are fitted on; "
+            "--validate-operators fits every GPU kind of the folder, so it does not go with it");
+      }
+    }
+    if (!operator_gpu_.empty() && operator_profiles_.empty()) {
+      return InvalidArgumentError("--operator-gpu needs --operator-profiles");
+    }
     if (explain_ && csv_) {
       return InvalidArgumentError(
           "--explain does not go with --csv (a row per configuration and concurrency has no "
@@ -271,6 +344,9 @@ class PlanCommand : public Command {
   std::string calibration_ = "kimi-k2.6-8xh200";
   std::string kernel_table_;
   bool calibration_report_ = false;
+  bool validate_operators_ = false;
+  std::string operator_profiles_;
+  std::string operator_gpu_;
   bool explain_ = false;
   bool json_ = false;
   bool csv_ = false;

@@ -201,13 +201,18 @@ std::vector<const CalibrationPoint*> FittedPoints(const CalibrationSpec& spec, s
 }
 
 Result<StepTimeParams> ParamsFor(const CalibrationSpec& spec, const Catalog& catalog) {
-  KVSIM_ASSIGN_OR_RETURN(KernelProfile profile,
-                         LoadKernelProfile(catalog.KernelProfilePath(spec.kernels)));
   StepTimeParams params;
-  params.kernels = std::make_shared<const KernelProfile>(std::move(profile));
+  if (spec.kernels_override != nullptr) {
+    params.kernels = spec.kernels_override;
+  } else {
+    KVSIM_ASSIGN_OR_RETURN(KernelProfile profile,
+                           LoadKernelProfile(catalog.KernelProfilePath(spec.kernels)));
+    params.kernels = std::make_shared<const KernelProfile>(std::move(profile));
+  }
   params.source = fmt::format("calibration {} ({} on {} x {}), kernel profile {}", spec.name,
                               spec.settings.model, spec.settings.deployment.gpus, spec.settings.gpu,
                               params.kernels->name);
+  if (!spec.kernels_override_source.empty()) params.source += " " + spec.kernels_override_source;
   return params;
 }
 

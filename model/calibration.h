@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,11 @@ struct CalibrationSpec {
   PlanSettings settings;
   std::vector<CalibrationPoint> points;
   std::array<FitBound, kFittedCount> bounds{};  // in FittedValues' order
+  // Not from the file: a kernel profile to use instead of `kernels` (kvsim plan
+  // --operator-profiles: the published profile with figures fitted to measured operator times),
+  // and the words the step-time source adds for it.
+  std::shared_ptr<const KernelProfile> kernels_override;
+  std::string kernels_override_source;
 };
 
 // A point with the model's answer for it.

@@ -120,6 +120,23 @@ ExpertParallelLoad ExpertParallelLoadFor(int experts, int k, int ep, int64_t tok
   return load;
 }
 
+GemmTime PriceGemm(const EfficiencyCurve& memory, const EfficiencyCurve& compute,
+                   double compute_scale, double peak_flop_per_s, double bandwidth, double bytes,
+                   double params, double rows) {
+  GemmTime t;
+  t.memory_efficiency = memory.At(rows);
+  t.compute_efficiency = compute.At(rows) * compute_scale;
+  t.memory_s = bytes / (bandwidth * t.memory_efficiency);
+  t.compute_s = 2 * params * rows / (peak_flop_per_s * t.compute_efficiency);
+  return t;
+}
+
+double AllReduceSeconds(const KernelProfile& k, double link_bytes_per_s, int gpus, double bytes) {
+  KVSIM_CHECK_GT(gpus, 1);
+  const double wire = bytes * 2.0 * (gpus - 1) / gpus;
+  return k.all_reduce_latency_s.value + wire / (link_bytes_per_s * k.link_efficiency.value);
+}
+
 double DeploymentUsdPerHour(const GpuSpec& gpu, const Deployment& d) {
   const double price = d.usd_per_gpu_hour >= 0 ? d.usd_per_gpu_hour : gpu.usd_per_gpu_hour;
   return price * d.gpus;
@@ -302,10 +319,12 @@ StepTimeBreakdown BatchStepTime::Compute(const StepBatch& batch, Derivation* der
     const double rows = g.rows == Rows::kPool      ? pool_rows
                         : g.rows == Rows::kReplica ? replica_rows
                                                    : logit_rows;
-    const double memory_eff = f.memory->At(rows);
-    const double compute_eff = f.compute->At(rows) * f.compute_scale;
-    const double memory_s = g.bytes / (bandwidth_ * memory_eff);
-    const double compute_s = 2 * g.params * rows / (f.peak_flop_per_s * compute_eff);
+    const GemmTime t = PriceGemm(*f.memory, *f.compute, f.compute_scale, f.peak_flop_per_s,
+                                 bandwidth_, g.bytes, g.params, rows);
+    const double memory_eff = t.memory_efficiency;
+    const double compute_eff = t.compute_efficiency;
+    const double memory_s = t.memory_s;
+    const double compute_s = t.compute_s;
     const double launch_s = g.op == Operator::kIndexer ? 0 : kernel_s(g.op);
     add(g.op, std::max(memory_s, compute_s) + launch_s);
     e.weight_read_bytes += g.bytes;
@@ -476,9 +495,7 @@ StepTimeBreakdown BatchStepTime::Compute(const StepBatch& batch, Derivation* der
   if (tp_ > 1) {
     const double collectives = 2.0 * layers_ + 1 - (expert_parallel ? moe_layers_ : 0);
     const double bytes = replica_rows * hidden_ * 2.0;
-    const double wire = bytes * 2.0 * (tp_ - 1) / tp_;
-    const double each =
-        k.all_reduce_latency_s.value + wire / (link_bytes_per_s_ * k.link_efficiency.value);
+    const double each = AllReduceSeconds(k, link_bytes_per_s_, tp_, bytes);
     add(Operator::kAllReduce, collectives * each);
     e.latency_s += collectives * k.all_reduce_latency_s.value;
     if (derivation != nullptr) {

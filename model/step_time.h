@@ -211,6 +211,26 @@ ExpertParallelLoad ExpertParallelLoadFor(int experts, int k, int ep, int64_t tok
 // uniformly at random: experts x (1 - (1 - k / experts)^tokens).
 double ExpectedExpertsTouched(int experts, int k, int64_t tokens);
 
+// One weight GEMM as the step prices it, before its kernels' fixed latency: `bytes` of weights
+// streamed at the memory curve's fraction of `bandwidth`, or 2 x `params` x `rows` FLOPs at the
+// compute curve's fraction (times `compute_scale`) of the peak, whichever takes longer. The
+// operator validation (operator_fit.h) prices measured GEMMs with the same function.
+struct GemmTime {
+  double memory_efficiency = 0;
+  double compute_efficiency = 0;
+  double memory_s = 0;
+  double compute_s = 0;
+  double seconds() const { return memory_s > compute_s ? memory_s : compute_s; }
+};
+GemmTime PriceGemm(const EfficiencyCurve& memory, const EfficiencyCurve& compute,
+                   double compute_scale, double peak_flop_per_s, double bandwidth, double bytes,
+                   double params, double rows);
+
+// One all-reduce of `bytes` over `gpus` (> 1) GPUs of one NVLink domain: the profile's latency
+// plus 2 (gpus - 1) / gpus of the bytes over one GPU's links at the profile's link efficiency.
+double AllReduceSeconds(const KernelProfile& kernels, double link_bytes_per_s, int gpus,
+                        double bytes);
+
 // The price of the deployment per hour: its GPUs times the price per GPU-hour.
 double DeploymentUsdPerHour(const GpuSpec& gpu, const Deployment& deployment);
 
