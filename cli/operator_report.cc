@@ -60,6 +60,10 @@ std::string WorstText(const model::ErrorSummary& e) {
 }
 
 void PrintLines(std::ostream& out, const std::vector<ValidationLine>& lines) {
+  if (lines.empty()) {
+    out << "  none: every GPU kind has one model and one GPU count, so nothing is held out\n";
+    return;
+  }
   TextTable table(
       {"GPU", "model", "family", "rows", "median", "p90", "signed", "worst row", "systematically"},
       {TextTable::Align::kLeft, TextTable::Align::kLeft, TextTable::Align::kLeft,
@@ -198,16 +202,34 @@ Result<FittedKernels> KernelsFromOperatorProfiles(const model::Catalog& catalog,
   // seeds the GEMM fit only; plans keep the calibration's).
   const OperatorFigures fitted =
       model::FitFigures(subset, gpus.at(kind), kernels, model::FiguresOf(kernels, 3e-6));
+  int64_t gemms = 0;
+  int64_t reduces = 0;
+  for (const model::OperatorSample* s : subset) {
+    if (s->family == OperatorFamily::kAllReduce) {
+      ++reduces;
+    } else if (s->family != OperatorFamily::kElementwise) {
+      ++gemms;
+    }
+  }
+  const std::string what = fmt::format("operator profiles {} ({} files, content {}; GPU {})", root,
+                                       profiles.files, profiles.content_hash, kind);
+  const std::string gemm_text =
+      gemms > 0 ? fmt::format(
+                      "BF16 GEMM memory efficiency {:.3f} and compute {:.3f} fitted to {} "
+                      "GEMM rows",
+                      fitted.gemm_memory_efficiency, fitted.gemm_compute_efficiency, gemms)
+                : "BF16 GEMM efficiencies the kernel profile's (no GEMM rows)";
+  const std::string reduce_text =
+      reduces > 0 ? fmt::format("all-reduce latency {:.1f} us fitted to {} all-reduces",
+                                fitted.all_reduce_latency_us, reduces)
+                  : fmt::format(
+                        "all-reduce latency {:.1f} us the kernel profile's (no "
+                        "all-reduce rows)",
+                        fitted.all_reduce_latency_us);
   FittedKernels out;
-  const std::string what = fmt::format("{} ({} files, content {}; {} rows on {})", root,
-                                       profiles.files, profiles.content_hash, subset.size(), kind);
   out.kernels = std::make_shared<const model::KernelProfile>(
-      model::WithFigures(kernels, fitted, "fitted to operator profiles " + what));
-  out.source = fmt::format(
-      "with BF16 GEMM memory efficiency {:.3f}, compute {:.3f} and all-reduce latency {:.1f} us "
-      "fitted to operator profiles {}",
-      fitted.gemm_memory_efficiency, fitted.gemm_compute_efficiency, fitted.all_reduce_latency_us,
-      what);
+      model::WithFigures(kernels, fitted, "fitted to " + what));
+  out.source = fmt::format("with {}, {}, from {}", gemm_text, reduce_text, what);
   return out;
 }
 
