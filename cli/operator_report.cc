@@ -227,8 +227,9 @@ Result<FittedKernels> KernelsFromOperatorProfiles(const model::Catalog& catalog,
                         "all-reduce rows)",
                         fitted.all_reduce_latency_us);
   FittedKernels out;
-  out.kernels = std::make_shared<const model::KernelProfile>(
-      model::WithFigures(kernels, fitted, "fitted to " + what));
+  model::KernelProfile profile = model::WithFigures(kernels, fitted, "fitted to " + what);
+  profile.name = fmt::format("{}-fitted-{}", kernels.name, kind);
+  out.kernels = std::make_shared<const model::KernelProfile>(std::move(profile));
   out.source = fmt::format("with {}, {}, from {}", gemm_text, reduce_text, what);
   return out;
 }

@@ -13,6 +13,8 @@
 #include "cli/calibration_report.h"
 #include "cli/configs_root.h"
 #include "cli/operator_report.h"
+#include "cli/output_file.h"
+#include "cli/output_paths.h"
 #include "cli/plan_need.h"
 #include "cli/plan_plot.h"
 #include "cli/plan_report.h"
@@ -142,6 +144,11 @@ class PlanCommand : public Command {
                         "names the folder; with --validate-operators, the data to validate "
                         "against (default: Vidur's own, third_party/vidur_profiles)"),
          &operator_profiles_});
+    CLI::Option* save_kernels = app.add_option(
+        "--save-kernel-profile", save_kernel_profile_,
+        "Write the kernel profile --operator-profiles fits into FILE (YAML, every figure with "
+        "its source), for a calibration file's kernels: field and so for simulator scenarios");
+    text_options_.push_back({save_kernels, &save_kernel_profile_});
     CLI::Option* operator_gpu =
         app.add_option("--operator-gpu", operator_gpu_,
                        "Whose profiles --operator-profiles fits when its folder holds several "
@@ -177,6 +184,10 @@ class PlanCommand : public Command {
   Status Run(std::ostream& out) override {
     KVSIM_RETURN_IF_ERROR(CheckCombinations());
     if (!plot_.empty()) KVSIM_RETURN_IF_ERROR(CheckPlotPath(plot_));
+    if (!save_kernel_profile_.empty()) {
+      KVSIM_RETURN_IF_ERROR(
+          CheckOutputPaths({{"--save-kernel-profile", save_kernel_profile_}}, {{"--plot", plot_}}));
+    }
     KVSIM_ASSIGN_OR_RETURN(const model::Catalog catalog,
                            model::Catalog::Open(ConfigsRoot(configs_)));
     if (validate_operators_) return RunValidation(out, catalog);
@@ -200,6 +211,10 @@ class PlanCommand : public Command {
           KernelsFromOperatorProfiles(catalog, operator_profiles_, gpu.name, published));
       spec.kernels_override = fitted.kernels;
       spec.kernels_override_source = fitted.source;
+      if (!save_kernel_profile_.empty()) {
+        KVSIM_RETURN_IF_ERROR(WriteOutputFile("--save-kernel-profile", save_kernel_profile_,
+                                              model::KernelProfileYaml(*fitted.kernels)));
+      }
     }
     KVSIM_ASSIGN_OR_RETURN(const model::Calibration calibration, model::Calibrate(spec, catalog));
     if (calibration_report_) {
@@ -321,6 +336,11 @@ class PlanCommand : public Command {
             "--validate-operators fits every GPU kind of the folder, so it does not go with it");
       }
     }
+    if (!save_kernel_profile_.empty() && (operator_profiles_.empty() || validate_operators_)) {
+      return InvalidArgumentError(
+          "--save-kernel-profile writes the profile --operator-profiles fits for a plan; give "
+          "it with --operator-profiles and without --validate-operators");
+    }
     if (!operator_gpu_.empty() && operator_profiles_.empty()) {
       return InvalidArgumentError("--operator-gpu needs --operator-profiles");
     }
@@ -347,6 +367,7 @@ class PlanCommand : public Command {
   bool validate_operators_ = false;
   std::string operator_profiles_;
   std::string operator_gpu_;
+  std::string save_kernel_profile_;
   bool explain_ = false;
   bool json_ = false;
   bool csv_ = false;

@@ -1,7 +1,8 @@
-// Reading kernel profiles and evaluating efficiency curves.
+// Reading and writing kernel profiles, and evaluating efficiency curves.
 #include "model/kernel_profile.h"
 
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cmath>
@@ -155,6 +156,89 @@ Result<KernelProfile> LoadKernelProfile(const std::string& path) {
   p.host_overhead_s.value *= 1e-3;
   KVSIM_ASSIGN_OR_RETURN(p.kernels, ParseCounts(engine));
   return p;
+}
+
+namespace {
+
+void EmitSourced(YAML::Emitter& out, const char* key, double value, const std::string& source) {
+  out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap;
+  out << YAML::Key << "value" << YAML::Value << value;
+  out << YAML::Key << "source" << YAML::Value << YAML::DoubleQuoted << source;
+  out << YAML::EndMap;
+}
+
+void EmitCurve(YAML::Emitter& out, const char* key, const EfficiencyCurve& curve) {
+  out << YAML::Key << key << YAML::Value << YAML::BeginSeq;
+  for (size_t i = 0; i < curve.m.size(); ++i) {
+    out << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "m" << YAML::Value << static_cast<int64_t>(curve.m[i]);
+    out << YAML::Key << "efficiency" << YAML::Value << curve.efficiency[i];
+    out << YAML::Key << "source" << YAML::Value << YAML::DoubleQuoted << curve.source[i];
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+}
+
+void EmitGemm(YAML::Emitter& out, const char* key, const GemmEfficiency& gemm) {
+  out << YAML::Key << key << YAML::Value << YAML::BeginMap;
+  EmitCurve(out, "memory", gemm.memory);
+  EmitCurve(out, "compute", gemm.compute);
+  out << YAML::EndMap;
+}
+
+}  // namespace
+
+std::string KernelProfileYaml(const KernelProfile& p) {
+  YAML::Emitter out;
+  out.SetDoublePrecision(15);
+  out << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << p.name;
+  out << YAML::Key << "gemm" << YAML::Value << YAML::BeginMap;
+  EmitGemm(out, "bf16", p.bf16);
+  EmitGemm(out, "fp8", p.fp8);
+  out << YAML::Key << "weight_only" << YAML::Value << YAML::BeginMap;
+  EmitCurve(out, "memory", p.weight_only_memory);
+  EmitSourced(out, "compute_vs_bf16", p.weight_only_compute_vs_bf16.value,
+              p.weight_only_compute_vs_bf16.source);
+  out << YAML::EndMap << YAML::EndMap;
+  out << YAML::Key << "attention" << YAML::Value << YAML::BeginMap;
+  EmitSourced(out, "decode_memory", p.attention_decode_memory.value,
+              p.attention_decode_memory.source);
+  EmitSourced(out, "decode_compute", p.attention_decode_compute.value,
+              p.attention_decode_compute.source);
+  EmitSourced(out, "prefill_compute", p.attention_prefill_compute.value,
+              p.attention_prefill_compute.source);
+  EmitSourced(out, "sparse_prefill_compute", p.attention_sparse_prefill_compute.value,
+              p.attention_sparse_prefill_compute.source);
+  out << YAML::EndMap;
+  out << YAML::Key << "communication" << YAML::Value << YAML::BeginMap;
+  EmitSourced(out, "all_reduce_latency_us", p.all_reduce_latency_s.value * 1e6,
+              p.all_reduce_latency_s.source);
+  EmitSourced(out, "link_efficiency", p.link_efficiency.value, p.link_efficiency.source);
+  EmitSourced(out, "all_to_all_latency_us", p.all_to_all_latency_s.value * 1e6,
+              p.all_to_all_latency_s.source);
+  EmitSourced(out, "all_to_all_link_efficiency", p.all_to_all_link_efficiency.value,
+              p.all_to_all_link_efficiency.source);
+  out << YAML::EndMap;
+  out << YAML::Key << "engine" << YAML::Value << YAML::BeginMap;
+  EmitSourced(out, "host_overhead_ms", p.host_overhead_s.value * 1e3, p.host_overhead_s.source);
+  const KernelCounts& k = p.kernels;
+  out << YAML::Key << "kernels_per_layer" << YAML::Value << YAML::BeginMap;
+  for (const auto& [key, count] :
+       {std::pair<const char*, int>{"attention_projections", k.attention_projections},
+        {"attention", k.attention},
+        {"cache_write", k.cache_write},
+        {"indexer", k.indexer},
+        {"router", k.router},
+        {"routed_experts", k.routed_experts},
+        {"shared_experts", k.shared_experts},
+        {"dense_mlp", k.dense_mlp},
+        {"other", k.other},
+        {"lm_head", k.lm_head}}) {
+    out << YAML::Key << key << YAML::Value << count;
+  }
+  out << YAML::EndMap << YAML::EndMap << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
 }
 
 }  // namespace kvsim::model

@@ -78,4 +78,8 @@ struct KernelProfile {
 // overheads at least 0, curves with ascending m. Errors name the file, line, column and field.
 Result<KernelProfile> LoadKernelProfile(const std::string& path);
 
+// The profile as a kernel profile file that LoadKernelProfile reads back to the same figures
+// (kvsim plan --save-kernel-profile writes one fitted to measured operator times).
+std::string KernelProfileYaml(const KernelProfile& profile);
+
 }  // namespace kvsim::model

@@ -37,6 +37,18 @@ cp third_party/vidur_profiles/compute/h100/meta-llama/Llama-2-7b-hf/mlp.csv "$mi
 expect_exit 0 "compute 0\.795 fitted to 4176 GEMM rows, all-reduce latency 6\.0 us the kernel profile's \(no all-reduce rows\), from operator profiles $tmp/mine \(1 files, content [0-9a-f]{16}; GPU h100-sxm\)" \
   plan --operator-profiles "$tmp/mine" --concurrency 1
 
+# The fitted profile saved as YAML: a calibration file naming it plans the same.
+expect_exit 0 "kernel profile published-fitted-h100-sxm" plan --operator-profiles \
+  third_party/vidur_profiles --operator-gpu h100-sxm --save-kernel-profile "$tmp/fit.yaml" \
+  --concurrency 1
+sed "s|^kernels: published|kernels: $tmp/fit.yaml|" configs/calibration/kimi-k2.6-8xh200.yaml \
+  >"$tmp/calibration.yaml"
+expect_exit 0 "kernel_latency_us +1\.299 " plan --calibration-report --calibration "$tmp/calibration.yaml"
+expect_exit 2 "--save-kernel-profile writes the profile --operator-profiles fits" \
+  plan --save-kernel-profile "$tmp/x.yaml"
+expect_exit 2 "--save-kernel-profile" plan --operator-profiles third_party/vidur_profiles \
+  --operator-gpu h100-sxm --save-kernel-profile "$tmp/no/such/folder/x.yaml"
+
 # Bad input: exit 2 naming the file, line and column, or what goes together.
 bad="$tmp/bad/compute/h100/org/m"
 mkdir -p "$bad"

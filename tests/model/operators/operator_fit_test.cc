@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -72,6 +74,43 @@ TEST(OperatorFitTest, TheShippedFiguresAreThePublishedProfilesAndTheCalibrations
   EXPECT_NEAR(c.At(8192), 0.78, 1e-12);
   EXPECT_NEAR(c.At(256) / c.At(8192), Published().bf16.compute.At(256) / 0.65, 1e-12);
   EXPECT_DOUBLE_EQ(k.bf16.memory.At(7), 0.69);
+}
+
+// A fitted profile written as YAML reads back to the same figures and sources, so a calibration
+// file (and through it a scenario) can name it.
+TEST(OperatorFitTest, AFittedKernelProfileWrittenAsYamlReadsBackTheSame) {
+  OperatorFigures f = FiguresOf(Published(), 3e-6);
+  f.gemm_memory_efficiency = 0.8435980224609375;
+  f.gemm_compute_efficiency = 0.7883628845214844;
+  f.all_reduce_latency_us = 30.4140625;
+  KernelProfile fitted = WithFigures(Published(), f, "fitted to \"quoted\" profiles: a, b");
+  fitted.name = "published-fitted-h100-sxm";
+  const std::string path =
+      (std::filesystem::path(::testing::TempDir()) / "fitted-kernels.yaml").string();
+  std::ofstream(path) << KernelProfileYaml(fitted);
+  const Result<KernelProfile> back = LoadKernelProfile(path);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->name, fitted.name);
+  for (const auto& [a, b] : {std::pair<const EfficiencyCurve*, const EfficiencyCurve*>{
+                                 &back->bf16.memory, &fitted.bf16.memory},
+                             {&back->bf16.compute, &fitted.bf16.compute},
+                             {&back->fp8.memory, &fitted.fp8.memory},
+                             {&back->fp8.compute, &fitted.fp8.compute},
+                             {&back->weight_only_memory, &fitted.weight_only_memory}}) {
+    ASSERT_EQ(a->m, b->m);
+    ASSERT_EQ(a->source, b->source);
+    for (size_t i = 0; i < a->m.size(); ++i) {
+      EXPECT_NEAR(a->efficiency[i], b->efficiency[i], 1e-14);
+    }
+  }
+  EXPECT_NEAR(back->all_reduce_latency_s.value, 30.4140625e-6, 1e-18);
+  EXPECT_EQ(back->all_reduce_latency_s.source, fitted.all_reduce_latency_s.source);
+  EXPECT_DOUBLE_EQ(back->link_efficiency.value, fitted.link_efficiency.value);
+  EXPECT_DOUBLE_EQ(back->attention_decode_memory.value, fitted.attention_decode_memory.value);
+  EXPECT_DOUBLE_EQ(back->host_overhead_s.value, fitted.host_overhead_s.value);
+  EXPECT_EQ(back->kernels.attention_projections, fitted.kernels.attention_projections);
+  EXPECT_EQ(back->kernels.lm_head, fitted.kernels.lm_head);
+  EXPECT_EQ(back->kernels.routed_experts, fitted.kernels.routed_experts);
 }
 
 // Samples priced by PredictOperator with known figures: the fit, which searches a reduced form
