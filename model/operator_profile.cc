@@ -157,8 +157,6 @@ std::string ProfileGpuName(const std::string& folder_gpu) {
   return folder_gpu;
 }
 
-namespace {
-
 Result<ComputeProfile> ParseComputeProfile(const std::string& path, std::string text,
                                            const std::string& gpu, const std::string& model) {
   CsvFile csv(path, std::move(text));
@@ -272,8 +270,6 @@ Result<AllReduceProfile> ParseAllReduceProfile(const std::string& path, std::str
   }
   return profile;
 }
-
-}  // namespace
 
 Result<ComputeProfile> LoadComputeProfile(const std::string& path, const std::string& gpu,
                                           const std::string& model) {

@@ -97,6 +97,12 @@ Result<ComputeProfile> LoadComputeProfile(const std::string& path, const std::st
 // nodes are skipped.
 Result<AllReduceProfile> LoadAllReduceProfile(const std::string& path, const std::string& gpu);
 
+// The same from a file's text already read; errors name `path`.
+Result<ComputeProfile> ParseComputeProfile(const std::string& path, std::string text,
+                                           const std::string& gpu, const std::string& model);
+Result<AllReduceProfile> ParseAllReduceProfile(const std::string& path, std::string text,
+                                               const std::string& gpu);
+
 // Every mlp.csv and all_reduce.csv under `root` in Vidur's layout, in path order. A folder with
 // none is an error that names the layout.
 Result<OperatorProfiles> LoadOperatorProfiles(const std::string& root);
