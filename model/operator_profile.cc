@@ -84,9 +84,15 @@ class CsvFile {
   int line_ = 0;
 };
 
-// The header's columns by name; every one of `required` must be there, once.
-Result<std::map<std::string, size_t>> HeaderColumns(CsvFile& csv,
-                                                    const std::vector<std::string>& required) {
+// The header's columns by name, and how many fields it has (an empty name, as Vidur's index
+// column has, may repeat, so the names alone do not count the fields).
+struct Header {
+  std::map<std::string, size_t> index;
+  size_t width = 0;
+};
+
+// Reads the header line; every one of `required` must be there, once.
+Result<Header> HeaderColumns(CsvFile& csv, const std::vector<std::string>& required) {
   std::vector<std::string> header;
   if (!csv.Next(header)) {
     return InvalidArgumentError(
@@ -94,7 +100,9 @@ Result<std::map<std::string, size_t>> HeaderColumns(CsvFile& csv,
                     "line of column names",
                     csv.path()));
   }
-  std::map<std::string, size_t> index;
+  Header out;
+  out.width = header.size();
+  std::map<std::string, size_t>& index = out.index;
   for (size_t i = 0; i < header.size(); ++i) {
     if (!index.emplace(header[i], i).second && !header[i].empty()) {
       return csv.Error(header[i], "named twice in the header");
@@ -105,7 +113,7 @@ Result<std::map<std::string, size_t>> HeaderColumns(CsvFile& csv,
       return csv.Error(name, "missing from the header; a Vidur profile has it");
     }
   }
-  return index;
+  return out;
 }
 
 Result<int64_t> Integer(const CsvFile& csv, const std::string& column, const std::string& text,
@@ -174,8 +182,9 @@ Result<ComputeProfile> ParseComputeProfile(const std::string& path, std::string 
       required.push_back(fmt::format("time_stats.{}.median", kColumns[static_cast<size_t>(i)]));
     }
   }
-  KVSIM_ASSIGN_OR_RETURN(const auto columns, HeaderColumns(csv, required));
-  const size_t width = columns.size();
+  KVSIM_ASSIGN_OR_RETURN(const Header header, HeaderColumns(csv, required));
+  const std::map<std::string, size_t>& columns = header.index;
+  const size_t width = header.width;
   ComputeProfile profile{path, gpu, model, {}};
   std::vector<std::string> f;
   while (csv.Next(f)) {
@@ -237,10 +246,11 @@ Result<ComputeProfile> ParseComputeProfile(const std::string& path, std::string 
 Result<AllReduceProfile> ParseAllReduceProfile(const std::string& path, std::string text,
                                                const std::string& gpu) {
   CsvFile csv(path, std::move(text));
-  KVSIM_ASSIGN_OR_RETURN(const auto columns,
+  KVSIM_ASSIGN_OR_RETURN(const Header header,
                          HeaderColumns(csv, {"time_stats.all_reduce.median", "num_workers", "size",
                                              "collective", "devices_per_node"}));
-  const size_t width = columns.size();
+  const std::map<std::string, size_t>& columns = header.index;
+  const size_t width = header.width;
   AllReduceProfile profile{path, gpu, {}};
   std::vector<std::string> f;
   while (csv.Next(f)) {

@@ -137,6 +137,12 @@ TEST(OperatorProfileTest, AllReduceRowsAcrossNodesAreSkippedAndAFileOfNoneIsRefu
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.status().message().find("no all-reduce among 2 or more GPUs of one node"),
             std::string::npos);
+  // Empty column names may repeat (Vidur's index column is one); the fields still count.
+  const Result<AllReduceProfile> short_row = LoadAllReduceProfile(
+      Write("ar4/all_reduce.csv", ",," + header + "0,0.03,0,8,2048,all_reduce,8,8\n"), "h100-sxm");
+  ASSERT_FALSE(short_row.ok());
+  EXPECT_NE(short_row.status().message().find(":2: 8 fields; the header has 10"), std::string::npos)
+      << short_row.status().message();
   const Result<AllReduceProfile> bad = LoadAllReduceProfile(
       Write("ar3/all_reduce.csv", header + "0,0.03,0,8,2k,all_reduce,8,8\n"), "h100-sxm");
   ASSERT_FALSE(bad.ok());
