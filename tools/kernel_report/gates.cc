@@ -132,6 +132,12 @@ std::vector<std::string> GateFailures(const GpuFigures& gpu, const Gate& gate,
                        " bytes stored, " + std::to_string(facts.usage.spill_load_bytes) +
                        " loaded");
   }
+  // A stack frame in a gated kernel is local memory: a compiler change can move an accumulator
+  // or index array there without a spill being reported, at the cost of a trip to memory per use.
+  if (facts.usage.stack_frame_bytes > 0) {
+    failures.push_back("a stack frame of " + std::to_string(facts.usage.stack_frame_bytes) +
+                       " bytes (local memory)");
+  }
   if (facts.threads == 0) {
     failures.push_back(
         "threads per block unknown: give it __launch_bounds__ or threads= in the gates file");

@@ -291,6 +291,11 @@ TEST(Gates, EachFailureIsNamed) {
   spills.usage.spill_load_bytes = 4;
   EXPECT_EQ(GateFailures(gpu, gate, spills).size(), 1u);
 
+  // A stack frame fails the gate on its own, with no spill reported beside it.
+  KernelFacts stack = PassingFacts(gpu, gate);
+  stack.usage.stack_frame_bytes = 24;
+  EXPECT_EQ(OnlyFailure(gpu, gate, stack), "a stack frame of 24 bytes (local memory)");
+
   KernelFacts no_tensor_cores = PassingFacts(gpu, gate);
   no_tensor_cores.main_loop.tensor_core_opcodes.clear();
   EXPECT_EQ(GateFailures(gpu, gate, no_tensor_cores).size(), 1u);
