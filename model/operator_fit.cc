@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <set>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "base/check.h"
 #include "model/step_time.h"
