@@ -26,19 +26,7 @@ static_assert(kDecodeTileTokens == reference::kBoundTileTokens,
               "the kernels' tile is the one the bound assumes");
 
 reference::DecodeArithmetic ArithmeticFor(const AttentionCase& c, KernelPath path) {
-  switch (path) {
-    case KernelPath::kSimple:
-      return reference::DecodeArithmetic::kFp32;
-    case KernelPath::kFast:
-      if (c.shape.kind != AttentionKind::kMla ||
-          ResolveFastMlaMath(c.shape.format, c.params.fast_mla_math) != FastMlaMath::kFp8) {
-        return reference::DecodeArithmetic::kBf16TensorCore;
-      }
-      return c.shape.format.scaling == KvScaling::kMlaBlock128
-                 ? reference::DecodeArithmetic::kFp8BlockTensorCore
-                 : reference::DecodeArithmetic::kFp8TensorCore;
-  }
-  return reference::DecodeArithmetic::kFp32;
+  return reference::PathArithmetic(c.shape.kind, c.shape.format, c.params.fast_mla_math, path);
 }
 
 BoundModelsFor PathBoundModels(const AttentionCase& c, KernelPath path) {

@@ -9,6 +9,7 @@
 
 #include "base/status.h"
 #include "kernels/attention/reference/attention_reference.h"
+#include "kernels/attention/reference/path_bound.h"
 #include "kernels/backend.h"
 #include "kernels/launch_options.h"
 #include "tests/kernels/attention/attention_case.h"
@@ -36,11 +37,8 @@ struct ReferenceCheck {
 // order, for the outputs and for the log-sum-exp (whose path to the weight sum may have fewer
 // roundings than the weighted sum of V), and its arithmetic (fp32, or bf16 or FP8 tensor cores
 // with the weights rounded to bf16 or e4m3 for P V).
-struct BoundModels {
-  DecodeRoundingModel out;
-  DecodeRoundingModel lse;
-  reference::DecodeArithmetic arithmetic = reference::DecodeArithmetic::kFp32;
-};
+// An output's and the log-sum-exp's counts and the arithmetic (the reference library's).
+using BoundModels = reference::BoundModels;
 
 // The models for a request of seq_len tokens with K rows of head_dim values.
 using BoundModelsFor = std::function<BoundModels(int head_dim, int seq_len)>;
