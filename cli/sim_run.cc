@@ -374,6 +374,11 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& given, const SimRunOpti
         k.gemm_worst_ratio, Grouped(k.rewrites_checked - k.rewrites_differing),
         Grouped(k.rewrites_differing));
     out << fmt::format(
+        "  kernel launches: append_kv {}; decode attention {} simple, {} fast; INT4 GEMM {} "
+        "simple, {} fast\n",
+        Grouped(k.append_launches), Grouped(k.decode_launches[0]), Grouped(k.decode_launches[1]),
+        Grouped(k.gemm_launches[0]), Grouped(k.gemm_launches[1]));
+    out << fmt::format(
         "  kernel mode wall time: {:.3f} s in the kernels (with their copies), {:.3f} s in the "
         "reference checks, {:.3f} s elsewhere; {:.0f} steps per second\n",
         kernel_wall.kernels_s, kernel_wall.reference_s,

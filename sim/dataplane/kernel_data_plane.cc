@@ -15,6 +15,8 @@
 #include "kernels/attention/append_kv.h"
 #include "kernels/attention/decode_attention.h"
 #include "kernels/attention/reference/attention_reference.h"
+#include "kernels/attention/reference/path_bound.h"
+#include "kernels/gemm/fast_gemm_grid.h"
 #include "kernels/gemm/gemm_reference.h"
 #include "kernels/gemm/int4_quantizer.h"
 #include "kernels/gemm/packed_weights.h"
@@ -164,6 +166,11 @@ void KernelDataPlane::AddTotals(RunReport& report) const {
   k.gemm_worst_ratio = std::max(k.gemm_worst_ratio, counts_.gemm_worst_ratio);
   k.rewrites_checked += counts_.rewrites_checked;
   k.rewrites_differing += counts_.rewrites_differing;
+  k.append_launches += counts_.append_launches;
+  for (size_t p = 0; p < 2; ++p) {
+    k.decode_launches[p] += counts_.decode_launches[p];
+    k.gemm_launches[p] += counts_.gemm_launches[p];
+  }
 }
 
 KernelDataPlane::SlotRecord& KernelDataPlane::RecordOf(int32_t slot) {
@@ -319,6 +326,7 @@ Status KernelDataPlane::Append(const StepAccess& access, std::vector<Finding>& f
       KVSIM_RETURN_IF_ERROR(Put(*backend_, k_new_, k_buffer));
       if (!mla) KVSIM_RETURN_IF_ERROR(Put(*backend_, v_new_, v_buffer));
       KVSIM_RETURN_IF_ERROR(AppendKv(*backend_, args));
+      ++counts_.append_launches;
       KVSIM_ASSIGN_OR_RETURN(statuses_, Download<int32_t>(*backend_, status_buffer));
     }
     Stopwatch timer(wall_.reference_s);
@@ -388,7 +396,7 @@ Status KernelDataPlane::Reads(const StepAccess& access, IntegrityCounts& counts,
   return Decode(half, findings);
 }
 
-void KernelDataPlane::CheckOutputs(const StepAccess& access, size_t b, int layer,
+void KernelDataPlane::CheckOutputs(const StepAccess& access, size_t b, int layer, KernelPath path,
                                    const DecodeSplits& decode_splits,
                                    const std::vector<uint16_t>& out,
                                    std::vector<Finding>& findings) {
@@ -401,7 +409,17 @@ void KernelDataPlane::CheckOutputs(const StepAccess& access, size_t b, int layer
   const int dim = spec_.head_dim;
   const int v_dim = KernelValueDim(spec_);
   const int group = spec_.q_heads / heads;
-  const DecodeRoundingModel model = DecodeRoundingModelFor(decode_splits, dim, end);
+  // The simple path's bound follows the splits it ran; the fast path's is its tiling's worst case
+  // (tensor cores on CUDA, its CPU twin's fp32 order on the CPU).
+  DecodeRoundingModel model = DecodeRoundingModelFor(decode_splits, dim, end);
+  reference::DecodeArithmetic arithmetic = reference::DecodeArithmetic::kFp32;
+  if (path == KernelPath::kFast) {
+    const reference::BoundModels fast = reference::WorstCasePathBound(
+        spec_.attention, spec_.kv_format, FastMlaMath::kAuto, KernelPath::kFast, dim, end,
+        backend_->kind() == BackendKind::kCuda);
+    model = fast.out;
+    arithmetic = fast.arithmetic;
+  }
   const uint64_t query_content = contents[static_cast<size_t>(end - 1)];
   bool reported = false;
   reference::DequantizedKv kv;
@@ -410,8 +428,8 @@ void KernelDataPlane::CheckOutputs(const StepAccess& access, size_t b, int layer
     for (int h = kv_head * group; h < (kv_head + 1) * group; ++h) {
       Eigen::VectorXd q(dim);
       for (int d = 0; d < dim; ++d) q(d) = TrueQuery(query_content, layer, h, d);
-      const reference::DecodeReference expected =
-          reference::ReferenceDecode(kv, q, softmax_scale_, model, AttentionOutputDtype::kBf16);
+      const reference::DecodeReference expected = reference::ReferenceDecode(
+          kv, q, softmax_scale_, model, AttentionOutputDtype::kBf16, arithmetic);
       const size_t base = (b * static_cast<size_t>(spec_.q_heads) + static_cast<size_t>(h)) *
                           static_cast<size_t>(v_dim);
       for (int i = 0; i < v_dim; ++i) {
@@ -478,10 +496,13 @@ Status KernelDataPlane::Decode(const StepAccess& access, std::vector<Finding>& f
     args.out_dtype = AttentionOutputDtype::kBf16;
     args.out = &out_buffer;
     args.request_status = &status_buffer;
+    args.launch.path = spec_.path;  // kernel.path: simple or fast
     {
       Stopwatch timer(wall_.kernels_s);
       KVSIM_RETURN_IF_ERROR(Put(*backend_, q_, q_buffer));
       KVSIM_RETURN_IF_ERROR(DecodeAttention(*backend_, args));
+      // Counted, and bounded below, by the path the call ran.
+      ++counts_.decode_launches[static_cast<size_t>(args.launch.path)];
       KVSIM_ASSIGN_OR_RETURN(outputs_[static_cast<size_t>(layer)],
                              Download<uint16_t>(*backend_, out_buffer));
       KVSIM_ASSIGN_OR_RETURN(statuses_, Download<int32_t>(*backend_, status_buffer));
@@ -496,8 +517,8 @@ Status KernelDataPlane::Decode(const StepAccess& access, std::vector<Finding>& f
       }
       ++counts_.decode_rows;
       if (check) {
-        CheckOutputs(access, b, layer, decode_splits, outputs_[static_cast<size_t>(layer)],
-                     findings);
+        CheckOutputs(access, b, layer, args.launch.path, decode_splits,
+                     outputs_[static_cast<size_t>(layer)], findings);
       }
     }
   }
@@ -532,15 +553,20 @@ Status KernelDataPlane::Project(const StepAccess& access, const std::vector<size
     args.activations = &x_buffer;
     args.weights = &weights_;
     args.output = &y_buffer;
+    args.launch.path = spec_.path;
     KVSIM_RETURN_IF_ERROR(Int4Gemm(*backend_, args));
+    // The fast path serves m <= kFastGemmMaxM; a larger batch runs the simple kernel.
+    const bool fast = spec_.path == KernelPath::kFast && m <= kFastGemmMaxM;
+    ++counts_.gemm_launches[fast ? 1 : 0];
     KVSIM_ASSIGN_OR_RETURN(y, Download<uint16_t>(*backend_, y_buffer));
   }
   Stopwatch timer(wall_.reference_s);
   const GemmReference reference = ReferenceGemm(x, m, k, weights_dequantized_, n, {});
   const GemmCheckResult result =
       CheckGemmOutput(y, reference, k,
-                      backend_->kind() == BackendKind::kCuda ? Accumulation::kTensorCores
-                                                             : Accumulation::kIeeeFp32);
+                      backend_->kind() == BackendKind::kCuda || spec_.path == KernelPath::kFast
+                          ? Accumulation::kTensorCores
+                          : Accumulation::kIeeeFp32);
   counts_.gemm_outputs_checked += int64_t{m} * n;
   counts_.gemm_outside_bound += result.violations;
   counts_.gemm_worst_ratio = std::max(counts_.gemm_worst_ratio, result.worst_ratio);

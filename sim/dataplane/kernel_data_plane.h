@@ -82,7 +82,8 @@ class KernelDataPlane final : public AccessAuditor {
   Status Append(const StepAccess& access, std::vector<Finding>& findings);
   Status Decode(const StepAccess& access, std::vector<Finding>& findings);
   // Compares packed row `b`'s outputs of `layer` with the reference; returns the worst ratio.
-  void CheckOutputs(const StepAccess& access, size_t b, int layer,
+  // `path`: the decode path that ran, whose bound the outputs are held to.
+  void CheckOutputs(const StepAccess& access, size_t b, int layer, KernelPath path,
                     const DecodeSplits& decode_splits, const std::vector<uint16_t>& out,
                     std::vector<Finding>& findings);
   Status Project(const StepAccess& access, const std::vector<size_t>& ok_rows,

@@ -9,6 +9,7 @@
 #include "base/kv_format.h"
 #include "base/status.h"
 #include "kernels/attention/kv_format.h"
+#include "kernels/launch_options.h"
 
 namespace kvsim::sim {
 
@@ -22,6 +23,10 @@ struct KernelSpec {
   int gemm_n = 128;     // output features of the INT4 projection: a multiple of 128
   int group_size = 32;  // INT4 group size along k: 32, 64 or 128
   int check_every = 1;  // the FP64 reference checks every this many steps' outputs
+  // Which implementation of decode attention and of the INT4 GEMM runs (append_kv has one): the
+  // simple path or the fast one (tensor cores; on the CPU their twins). Each output is checked
+  // against the bound of the path that ran.
+  KernelPath path = KernelPath::kSimple;
 };
 
 // The V width: GQA head_dim, MLA the latent (512).

@@ -106,6 +106,10 @@ struct KernelCounts {
   double gemm_worst_ratio = 0;
   int64_t rewrites_checked = 0;    // positions written again (recomputed after preemption)
   int64_t rewrites_differing = 0;  // of those, rows whose stored bits differ from the first write
+  // Kernel calls by family and path ([0] simple, [1] fast; append_kv has one implementation).
+  int64_t append_launches = 0;
+  std::array<int64_t, 2> decode_launches{};
+  std::array<int64_t, 2> gemm_launches{};
 };
 
 // One planted bug's counts in a run, under the fault registry's name for it (sim/faults).

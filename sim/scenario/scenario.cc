@@ -326,7 +326,7 @@ Status ParseIntegrity(const YamlMap& map, Scenario& scenario) {
 Status ParseKernel(const YamlMap& map, KernelSpec& k) {
   KVSIM_RETURN_IF_ERROR(
       map.CheckKnownKeys({"attention", "kv_heads", "head_dim", "q_heads", "layers", "kv_format",
-                          "gemm_n", "group_size", "check_every"}));
+                          "gemm_n", "group_size", "check_every", "path"}));
   if (map.Has("attention")) {
     KVSIM_ASSIGN_OR_RETURN(const std::string kind, map.Enum("attention", {"gqa", "mla"}));
     k.attention = kind == "gqa" ? AttentionKind::kGqa : AttentionKind::kMla;
@@ -364,6 +364,10 @@ Status ParseKernel(const YamlMap& map, KernelSpec& k) {
   }
   KVSIM_ASSIGN_OR_RETURN(const int64_t every, map.IntOr("check_every", 1, 1, 1 << 30));
   k.check_every = static_cast<int>(every);
+  if (map.Has("path")) {
+    KVSIM_ASSIGN_OR_RETURN(const std::string path, map.Enum("path", {"simple", "fast"}));
+    k.path = path == "fast" ? KernelPath::kFast : KernelPath::kSimple;
+  }
   const Status valid = ValidateKernelSpec(k);
   if (!valid.ok())
     return map.Error(map.Keys().empty() ? "attention" : map.Keys().front(), valid.message());

@@ -253,6 +253,7 @@ void WriteKernel(YAML::Emitter& out, const KernelSpec& k, bool with_format) {
   Field(out, "gemm_n", k.gemm_n);
   Field(out, "group_size", k.group_size);
   Field(out, "check_every", k.check_every);
+  Field(out, "path", KernelPathName(k.path));
   out << YAML::EndMap;
 }
 

@@ -66,6 +66,7 @@ void CompareKernel(Differences d, const KernelSpec& a, const KernelSpec& b) {
   d.Field("gemm_n", a.gemm_n, b.gemm_n);
   d.Field("group_size", a.group_size, b.group_size);
   d.Field("check_every", a.check_every, b.check_every);
+  d.Field("path", a.path, b.path);
 }
 
 void CompareScheduler(Differences d, const SchedulerConfig& a, const SchedulerConfig& b) {

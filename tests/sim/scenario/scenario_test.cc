@@ -40,6 +40,11 @@ TEST(ScenarioTest, DefaultsAndFields) {
   EXPECT_EQ(s.server.workload.prompt_tokens.value, 20);
   EXPECT_FALSE(s.server.tag_tracker);
   EXPECT_EQ(s.server.scheduler.reservation, Reservation::kFull);
+  EXPECT_EQ(s.kernel.path, KernelPath::kSimple);
+  EXPECT_EQ(ParseScenario(std::string(kMinimal) + "kernel:\n  path: fast\n", "s.yaml")
+                .value()
+                .kernel.path,
+            KernelPath::kFast);
 }
 
 TEST(ScenarioTest, ErrorsNameTheFileLineFieldAndWhatIsAllowed) {
@@ -64,6 +69,8 @@ TEST(ScenarioTest, ErrorsNameTheFileLineFieldAndWhatIsAllowed) {
   EXPECT_NE(
       ErrorOf(std::string(kMinimal) + "kernel:\n  head_dim: 96\n").find("field 'kernel.head_dim'"),
       std::string::npos);
+  EXPECT_EQ(ErrorOf(std::string(kMinimal) + "kernel:\n  path: turbo\n"),
+            "s.yaml:17:9: field 'kernel.path': 'turbo' is not allowed; one of: simple, fast");
   text = kMinimal;
   text.replace(text.find("loop: closed"), 12, "loop: open\n  arrival: {process: poisson, rate: 2}");
   EXPECT_NE(ErrorOf(text).find("field 'workload.clients': only a closed loop"), std::string::npos)

@@ -173,6 +173,48 @@ TEST(SimulationTest, KernelModeOutputsStayWithinTheReferenceBound) {
   }
 }
 
+// The shipped storm on the fast paths (tensor-core decode attention and the pipelined INT4 GEMM;
+// their CPU twins here), as `kvsim run page-reuse-storm --mode kernel --backend cpu` with
+// `kernel: {path: fast}` runs it: the oracle finds nothing, every output is within the fast
+// path's own bound, and no simple-path kernel is launched. Then an MLA cache in FlashMLA rows and
+// a BF16 GQA cache on a shorter storm.
+TEST(SimulationTest, KernelModeOnTheFastPathsLaunchesNoSimpleKernelAndStaysWithinItsBound) {
+  Scenario storm = Shipped("page-reuse-storm");
+  storm.kernel.path = KernelPath::kFast;
+  ASSERT_TRUE(storm.oracle);
+  const RunReport fast = Simulate(storm, storm.seed, RunMode::kKernel);
+  EXPECT_EQ(fast.findings_total, 0);
+  EXPECT_GT(fast.preemptions, 0);
+  EXPECT_GT(fast.kernel.outputs_checked, 1000000);
+  EXPECT_EQ(fast.kernel.outputs_outside_bound, 0);
+  EXPECT_EQ(fast.kernel.gemm_outside_bound, 0);
+  EXPECT_GT(fast.kernel.rewrites_checked, 0);
+  EXPECT_EQ(fast.kernel.rewrites_differing, 0);
+  EXPECT_EQ(fast.kernel.decode_launches[0], 0);
+  EXPECT_EQ(fast.kernel.gemm_launches[0], 0);
+  EXPECT_GT(fast.kernel.decode_launches[1], 0);
+  EXPECT_GT(fast.kernel.gemm_launches[1], 0);
+  EXPECT_EQ(fast.kernel.append_launches, fast.kernel.decode_launches[1]);
+  // The fast path rounds differently from the simple one (so it did run), with the same
+  // bookkeeping and verdicts.
+  const RunReport simple = Simulate(Shipped("page-reuse-storm"), storm.seed, RunMode::kKernel);
+  EXPECT_EQ(simple.kernel.decode_launches[1], 0);
+  EXPECT_NE(fast.kernel.worst_ratio, simple.kernel.worst_ratio);
+  EXPECT_EQ(fast.state_hash, simple.state_hash);
+  for (const auto& [format, attention] :
+       {std::pair{"fp8_mla_tiles", AttentionKind::kMla}, std::pair{"bf16", AttentionKind::kGqa}}) {
+    Scenario s = SmallKernelStorm(format, attention);
+    s.kernel.path = KernelPath::kFast;
+    const RunReport r = Simulate(s, 0x5eed, RunMode::kKernel);
+    SCOPED_TRACE(format);
+    EXPECT_EQ(r.findings_total, 0);
+    EXPECT_GT(r.kernel.outputs_checked, 10000);
+    EXPECT_EQ(r.kernel.outputs_outside_bound, 0);
+    EXPECT_EQ(r.kernel.gemm_outside_bound, 0);
+    EXPECT_EQ(r.kernel.decode_launches[0] + r.kernel.gemm_launches[0], 0);
+  }
+}
+
 TEST(SimulationTest, KernelModeSeesStaleReadsInTheOutputsWhenUnchecked) {
   Scenario s = WithBugs(false);
   s.server.workload.requests = 40;
