@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# tools/gpu_check_extra.sh on the CPU: its parts run in rank order with the CPU backend standing
+# in where it can (the fast-path storm), the others are skipped saying why; a part past its time
+# is stopped, a part without its minimum left is dropped, and the summary says both.
+set -uo pipefail
+kvsim="$(pwd)/$1"
+script=tools/gpu_check_extra.sh
+failures=0
+tmp="${TEST_TMPDIR:-$(mktemp -d)}"
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# The real parts on the CPU backend.
+out=$(KVSIM_BIN="$kvsim" KVSIM_EXTRA_BACKEND=cpu OUT="$tmp/cpu" "$script" run 2>&1)
+code=$?
+[ "$code" -eq 0 ] || fail "the CPU run exited $code: $out"
+expected=(" 1  storm-fast-path +PASSED" " 2  mla-mma-sync-on-sm90 +SKIPPED" " 3  sanitizers +SKIPPED"
+  " 4  benchmarks +SKIPPED" "sanitizers: skipped: needs the CUDA backend" "^0 failed$")
+for line in "${expected[@]}"; do
+  grep -qE -- "$line" <<<"$out" || fail "the CPU run lacks /$line/: $out"
+done
+grep -q "decode attention 0 simple, [0-9,]* fast" "$tmp/cpu/storm-cpu.txt" ||
+  fail "the storm did not run on the fast path"
+
+# A hanging part is stopped at its budget and the next, with too little left, is dropped.
+cat >"$tmp/hang" <<'EOS'
+#!/usr/bin/env bash
+sleep 30
+EOS
+chmod +x "$tmp/hang"
+start=$(date +%s)
+out=$(KVSIM_BIN="$tmp/hang" KVSIM_EXTRA_BACKEND=cpu KVSIM_EXTRA_TOTAL_S=4 \
+  KVSIM_EXTRA_PARTS="storm-fast-path:2:1 sanitizers:5:3 benchmarks:1:1" OUT="$tmp/hang-logs" \
+  "$script" run 2>&1)
+code=$?
+elapsed=$(($(date +%s) - start))
+[ "$code" -eq 1 ] || fail "a timed-out part should exit 1, got $code: $out"
+[ "$elapsed" -le 8 ] || fail "the hard stop took ${elapsed} s of a 4 s total"
+for line in " 1  storm-fast-path +TIMEOUT" " 2  sanitizers +DROPPED" " 3  benchmarks +SKIPPED" \
+  "dropped sanitizers: needs at least 3 s, [0-2] s left of 4" "storm-fast-path: stopped at its 2 s"; do
+  grep -qE -- "$line" <<<"$out" || fail "the hard-stop run lacks /$line/: $out"
+done
+
+# A failing part fails the run and names its log.
+printf '#!/usr/bin/env bash\nexit 1\n' >"$tmp/broken"
+chmod +x "$tmp/broken"
+out=$(KVSIM_BIN="$tmp/broken" KVSIM_EXTRA_BACKEND=cpu OUT="$tmp/broken-logs" "$script" run 2>&1)
+[ $? -eq 1 ] || fail "a failing part should exit 1: $out"
+grep -qE " 1  storm-fast-path +FAILED" <<<"$out" || fail "the failure is not in the table: $out"
+
+# The budgets `gpu_check.sh build` adds up: the parts' sum, within the total.
+read -r sum total < <("$script" budgets)
+[ "$sum" -le "$total" ] || fail "the parts' budgets ($sum s) exceed the total ($total s)"
+
+[ "$failures" -eq 0 ] && echo "all gpu_check_extra checks passed"
+exit $((failures > 0))
