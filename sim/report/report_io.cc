@@ -147,7 +147,13 @@ void WriteReportJson(const RunReport& r, const ReportContext& context, std::ostr
                    {"gemm_outside_bound", k.gemm_outside_bound},
                    {"gemm_worst_error_over_bound", k.gemm_worst_ratio},
                    {"rewrites_checked", k.rewrites_checked},
-                   {"rewrites_differing", k.rewrites_differing}};
+                   {"rewrites_differing", k.rewrites_differing},
+                   {"launches",
+                    {{"append_kv", k.append_launches},
+                     {"decode_attention",
+                      {{"simple", k.decode_launches[0]}, {"fast", k.decode_launches[1]}}},
+                     {"int4_gemm",
+                      {{"simple", k.gemm_launches[0]}, {"fast", k.gemm_launches[1]}}}}}};
   }
   ordered_json findings = ordered_json::array();
   for (const Finding& f : r.findings) {

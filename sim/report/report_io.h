@@ -16,7 +16,9 @@ namespace kvsim::sim {
 // 5: scheduler_rules and token_gaps; the scenario text may carry scheduler.engine, the rules it
 // sets, and figures.
 // 6: kvsim_version, scenario.content_hash and the checksum of the whole report (provenance.h).
-inline constexpr int kReportFormatVersion = 6;
+// 7: kernel mode's launches by kernel family and path (kernel.launches); the scenario text may
+// carry kernel.path.
+inline constexpr int kReportFormatVersion = 7;
 
 // What a report carries besides the run's figures: where its scenario came from and the command
 // that reproduces it.
