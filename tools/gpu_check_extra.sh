@@ -50,20 +50,28 @@ fi
 logs="${OUT:-$root/logs-extra}"
 
 # Part 1: the page-reuse storm in kernel mode on the fast paths, on the backend under test, with
-# the oracle on: it must finish with no finding, no output outside the fast path's bound and no
-# simple-path launch. On CUDA the CPU backend's run of the same scenario follows, and the two
-# must agree on the run's state hash (the bookkeeping and every verdict).
+# the oracle on: it must finish with no finding, preemptions above 0, no output outside the fast
+# path's bound and no simple-path launch. On CUDA it runs at the deployment's own shape
+# (Llama-3.1-70B at tp 2: 32 query and 4 KV heads of 128 per GPU, an 8192 x 28672 INT4
+# projection, the FP64 reference on every 32nd step), then the CPU backend runs the small shape
+# (the model's would cost it minutes), and the two must agree on the run's state hash: the
+# bookkeeping and every verdict, which no kernel shape changes.
 part_storm_fast_path() {
-  local scenario="$logs/page-reuse-storm-fast.yaml"
-  { cat "$root/configs/scenarios/page-reuse-storm.yaml"; printf 'kernel:\n  path: fast\n'; } >"$scenario"
+  local small="$logs/page-reuse-storm-fast.yaml" model="$logs/page-reuse-storm-fast-model.yaml"
+  { cat "$root/configs/scenarios/page-reuse-storm.yaml"; printf 'kernel:\n  path: fast\n'; } >"$small"
+  { cat "$root/configs/scenarios/page-reuse-storm.yaml"
+    printf 'kernel:\n  path: fast\n  shape: model\n  check_every: 32\n'; } >"$model"
+  local scenario="$small"
+  [ "$backend" != cuda ] || scenario="$model"
   local out="$logs/storm-$backend.txt"
   "$kvsim" run "$scenario" --configs "$root/configs" --mode kernel --backend "$backend" >"$out" 2>&1 || return 1
   grep -q "^  findings: 0$" "$out" || return 1
+  grep -qE " [1-9][0-9]* preemptions" "$out" || return 1
   grep -q "decode attention 0 simple" "$out" || return 1
   grep -q "INT4 GEMM 0 simple" "$out" || return 1
   grep -qE " 0 outside the bound " "$out" || return 1
   if [ "$backend" = cuda ]; then
-    "$kvsim" run "$scenario" --configs "$root/configs" --mode kernel --backend cpu >"$logs/storm-cpu.txt" 2>&1 || return 1
+    "$kvsim" run "$small" --configs "$root/configs" --mode kernel --backend cpu >"$logs/storm-cpu.txt" 2>&1 || return 1
     [ "$(grep 'state hash' "$out")" = "$(grep 'state hash' "$logs/storm-cpu.txt")" ] || return 1
   fi
   return 0

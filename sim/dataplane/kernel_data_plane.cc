@@ -111,7 +111,7 @@ Result<std::unique_ptr<KernelDataPlane>> KernelDataPlane::Create(const KernelSpe
   }
   plane->softmax_scale_ = static_cast<float>(
       1.0 / std::sqrt(spec.attention == AttentionKind::kMla ? kMlaQkHeadDim : spec.head_dim));
-  const int k = spec.q_heads * KernelValueDim(spec);
+  const int k = KernelGemmK(spec);
   const int n = spec.gemm_n;
   Prng prng(seed);
   std::vector<float> weights(static_cast<size_t>(k) * n);
@@ -532,15 +532,30 @@ Status KernelDataPlane::Decode(const StepAccess& access, std::vector<Finding>& f
 
 Status KernelDataPlane::Project(const StepAccess& access, const std::vector<size_t>& ok_rows,
                                 std::vector<Finding>& findings) {
-  const int k = spec_.q_heads * KernelValueDim(spec_);
+  const int k = KernelGemmK(spec_);
   const int n = spec_.gemm_n;
   const int m = static_cast<int>(ok_rows.size());
   const std::vector<uint16_t>& out = outputs_.back();
   std::vector<uint16_t> x;
   x.reserve(static_cast<size_t>(m) * static_cast<size_t>(k));
-  for (size_t b : ok_rows) {
-    x.insert(x.end(), out.begin() + static_cast<std::ptrdiff_t>(b * static_cast<size_t>(k)),
-             out.begin() + static_cast<std::ptrdiff_t>((b + 1) * static_cast<size_t>(k)));
+  if (spec_.gemm_k == 0) {
+    for (size_t b : ok_rows) {
+      x.insert(x.end(), out.begin() + static_cast<std::ptrdiff_t>(b * static_cast<size_t>(k)),
+               out.begin() + static_cast<std::ptrdiff_t>((b + 1) * static_cast<size_t>(k)));
+    }
+  } else {
+    // At the model's shape the projection takes the hidden state, not the attention output: an
+    // activation derived from the row's last token (its content id), exact in bf16, in the
+    // generator's channel layout (a head of 128 channels per 128 inputs), past the layers' ids.
+    for (size_t b : ok_rows) {
+      const ScheduledRow& row = (*access.rows)[step_.rows[b]];
+      const int32_t end = row.first_token + row.tokens;
+      const uint64_t content = oracle_.Contents(access.scheduler->request(row.slot), row.slot,
+                                                end)[static_cast<size_t>(end - 1)];
+      for (int i = 0; i < k; ++i) {
+        x.push_back(ExactBf16(TrueQuery(content, spec_.layers, i / 128, i % 128)));
+      }
+    }
   }
   DeviceBuffer x_buffer, y_buffer;
   std::vector<uint16_t> y;

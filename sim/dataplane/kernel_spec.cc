@@ -10,6 +10,10 @@ int KernelValueDim(const KernelSpec& spec) {
   return spec.attention == AttentionKind::kMla ? kMlaLoraRank : spec.head_dim;
 }
 
+int KernelGemmK(const KernelSpec& spec) {
+  return spec.gemm_k > 0 ? spec.gemm_k : spec.q_heads * KernelValueDim(spec);
+}
+
 KvCacheShape KernelCacheShape(const KernelSpec& spec, int num_pages, int page_size) {
   return spec.attention == AttentionKind::kMla
              ? MlaCacheShape(num_pages, page_size, spec.kv_format)
@@ -29,8 +33,10 @@ Status ValidateKernelSpec(const KernelSpec& spec) {
   KVSIM_RETURN_IF_ERROR(ValidateDecodeHeads(shape, spec.q_heads).WithContext("kernel.q_heads"));
   Int4Config config;
   config.group_size = spec.group_size;
-  return CheckInt4Shape("kernel", spec.q_heads * KernelValueDim(spec), spec.gemm_n, config)
-      .WithContext("the INT4 projection after attention (k = q_heads x value dim, n = gemm_n)");
+  return CheckInt4Shape("kernel", KernelGemmK(spec), spec.gemm_n, config)
+      .WithContext(spec.gemm_k > 0 ? "the INT4 projection (k = gemm_k, n = gemm_n)"
+                                   : "the INT4 projection after attention (k = q_heads x value "
+                                     "dim, n = gemm_n)");
 }
 
 }  // namespace kvsim::sim

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "kernels/attention/kv_format.h"
+#include "sim/dataplane/kernel_model_shape.h"
 #include "sim/dataplane/kernel_spec.h"
 #include "sim/oracle/claim_ledger.h"
 #include "sim/oracle/ownership_oracle.h"
@@ -46,12 +47,23 @@ RunMemoryEstimate EstimateRunMemory(const Scenario& scenario, const PreparedScen
       estimate.oracle_bytes += pages * OracleBytesPerPage(page_size);
     }
     if (mode == RunMode::kKernel) {
-      KernelSpec spec = scenario.kernel;
-      if (scenario.disaggregation) spec.kv_format = instance.plan.settings.deployment.kv_format;
-      estimate.kv_cache_bytes += pages * KvCacheBytesPerPage(spec, page_size);
+      // A shape the kernels cannot run is refused when the run starts; estimated at the
+      // scenario's own until then.
+      Result<KernelSpec> spec = InstanceKernelSpec(scenario, instance);
+      estimate.kv_cache_bytes +=
+          pages * KvCacheBytesPerPage(spec.ok() ? *spec : scenario.kernel, page_size);
     }
   }
   return estimate;
+}
+
+Result<KernelSpec> InstanceKernelSpec(const Scenario& scenario, const PreparedInstance& instance) {
+  KernelSpec spec = scenario.kernel;
+  if (scenario.disaggregation) spec.kv_format = instance.plan.settings.deployment.kv_format;
+  if (spec.shape == KernelShape::kModel) {
+    return ModelShapedKernelSpec(spec, instance.plan.model, instance.plan.settings.deployment);
+  }
+  return spec;
 }
 
 Status CheckMemoryBudget(const Scenario& scenario, const PreparedScenario& prepared, RunMode mode) {

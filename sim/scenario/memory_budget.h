@@ -31,4 +31,8 @@ RunMemoryEstimate EstimateRunMemory(const Scenario& scenario, const PreparedScen
 // largest pool that fits it.
 Status CheckMemoryBudget(const Scenario& scenario, const PreparedScenario& prepared, RunMode mode);
 
+// The kernel spec one pool's data plane runs: the scenario's, in the pool's own KV format when
+// disaggregated, at the pool's deployment shape with `kernel: {shape: model}`.
+Result<KernelSpec> InstanceKernelSpec(const Scenario& scenario, const PreparedInstance& instance);
+
 }  // namespace kvsim::sim

@@ -1,6 +1,9 @@
 // Scenario preparation and the run.
 #include "sim/scenario/run_scenario.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -8,6 +11,7 @@
 
 #include "model/calibration.h"
 #include "sim/access/oracle_auditor.h"
+#include "sim/dataplane/kernel_model_shape.h"
 #include "sim/scenario/memory_budget.h"
 #include "sim/workload/request_spec.h"
 
@@ -140,10 +144,33 @@ Result<RunReport> RunPrepared(const Scenario& scenario, const PreparedScenario& 
     const int32_t page_size = instance.scheduler.page_size;
     AccessAuditor* auditor = nullptr;
     if (options.mode == RunMode::kKernel) {
-      KernelSpec spec = scenario.kernel;
       // Each pool of a disaggregated deployment stores its own deployment's format; the transfer
       // converts the KV on the way.
-      if (scenario.disaggregation) spec.kv_format = instance.plan.settings.deployment.kv_format;
+      Result<KernelSpec> shaped = InstanceKernelSpec(scenario, instance);
+      if (!shaped.ok()) {
+        return shaped.status().WithContext(scenario.path + ": " + instance.name + " pool");
+      }
+      const KernelSpec& spec = *shaped;
+      if (spec.shape == KernelShape::kModel && backend.kind() == BackendKind::kCpu) {
+        // The CPU runs the kernels' twins and the FP64 reference at the model's shape: a step at
+        // the batch bound must stay within seconds.
+        const int64_t rows = std::min<int64_t>(instance.scheduler.max_running, pages);
+        const int64_t context = std::min<int64_t>(int64_t{pages} * page_size,
+                                                  instance.plan.settings.deployment.context_tokens);
+        const double cost = KernelStepMultiplyAdds(spec, rows, context);
+        if (cost > kMaxCpuStepMultiplyAdds) {
+          return InvalidArgumentError(fmt::format(
+              "{}: {} pool: kernel.shape: model on the CPU backend costs up to {:.1f} G "
+              "multiply-adds a step ({} rows of up to {} tokens: {} query heads of {} + {} "
+              "values in {} layers, and a {} x {} INT4 projection; the FP64 reference on every "
+              "{} step(s)); at most {:.0f} G on the CPU: slice the run with fewer rows "
+              "(scheduler.max_running), kernel.layers: 1, a larger kernel.check_every or a "
+              "smaller pool, or run it on the CUDA backend",
+              scenario.path, instance.name, cost / 1e9, rows, context, spec.q_heads, spec.head_dim,
+              KernelValueDim(spec), spec.layers, KernelGemmK(spec), spec.gemm_n, spec.check_every,
+              kMaxCpuStepMultiplyAdds / 1e9));
+        }
+      }
       // Each data plane's weights get their own stream of the run's seed.
       const uint64_t data_seed = MixIds(options.seed, 0xda7a + i);
       Result<std::unique_ptr<KernelDataPlane>> created =

@@ -326,7 +326,20 @@ Status ParseIntegrity(const YamlMap& map, Scenario& scenario) {
 Status ParseKernel(const YamlMap& map, KernelSpec& k) {
   KVSIM_RETURN_IF_ERROR(
       map.CheckKnownKeys({"attention", "kv_heads", "head_dim", "q_heads", "layers", "kv_format",
-                          "gemm_n", "group_size", "check_every", "path"}));
+                          "gemm_n", "group_size", "check_every", "path", "shape"}));
+  if (map.Has("shape")) {
+    KVSIM_ASSIGN_OR_RETURN(const std::string shape, map.Enum("shape", {"small", "model"}));
+    k.shape = shape == "model" ? KernelShape::kModel : KernelShape::kSmall;
+    if (k.shape == KernelShape::kModel) {
+      // The deployment sets them when the run is prepared (kernel_model_shape.h).
+      for (const char* key :
+           {"attention", "kv_heads", "head_dim", "q_heads", "kv_format", "gemm_n", "group_size"}) {
+        if (map.Has(key)) {
+          return map.Error(key, "shape: model takes it from the deployment; leave it out");
+        }
+      }
+    }
+  }
   if (map.Has("attention")) {
     KVSIM_ASSIGN_OR_RETURN(const std::string kind, map.Enum("attention", {"gqa", "mla"}));
     k.attention = kind == "gqa" ? AttentionKind::kGqa : AttentionKind::kMla;

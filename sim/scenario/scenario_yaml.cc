@@ -241,17 +241,22 @@ void WriteIntegrity(YAML::Emitter& out, const Scenario& scenario) {
 // names none.
 void WriteKernel(YAML::Emitter& out, const KernelSpec& k, bool with_format) {
   out << YAML::Key << "kernel" << YAML::Value << YAML::BeginMap;
-  const bool mla = k.attention == AttentionKind::kMla;
-  Field(out, "attention", mla ? "mla" : "gqa");
-  if (!mla) {
-    Field(out, "kv_heads", k.kv_heads);
-    Field(out, "head_dim", k.head_dim);
+  if (k.shape == KernelShape::kModel) {
+    // The deployment gives the rest when the run is prepared.
+    Field(out, "shape", "model");
+  } else {
+    const bool mla = k.attention == AttentionKind::kMla;
+    Field(out, "attention", mla ? "mla" : "gqa");
+    if (!mla) {
+      Field(out, "kv_heads", k.kv_heads);
+      Field(out, "head_dim", k.head_dim);
+    }
+    Field(out, "q_heads", k.q_heads);
+    if (with_format) Field(out, "kv_format", KvFormatName(k.kv_format));
+    Field(out, "gemm_n", k.gemm_n);
+    Field(out, "group_size", k.group_size);
   }
-  Field(out, "q_heads", k.q_heads);
   Field(out, "layers", k.layers);
-  if (with_format) Field(out, "kv_format", KvFormatName(k.kv_format));
-  Field(out, "gemm_n", k.gemm_n);
-  Field(out, "group_size", k.group_size);
   Field(out, "check_every", k.check_every);
   Field(out, "path", KernelPathName(k.path));
   out << YAML::EndMap;

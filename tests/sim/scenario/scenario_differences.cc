@@ -67,6 +67,8 @@ void CompareKernel(Differences d, const KernelSpec& a, const KernelSpec& b) {
   d.Field("group_size", a.group_size, b.group_size);
   d.Field("check_every", a.check_every, b.check_every);
   d.Field("path", a.path, b.path);
+  d.Field("shape", a.shape, b.shape);
+  d.Field("gemm_k", a.gemm_k, b.gemm_k);
 }
 
 void CompareScheduler(Differences d, const SchedulerConfig& a, const SchedulerConfig& b) {

@@ -69,6 +69,9 @@ TEST(ScenarioTest, ErrorsNameTheFileLineFieldAndWhatIsAllowed) {
   EXPECT_NE(
       ErrorOf(std::string(kMinimal) + "kernel:\n  head_dim: 96\n").find("field 'kernel.head_dim'"),
       std::string::npos);
+  EXPECT_EQ(ErrorOf(std::string(kMinimal) + "kernel:\n  shape: model\n  q_heads: 4\n"),
+            "s.yaml:18:12: field 'kernel.q_heads': shape: model takes it from the deployment; "
+            "leave it out");
   EXPECT_EQ(ErrorOf(std::string(kMinimal) + "kernel:\n  path: turbo\n"),
             "s.yaml:17:9: field 'kernel.path': 'turbo' is not allowed; one of: simple, fast");
   text = kMinimal;

@@ -119,6 +119,20 @@ TEST(ScenarioYamlTest, ClosedLoopSessionsAndBurstsReadBackTheSame) {
   ExpectRoundTrip(s);
 }
 
+// Kernel mode's path and shape: at the model's shape only the slice's own fields are written (the
+// deployment gives the rest when the run is prepared).
+TEST(ScenarioYamlTest, KernelPathAndModelShapeReadBackTheSame) {
+  Scenario s = Storm();
+  s.kernel.path = KernelPath::kFast;
+  std::string yaml = ExpectRoundTrip(s);
+  EXPECT_NE(yaml.find("path: fast"), std::string::npos) << yaml;
+  s.kernel.shape = KernelShape::kModel;
+  s.kernel.layers = 2;
+  yaml = ExpectRoundTrip(s);
+  EXPECT_NE(yaml.find("shape: model"), std::string::npos) << yaml;
+  EXPECT_EQ(yaml.find("q_heads"), std::string::npos) << yaml;
+}
+
 TEST(ScenarioYamlTest, WhatIsOffIsLeftOut) {
   Scenario s = Storm();
   s.description.clear();

@@ -215,6 +215,52 @@ TEST(SimulationTest, KernelModeOnTheFastPathsLaunchesNoSimpleKernelAndStaysWithi
   }
 }
 
+// Kernel mode at Kimi K2.6's own shape on 8xH200 (eight MLA query heads per GPU over the FP8
+// cache, one routed expert's 7168 x 512 INT4 slice), on the fast paths: every output within its
+// bound. A storm at Llama-3.1-70B's shape with its 16 running requests is refused on the CPU
+// before it starts, saying how to slice it.
+TEST(SimulationTest, KernelModeAtTheModelsShapeRunsKimiAndRefusesWhatTheCpuCannotAfford) {
+  const Scenario kimi = ParseScenario(R"(name: kimi-model-shape
+deployment: {model: kimi-k2.6, gpu: h200-sxm, gpus: 8, tp: 8, kv_format: fp8_e4m3, context: 4096}
+pool: {pages: 16}
+scheduler: {max_running: 2}
+workload:
+  loop: closed
+  clients: 2
+  requests: 3
+  prompt_tokens: {dist: uniform, min: 40, max: 300}
+  output_tokens: {dist: fixed, value: 6}
+  max_new_tokens: 6
+kernel: {shape: model, path: fast}
+)",
+                                      "kimi-model-shape.yaml")
+                            .value();
+  const RunReport r = Simulate(kimi, 0x5eed, RunMode::kKernel);
+  EXPECT_EQ(r.findings_total, 0);
+  EXPECT_EQ(r.finished, 3);
+  EXPECT_GT(r.kernel.outputs_checked, 0);
+  EXPECT_EQ(r.kernel.outputs_outside_bound, 0);
+  EXPECT_GT(r.kernel.gemm_outputs_checked, 0);
+  EXPECT_EQ(r.kernel.gemm_outside_bound, 0);
+  EXPECT_EQ(r.kernel.decode_launches[0] + r.kernel.gemm_launches[0], 0);
+  // 512 outputs per checked row and query head: the latent.
+  EXPECT_EQ(r.kernel.outputs_checked % (8 * 512), 0);
+
+  Scenario storm = Shipped("page-reuse-storm");
+  storm.kernel.shape = KernelShape::kModel;
+  const PreparedScenario prepared = PrepareScenario(storm, Configs()).value();
+  std::unique_ptr<Backend> backend = CreateCpuBackend();
+  RunOptions options;
+  options.mode = RunMode::kKernel;
+  const Result<RunReport> refused = RunPrepared(storm, prepared, options, *backend);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("kernel.shape: model on the CPU backend costs up to"),
+            std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find("8192 x 28672 INT4 projection"), std::string::npos);
+  EXPECT_NE(refused.status().message().find("scheduler.max_running"), std::string::npos);
+}
+
 TEST(SimulationTest, KernelModeSeesStaleReadsInTheOutputsWhenUnchecked) {
   Scenario s = WithBugs(false);
   s.server.workload.requests = 40;
