@@ -173,6 +173,19 @@ TEST(SimulationTest, KernelModeOutputsStayWithinTheReferenceBound) {
   }
 }
 
+// A kernel-mode run on the fast paths: nothing found, every output checked within its bound, and
+// no kernel launched on the simple path.
+void ExpectCleanOnTheFastPaths(const RunReport& r) {
+  EXPECT_EQ(r.findings_total, 0);
+  EXPECT_GT(r.kernel.outputs_checked, 0);
+  EXPECT_EQ(r.kernel.outputs_outside_bound, 0);
+  EXPECT_GT(r.kernel.gemm_outputs_checked, 0);
+  EXPECT_EQ(r.kernel.gemm_outside_bound, 0);
+  EXPECT_EQ(r.kernel.decode_launches[0], 0);
+  EXPECT_EQ(r.kernel.gemm_launches[0], 0);
+  EXPECT_GT(r.kernel.decode_launches[1], 0);
+}
+
 // The shipped storm on the fast paths (tensor-core decode attention and the pipelined INT4 GEMM;
 // their CPU twins here), as `kvsim run page-reuse-storm --mode kernel --backend cpu` with
 // `kernel: {path: fast}` runs it: the oracle finds nothing, every output is within the fast
@@ -183,16 +196,11 @@ TEST(SimulationTest, KernelModeOnTheFastPathsLaunchesNoSimpleKernelAndStaysWithi
   storm.kernel.path = KernelPath::kFast;
   ASSERT_TRUE(storm.oracle);
   const RunReport fast = Simulate(storm, storm.seed, RunMode::kKernel);
-  EXPECT_EQ(fast.findings_total, 0);
+  ExpectCleanOnTheFastPaths(fast);
   EXPECT_GT(fast.preemptions, 0);
   EXPECT_GT(fast.kernel.outputs_checked, 1000000);
-  EXPECT_EQ(fast.kernel.outputs_outside_bound, 0);
-  EXPECT_EQ(fast.kernel.gemm_outside_bound, 0);
   EXPECT_GT(fast.kernel.rewrites_checked, 0);
   EXPECT_EQ(fast.kernel.rewrites_differing, 0);
-  EXPECT_EQ(fast.kernel.decode_launches[0], 0);
-  EXPECT_EQ(fast.kernel.gemm_launches[0], 0);
-  EXPECT_GT(fast.kernel.decode_launches[1], 0);
   EXPECT_GT(fast.kernel.gemm_launches[1], 0);
   EXPECT_EQ(fast.kernel.append_launches, fast.kernel.decode_launches[1]);
   // The fast path rounds differently from the simple one (so it did run), with the same
@@ -207,11 +215,8 @@ TEST(SimulationTest, KernelModeOnTheFastPathsLaunchesNoSimpleKernelAndStaysWithi
     s.kernel.path = KernelPath::kFast;
     const RunReport r = Simulate(s, 0x5eed, RunMode::kKernel);
     SCOPED_TRACE(format);
-    EXPECT_EQ(r.findings_total, 0);
+    ExpectCleanOnTheFastPaths(r);
     EXPECT_GT(r.kernel.outputs_checked, 10000);
-    EXPECT_EQ(r.kernel.outputs_outside_bound, 0);
-    EXPECT_EQ(r.kernel.gemm_outside_bound, 0);
-    EXPECT_EQ(r.kernel.decode_launches[0] + r.kernel.gemm_launches[0], 0);
   }
 }
 
@@ -236,13 +241,8 @@ kernel: {shape: model, path: fast}
                                       "kimi-model-shape.yaml")
                             .value();
   const RunReport r = Simulate(kimi, 0x5eed, RunMode::kKernel);
-  EXPECT_EQ(r.findings_total, 0);
+  ExpectCleanOnTheFastPaths(r);
   EXPECT_EQ(r.finished, 3);
-  EXPECT_GT(r.kernel.outputs_checked, 0);
-  EXPECT_EQ(r.kernel.outputs_outside_bound, 0);
-  EXPECT_GT(r.kernel.gemm_outputs_checked, 0);
-  EXPECT_EQ(r.kernel.gemm_outside_bound, 0);
-  EXPECT_EQ(r.kernel.decode_launches[0] + r.kernel.gemm_launches[0], 0);
   // 512 outputs per checked row and query head: the latent.
   EXPECT_EQ(r.kernel.outputs_checked % (8 * 512), 0);
 
