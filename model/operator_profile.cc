@@ -89,6 +89,11 @@ class CsvFile {
 struct Header {
   std::map<std::string, size_t> index;
   size_t width = 0;
+
+  // The field of a row under the column `name`, which HeaderColumns made sure is there.
+  const std::string& At(const std::vector<std::string>& row, const char* name) const {
+    return row[index.at(name)];
+  }
 };
 
 // Reads the header line; every one of `required` must be there, once.
@@ -114,6 +119,16 @@ Result<Header> HeaderColumns(CsvFile& csv, const std::vector<std::string>& requi
     }
   }
   return out;
+}
+
+// The next data row into `fields`, checked to have the header's width; false at the end.
+Result<bool> NextRow(CsvFile& csv, const Header& header, std::vector<std::string>& fields) {
+  if (!csv.Next(fields)) return false;
+  if (fields.size() != header.width) {
+    return InvalidArgumentError(fmt::format("{}:{}: {} fields; the header has {}", csv.path(),
+                                            csv.line(), fields.size(), header.width));
+  }
+  return true;
 }
 
 Result<int64_t> Integer(const CsvFile& csv, const std::string& column, const std::string& text,
@@ -183,16 +198,12 @@ Result<ComputeProfile> ParseComputeProfile(const std::string& path, std::string 
     }
   }
   KVSIM_ASSIGN_OR_RETURN(const Header header, HeaderColumns(csv, required));
-  const std::map<std::string, size_t>& columns = header.index;
-  const size_t width = header.width;
   ComputeProfile profile{path, gpu, model, {}};
   std::vector<std::string> f;
-  while (csv.Next(f)) {
-    if (f.size() != width) {
-      return InvalidArgumentError(
-          fmt::format("{}:{}: {} fields; the header has {}", path, csv.line(), f.size(), width));
-    }
-    const auto at = [&](const char* name) -> const std::string& { return f[columns.at(name)]; };
+  while (true) {
+    KVSIM_ASSIGN_OR_RETURN(const bool more, NextRow(csv, header, f));
+    if (!more) break;
+    const auto at = [&](const char* name) -> const std::string& { return header.At(f, name); };
     ComputeProfileRow row;
     row.line = csv.line();
     KVSIM_ASSIGN_OR_RETURN(const int64_t heads, Integer(csv, "n_head", at("n_head"), 1, 4096));
@@ -231,7 +242,7 @@ Result<ComputeProfile> ParseComputeProfile(const std::string& path, std::string 
     for (int i = 0; i < kProfiledOpCount; ++i) {
       const std::string column =
           fmt::format("time_stats.{}.median", kColumns[static_cast<size_t>(i)]);
-      if (columns.count(column) == 0) continue;
+      if (header.index.count(column) == 0) continue;
       KVSIM_ASSIGN_OR_RETURN(row.median_s[static_cast<size_t>(i)],
                              Milliseconds(csv, column, at(column.c_str()), true));
     }
@@ -249,16 +260,12 @@ Result<AllReduceProfile> ParseAllReduceProfile(const std::string& path, std::str
   KVSIM_ASSIGN_OR_RETURN(const Header header,
                          HeaderColumns(csv, {"time_stats.all_reduce.median", "num_workers", "size",
                                              "collective", "devices_per_node"}));
-  const std::map<std::string, size_t>& columns = header.index;
-  const size_t width = header.width;
   AllReduceProfile profile{path, gpu, {}};
   std::vector<std::string> f;
-  while (csv.Next(f)) {
-    if (f.size() != width) {
-      return InvalidArgumentError(
-          fmt::format("{}:{}: {} fields; the header has {}", path, csv.line(), f.size(), width));
-    }
-    const auto at = [&](const char* name) -> const std::string& { return f[columns.at(name)]; };
+  while (true) {
+    KVSIM_ASSIGN_OR_RETURN(const bool more, NextRow(csv, header, f));
+    if (!more) break;
+    const auto at = [&](const char* name) -> const std::string& { return header.At(f, name); };
     AllReduceRow row;
     row.line = csv.line();
     KVSIM_ASSIGN_OR_RETURN(const int64_t gpus,

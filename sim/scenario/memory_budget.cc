@@ -50,8 +50,10 @@ RunMemoryEstimate EstimateRunMemory(const Scenario& scenario, const PreparedScen
       // A shape the kernels cannot run is refused when the run starts; estimated at the
       // scenario's own until then.
       Result<KernelSpec> spec = InstanceKernelSpec(scenario, instance);
-      estimate.kv_cache_bytes +=
-          pages * KvCacheBytesPerPage(spec.ok() ? *spec : scenario.kernel, page_size);
+      const KernelSpec& shaped = spec.ok() ? *spec : scenario.kernel;
+      estimate.kv_cache_bytes += pages * KvCacheBytesPerPage(shaped, page_size);
+      estimate.gemm_weight_bytes +=
+          int64_t{KernelGemmK(shaped)} * shaped.gemm_n * kGemmBytesPerWeight;
     }
   }
   return estimate;
@@ -74,17 +76,32 @@ Status CheckMemoryBudget(const Scenario& scenario, const PreparedScenario& prepa
   for (const PreparedInstance& instance : prepared.instances) {
     pages += instance.scheduler.pool.num_pages;
   }
-  const double per_page = static_cast<double>(estimate.total()) / static_cast<double>(pages);
-  const auto fitting = static_cast<int64_t>(budget / per_page);
+  // The projection's weights are fixed; the rest grows with the pages.
+  const double fixed = static_cast<double>(estimate.gemm_weight_bytes);
+  if (fixed >= budget) {
+    return OutOfRangeError(
+        fmt::format("{}: kernel mode's INT4 projection needs about {:.3g} GiB of weights alone, "
+                    "over the memory budget of {:g} GiB; give a smaller kernel shape, or raise "
+                    "limits.memory_gib if this machine has the memory",
+                    scenario.path, fixed / kGib, scenario.memory_budget_gib));
+  }
+  const double per_page =
+      (static_cast<double>(estimate.total()) - fixed) / static_cast<double>(pages);
+  const auto fitting = static_cast<int64_t>((budget - fixed) / per_page);
   return OutOfRangeError(fmt::format(
       "{}: a {} run of {} pool pages needs about {:.1f} GiB (KV cache {:.1f}, oracle {:.1f}, "
-      "pool {:.1f}), over the memory budget of {:g} GiB; give at most {} pages in all "
+      "pool {:.1f}{}), over the memory budget of {:g} GiB; give at most {} pages in all "
       "(pool.pages), "
       "or raise limits.memory_gib if this machine has the memory",
       scenario.path, RunModeName(mode), pages, static_cast<double>(estimate.total()) / kGib,
       static_cast<double>(estimate.kv_cache_bytes) / kGib,
       static_cast<double>(estimate.oracle_bytes) / kGib,
-      static_cast<double>(estimate.pool_bytes) / kGib, scenario.memory_budget_gib, fitting));
+      static_cast<double>(estimate.pool_bytes) / kGib,
+      estimate.gemm_weight_bytes > 0
+          ? fmt::format(", INT4 projection weights {:.1f}",
+                        static_cast<double>(estimate.gemm_weight_bytes) / kGib)
+          : std::string(),
+      scenario.memory_budget_gib, fitting));
 }
 
 }  // namespace kvsim::sim

@@ -173,6 +173,16 @@ TEST(SimulationTest, KernelModeOutputsStayWithinTheReferenceBound) {
   }
 }
 
+// A kernel-mode run on the CPU backend that the run itself may refuse before it starts.
+Result<RunReport> TryKernelRun(const Scenario& scenario) {
+  const PreparedScenario prepared = PrepareScenario(scenario, Configs()).value();
+  std::unique_ptr<Backend> backend = CreateCpuBackend();
+  RunOptions options;
+  options.seed = scenario.seed;
+  options.mode = RunMode::kKernel;
+  return RunPrepared(scenario, prepared, options, *backend);
+}
+
 // A kernel-mode run on the fast paths: nothing found, every output checked within its bound, and
 // no kernel launched on the simple path.
 void ExpectCleanOnTheFastPaths(const RunReport& r) {
@@ -246,13 +256,18 @@ kernel: {shape: model, path: fast}
   // 512 outputs per checked row and query head: the latent.
   EXPECT_EQ(r.kernel.outputs_checked % (8 * 512), 0);
 
+  // Its 7168 x 512 projection (29 MB at its peak) alone is over a budget of 0.02 GiB.
+  Scenario tight = kimi;
+  tight.memory_budget_gib = 0.02;
+  const Result<RunReport> over = TryKernelRun(tight);
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.status().message().find("INT4 projection needs about 0.0273 GiB of weights alone"),
+            std::string::npos)
+      << over.status().message();
+
   Scenario storm = Shipped("page-reuse-storm");
   storm.kernel.shape = KernelShape::kModel;
-  const PreparedScenario prepared = PrepareScenario(storm, Configs()).value();
-  std::unique_ptr<Backend> backend = CreateCpuBackend();
-  RunOptions options;
-  options.mode = RunMode::kKernel;
-  const Result<RunReport> refused = RunPrepared(storm, prepared, options, *backend);
+  const Result<RunReport> refused = TryKernelRun(storm);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("kernel.shape: model on the CPU backend costs up to"),
             std::string::npos)
