@@ -50,6 +50,11 @@ class RunCommand : public Command {
     app.add_option("--timeline", timeline_,
                    "Write a timeline of the run here (steps, requests, transfers, aborts), in the "
                    "trace-event JSON that ui.perfetto.dev opens");
+    app.add_option("--kernel-log", kernel_log_,
+                   "Kernel mode: write one line per step and pool here: the hashes of the cache "
+                   "bytes stored, the rows' statuses and the outputs, and the outputs' largest "
+                   "error / bound; two backends' logs of one run compare step by step "
+                   "(docs/simulator.md, \"Comparing two backends\")");
     app.add_option("--weaken", weaken_text_,
                    "Plant a weakness in the checks themselves, to see the run's verdict fail: "
                    "refuse-after-fault, skip-write-check, seal-one-slot-short, table-after-check, "
@@ -110,6 +115,12 @@ class RunCommand : public Command {
     options.csv_path = csv_;
     options.timeline_path = timeline_;
     options.plot_path = plot_;
+    if (!kernel_log_.empty() && options.mode != sim::RunMode::kKernel) {
+      return InvalidArgumentError("--kernel-log " + kernel_log_ +
+                                  ": the log is of kernel mode's data plane; add --mode kernel "
+                                  "(or set mode: kernel in the scenario)");
+    }
+    options.kernel_log_path = kernel_log_;
     KVSIM_ASSIGN_OR_RETURN(const sim::RunReport report, RunAndReport(scenario, options, out));
     return FindingsStatus(report);
   }
@@ -123,6 +134,7 @@ class RunCommand : public Command {
   std::string csv_;
   std::string timeline_;
   std::string plot_;
+  std::string kernel_log_;
   std::string configs_;
   std::string weaken_text_ = "none";
   std::string engine_;

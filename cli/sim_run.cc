@@ -271,7 +271,8 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& given, const SimRunOpti
   KVSIM_RETURN_IF_ERROR(CheckOutputPaths({{"--json", options.json_path},
                                           {"--csv", options.csv_path},
                                           {"--timeline", options.timeline_path},
-                                          {"--plot", options.plot_path}},
+                                          {"--plot", options.plot_path},
+                                          {"--kernel-log", options.kernel_log_path}},
                                          {{"the scenario file", given.path}}));
   KVSIM_ASSIGN_OR_RETURN(const model::Catalog catalog, model::Catalog::Open(options.configs_root));
   KVSIM_ASSIGN_OR_RETURN(sim::PreparedScenario prepared, sim::PrepareScenario(scenario, catalog));
@@ -291,6 +292,8 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& given, const SimRunOpti
     instance_names.push_back(instance.name);
   sim::Timeline timeline(instance_names);
   if (!options.timeline_path.empty()) run.timeline = &timeline;
+  std::vector<std::string> kernel_log;
+  if (!options.kernel_log_path.empty()) run.kernel_log = &kernel_log;
   const auto wall_start = std::chrono::steady_clock::now();
   Result<sim::RunReport> result = sim::RunPrepared(scenario, prepared, run, *backend);
   const double wall_s =
@@ -424,6 +427,11 @@ Result<sim::RunReport> RunAndReport(const sim::Scenario& given, const SimRunOpti
     std::ostringstream text;
     sim::WriteRequestsCsv(r, text);
     keep_first(WriteOutputFile("--csv", options.csv_path, text.str()));
+  }
+  if (!options.kernel_log_path.empty()) {
+    std::string text;
+    for (const std::string& line : kernel_log) text += line + "\n";
+    keep_first(WriteOutputFile("--kernel-log", options.kernel_log_path, text));
   }
   KVSIM_RETURN_IF_ERROR(written);
   return result;

@@ -37,10 +37,12 @@ struct SimRunOptions {
   // scenario, in kernel mode above all.
   double max_time_s = 0;
   std::string configs_root;
-  std::string json_path;             // "" none
-  std::string csv_path;              // "" none
-  std::string timeline_path;         // "" none: a timeline of the run (Perfetto)
-  std::string plot_path;             // "" none: latency CDFs and pages in use (.svg or .png)
+  std::string json_path;      // "" none
+  std::string csv_path;       // "" none
+  std::string timeline_path;  // "" none: a timeline of the run (Perfetto)
+  std::string plot_path;      // "" none: latency CDFs and pages in use (.svg or .png)
+  // "" none: kernel mode's per-step record (sim::KernelStepLine), one line per step and pool.
+  std::string kernel_log_path;
   std::string* json_text = nullptr;  // when set, the JSON report is also written here (replay)
   bool progress = true;              // a progress line on stderr when it is a terminal
   // A weakness planted in the checks (sim/faults/weakness.h), to see them fail; none by default.

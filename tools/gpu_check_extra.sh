@@ -25,10 +25,11 @@ if [ -d "$here/../configs/scenarios" ]; then root="$(cd "$here/.." && pwd)"; els
 TOTAL_S=240
 # Rank order; name:budget:minimum seconds (a part is started only with its minimum left).
 PARTS=(
-  "storm-fast-path:70:30"
+  "storm-backends:25:10"
+  "storm-model-shape:60:30"
   "mla-mma-sync-on-sm90:30:15"
-  "sanitizers:90:40"
-  "benchmarks:50:20"
+  "sanitizers:80:40"
+  "benchmark-table:40:5"
 )
 # Tests shorten the parts (same names, smaller budgets) to check the ranking and the hard stop.
 if [ -n "${KVSIM_EXTRA_PARTS:-}" ]; then read -r -a PARTS <<<"$KVSIM_EXTRA_PARTS"; fi
@@ -49,70 +50,184 @@ if [ -z "$kvsim" ]; then
 fi
 logs="${OUT:-$root/logs-extra}"
 
-# Part 1: the page-reuse storm in kernel mode on the fast paths, on the backend under test, with
-# the oracle on: it must finish with no finding, preemptions above 0, no output outside the fast
-# path's bound and no simple-path launch. On CUDA it runs at the deployment's own shape
-# (Llama-3.1-70B at tp 2: 32 query and 4 KV heads of 128 per GPU, an 8192 x 28672 INT4
-# projection, the FP64 reference on every 32nd step), then the CPU backend runs the small shape
-# (the model's would cost it minutes), and the two must agree on the run's state hash: the
-# bookkeeping and every verdict, which no kernel shape changes.
-part_storm_fast_path() {
-  local small="$logs/page-reuse-storm-fast.yaml" model="$logs/page-reuse-storm-fast-model.yaml"
-  { cat "$root/configs/scenarios/page-reuse-storm.yaml"; printf 'kernel:\n  path: fast\n'; } >"$small"
-  { cat "$root/configs/scenarios/page-reuse-storm.yaml"
-    printf 'kernel:\n  path: fast\n  shape: model\n  check_every: 32\n'; } >"$model"
-  local scenario="$small"
-  [ "$backend" != cuda ] || scenario="$model"
-  local out="$logs/storm-$backend.txt"
-  "$kvsim" run "$scenario" --configs "$root/configs" --mode kernel --backend "$backend" >"$out" 2>&1 || return 1
-  grep -q "^  findings: 0$" "$out" || return 1
-  grep -qE " [1-9][0-9]* preemptions" "$out" || return 1
-  grep -q "decode attention 0 simple" "$out" || return 1
-  grep -q "INT4 GEMM 0 simple" "$out" || return 1
-  grep -qE " 0 outside the bound " "$out" || return 1
-  if [ "$backend" = cuda ]; then
-    "$kvsim" run "$small" --configs "$root/configs" --mode kernel --backend cpu >"$logs/storm-cpu.txt" 2>&1 || return 1
-    [ "$(grep 'state hash' "$out")" = "$(grep 'state hash' "$logs/storm-cpu.txt")" ] || return 1
+# Two `kvsim run --kernel-log` logs of one scenario on two backends (or paths), step by step:
+# every line must agree on the pool, step, tokens appended and the hash of the cache bytes they
+# stored, decode rows and the hash of every status, and the outputs checked; each output on both
+# sides within the bound of the path that ran (error / bound at most 1). The outputs' own bits
+# are counted, not required: the two backends' fp32 orders differ (docs/simulator.md, "Comparing
+# two backends"). Prints one line of figures; exit 1 with the first difference.
+compare_kernel_logs() {
+  local a="$1" b="$2"
+  [ -s "$a" ] && [ -s "$b" ] || { echo "compare: missing or empty log: $a $b"; return 1; }
+  if [ "$(wc -l <"$a")" -ne "$(wc -l <"$b")" ]; then
+    echo "compare: $a and $b differ in length: $(wc -l <"$a") and $(wc -l <"$b") steps"
+    return 1
   fi
-  return 0
+  paste -d '\n' "$a" "$b" | awk -v a="$a" -v b="$b" '
+    function field(line, name,   n, f, i) {
+      n = split(line, f, " ")
+      for (i = 1; i < n; i += 2) if (f[i] == name) return f[i + 1]
+      return "missing"
+    }
+    NR % 2 == 1 { left = $0; next }
+    {
+      steps++
+      split("pool step appended cache rows statuses checked gemm_checked", must, " ")
+      for (k = 1; k <= 8; k++) {
+        if (field(left, must[k]) != field($0, must[k])) {
+          printf "compare: line %d differs in %s: %s has %s, %s has %s\n", steps, must[k], a,
+                 field(left, must[k]), b, field($0, must[k])
+          bad = 1; exit 1
+        }
+      }
+      split("worst gemm_worst", ratios, " ")
+      for (k = 1; k <= 2; k++) {
+        x = field(left, ratios[k]); y = field($0, ratios[k])
+        if (!(x + 0 <= 1) || !(y + 0 <= 1)) {
+          printf "compare: line %d: %s %s and %s beyond the bound (%s, %s)\n", steps, ratios[k], x, y, a, b
+          bad = 1; exit 1
+        }
+        if (x + 0 > top_a[k]) top_a[k] = x + 0
+        if (y + 0 > top_b[k]) top_b[k] = y + 0
+      }
+      if (field(left, "out") == field($0, "out")) same_out++
+      if (field(left, "gemm") != "0x0000000000000000") {
+        gemm_steps++
+        if (field(left, "gemm") == field($0, "gemm")) same_gemm++
+      }
+    }
+    END {
+      if (bad) exit 1
+      printf "compare: %d steps alike in cache bytes, statuses and outputs checked; outputs the same bits on %d of them (INT4 projection %d of %d); largest error / bound %.3f and %.3f (attention), %.3f and %.3f (projection)\n",
+             steps, same_out, same_gemm, gemm_steps, top_a[1], top_b[1], top_a[2], top_b[2]
+    }'
 }
 
-# Part 2: the mma.sync BF16 MLA kernel forced on compute capability 9.0 and compared with the
-# wgmma one there. The switch is not built yet: skipped, saying so.
+# The storm slice of parts 1 and 2, on `path` (simple or fast) at `shape` (small or model), as a
+# scenario file under $logs.
+storm_scenario() {
+  local path="$1" shape="$2" file="$logs/page-reuse-storm-$1-$2.yaml"
+  { cat "$root/configs/scenarios/page-reuse-storm.yaml"
+    printf 'kernel:\n  path: %s\n  shape: %s\n' "$path" "$shape"
+    [ "$shape" = small ] || printf '  check_every: 16\n'; } >"$file"
+  echo "$file"
+}
+
+# Whether run output `out` finished clean: no finding, preemptions above 0 and nothing outside the
+# bound; on the fast path also no simple-path launch.
+storm_clean() {
+  local out="$1" path="$2"
+  grep -q "^  findings: 0$" "$out" && grep -qE " [1-9][0-9]* preemptions" "$out" &&
+    grep -qE " 0 outside the bound " "$out" || return 1
+  [ "$path" = simple ] || { grep -q "decode attention 0 simple" "$out" && grep -q "INT4 GEMM 0 simple" "$out"; }
+}
+
+# Part 1: the page-reuse storm in kernel mode (328 steps, 33 preemptions, 597 recomputed
+# positions) at the small shape on each path, on the backend under test and on the CPU, the two
+# compared step by step (compare_kernel_logs). With KVSIM_EXTRA_BACKEND=cpu the CPU runs both
+# sides, which checks the comparison and the run's determinism.
+part_storm_backends() {
+  local path scenario side name
+  for path in simple fast; do
+    scenario="$(storm_scenario "$path" small)"
+    # The run under test, then the CPU's (named apart: with the CPU standing in they are two runs).
+    for side in "$backend:tested" "cpu:cpu"; do
+      name="storm-$path-${side#*:}"
+      "$kvsim" run "$scenario" --configs "$root/configs" --mode kernel --backend "${side%%:*}" \
+        --kernel-log "$logs/$name-log.txt" >"$logs/$name.txt" 2>&1 || return 1
+      storm_clean "$logs/$name.txt" "$path" || { echo "$name: not clean (see $logs/$name.txt)"; return 1; }
+    done
+    echo "$path path, $backend against cpu:"
+    compare_kernel_logs "$logs/storm-$path-tested-log.txt" "$logs/storm-$path-cpu-log.txt" || return 1
+  done
+}
+
+# Part 2: the storm's first simulated second (36 steps, 5 preemptions) on the fast paths at the
+# deployment's own shape (Llama-3.1-70B at tp 2: 32 query and 4 KV heads of 128 per GPU, an
+# 8192 x 28672 INT4 projection, the FP64 reference on every 16th step), clean, with no
+# simple-path launch, and the run's state hash (the bookkeeping and every verdict, which no
+# kernel shape changes) equal to the CPU's run of the same slice at the small shape. CUDA only:
+# the model's shape costs the CPU minutes.
+part_storm_model_shape() {
+  if [ "$backend" != cuda ]; then echo "skipped: the model's shape needs the CUDA backend"; return 3; fi
+  local model small
+  model="$(storm_scenario fast model)"
+  small="$(storm_scenario fast small)"
+  "$kvsim" run "$model" --configs "$root/configs" --mode kernel --backend cuda --max-time-s 1 \
+    >"$logs/storm-model-cuda.txt" 2>&1 || return 1
+  storm_clean "$logs/storm-model-cuda.txt" fast || { echo "model-shape storm: not clean"; return 1; }
+  "$kvsim" run "$small" --configs "$root/configs" --mode kernel --backend cpu --max-time-s 1 \
+    >"$logs/storm-model-cpu-small.txt" 2>&1 || return 1
+  [ "$(grep 'state hash' "$logs/storm-model-cuda.txt")" = "$(grep 'state hash' "$logs/storm-model-cpu-small.txt")" ] ||
+    { echo "state hashes differ"; return 1; }
+  grep -E "kernels:|kernel launches|wall time" "$logs/storm-model-cuda.txt"
+}
+
+# Part 3: the mma.sync BF16 MLA kernel forced on compute capability 9.0 (mla_mma_sync_on_sm90)
+# against the wgmma one that runs there by default: both within the reference's bound, within
+# each other's, and the share of outputs with the same bits printed
+# (DecodeFastMlaGpuTest.MmaSyncOnSm90EqualsWgmma). The test skips off compute capability 9.0.
 part_mla_mma_sync_on_sm90() {
-  echo "skipped: no switch forces the mma.sync BF16 MLA kernel on sm_90 yet"
-  return 3
+  if [ "$backend" != cuda ]; then echo "skipped: needs the CUDA backend"; return 3; fi
+  local test="$root/tests/decode_fast_mla_gpu_test" out="$logs/mla-mma-sync-on-sm90.log"
+  [ -x "$test" ] || { echo "skipped: decode_fast_mla_gpu_test not in the bundle"; return 3; }
+  "$test" --gtest_color=no --gtest_filter='*MmaSyncOnSm90EqualsWgmma' >"$out" 2>&1 || { tail -n 20 "$out"; return 1; }
+  grep -E "same bits in" "$out"
+  if grep -q "\[  SKIPPED \]" "$out"; then echo "skipped: $(grep -m 1 -A 1 'Skipped' "$out" | tail -n 1)"; return 3; fi
+  grep -q "\[  PASSED  \] 1 test" "$out"
 }
 
-# Part 3: compute-sanitizer memcheck, racecheck and synccheck on one small case of each fast
-# kernel's GPU test.
+# Part 4: compute-sanitizer memcheck, racecheck and synccheck on the small case of each fast
+# kernel's GPU test (its SmallCaseForTheSanitizers: two tiles, many splits, tails): GQA and MLA
+# decode (every MLA kernel: mma.sync, bf16 wgmma, FP8 wgmma), the INT4 and FP8 GEMM, the tag
+# check.
 part_sanitizers() {
   if [ "$backend" != cuda ]; then echo "skipped: needs the CUDA backend"; return 3; fi
   local sanitizer
   sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
   [ -x "$sanitizer" ] || { echo "skipped: no compute-sanitizer"; return 3; }
   local test tool failed=0
-  for test in decode_fast_gqa_gpu_test decode_fast_mla_gpu_test fast_gemm_gpu_test; do
+  for test in decode_fast_gqa_gpu_test decode_fast_mla_gpu_test fast_gemm_gpu_test tag_check_gpu_test; do
     [ -x "$root/tests/$test" ] || { echo "skipped: $test not in the bundle"; return 3; }
     # A filter that matches nothing would pass without running: name the small cases first.
     "$root/tests/$test" --gtest_list_tests --gtest_filter='*Small*' | grep -q '^  ' ||
       { echo "skipped: $test has no test named *Small* to sanitize"; return 3; }
     for tool in memcheck racecheck synccheck; do
       "$sanitizer" --tool "$tool" --error-exitcode 9 "$root/tests/$test" --gtest_filter='*Small*' \
-        >"$logs/sanitizer-$tool-$test.log" 2>&1 || failed=1
+        >"$logs/sanitizer-$tool-$test.log" 2>&1 || { failed=1; echo "$tool $test: FAILED"; continue; }
+      echo "$tool $test: $(grep -m 1 'ERROR SUMMARY' "$logs/sanitizer-$tool-$test.log" || echo passed)"
     done
   done
   return "$failed"
 }
 
-# Part 4: the benchmarks as one table (they print their own `summary:` lines).
-part_benchmarks() {
+# Part 5: the benchmarks' verdicts as one table with the date and the device: attention against
+# copy bandwidth and FP8 against BF16 attention, INT4 against the FP8 kernel and cuBLAS BF16, the
+# tag check against one step's attention. gpu_check.sh has run the benchmarks (its logs, in $OUT
+# or the bundle's logs/, are read); a benchmark without a log there is run here, in what is left.
+# The table is also written to $logs/benchmark_table.md, for docs/kernels.md.
+part_benchmark_table() {
   if [ "$backend" != cuda ]; then echo "skipped: needs the CUDA backend"; return 3; fi
-  local binary failed=0
+  local first="${OUT:-$root/logs}" binary name log failed=0 device
+  device="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
+  {
+    echo "Benchmarks of $(cat "$root/COMMIT" 2>/dev/null || echo 'an unknown commit') on ${device:-an unnamed GPU}, $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo
+    echo "| benchmark | verdict |"
+    echo "|---|---|"
+  } >"$logs/benchmark_table.md"
   for binary in "$root"/benchmarks/*; do
     [ -x "$binary" ] || continue
-    "$binary" >"$logs/bench-$(basename "$binary").txt" 2>&1 || failed=1
+    name="$(basename "$binary")"
+    log="$first/$name.txt"
+    if [ ! -s "$log" ]; then
+      log="$logs/bench-$name.txt"
+      "$binary" >"$log" 2>&1 || failed=1
+    fi
+    grep -h '^summary: ' "$log" | sed "s/^summary: /| $name | /; s/\$/ |/" >>"$logs/benchmark_table.md"
+    grep -q '^summary: ' "$log" || echo "| $name | no summary line (see $log) |" >>"$logs/benchmark_table.md"
   done
+  cat "$logs/benchmark_table.md"
   return "$failed"
 }
 
@@ -156,9 +271,10 @@ run() {
 case "${1:-}" in
   run) run ;;
   budgets) echo "$(total_budget) $TOTAL_S" ;;
+  compare-logs) shift; compare_kernel_logs "$@" ;;
   --functions) ;;  # sourced by run() for one part
   *)
-    echo "usage: tools/gpu_check_extra.sh run | budgets (see the comment at the top)" >&2
+    echo "usage: tools/gpu_check_extra.sh run | budgets | compare-logs A B (see the comment at the top)" >&2
     exit 2
     ;;
 esac

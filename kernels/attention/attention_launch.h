@@ -56,6 +56,8 @@ struct DecodeAttentionLaunch {
   void* stream = nullptr;
   // The fast MLA path's arithmetic, resolved (kBf16 or kFp8, never kAuto) by the entry point.
   FastMlaMath fast_mla_math = FastMlaMath::kBf16;
+  // DecodeAttentionArgs::mla_mma_sync_on_sm90.
+  bool mla_mma_sync_on_sm90 = false;
 };
 
 // The tokens [*begin, *end) that split `split` of request `request` covers (of seq_len tokens);

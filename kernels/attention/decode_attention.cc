@@ -113,6 +113,7 @@ DecodeAttentionLaunch MakeDecodeLaunch(const DecodeAttentionArgs& args) {
   launch.path = args.launch.path;
   launch.stream = args.launch.stream;
   launch.fast_mla_math = ResolveFastMlaMath(args.cache.shape.format, args.fast_mla_math);
+  launch.mla_mma_sync_on_sm90 = args.mla_mma_sync_on_sm90;
   return launch;
 }
 

@@ -50,6 +50,11 @@ struct DecodeAttentionArgs {
   // on the CPU, on CUDA its kernel where compiled (else Unavailable). Unused on the simple path
   // and on GQA.
   FastMlaMath fast_mla_math = FastMlaMath::kAuto;
+  // CUDA, compute capability 9.0, bf16 MLA caches on the fast path: run the mma.sync kernel that
+  // other GPUs run instead of the wgmma one, to compare the two on one GPU
+  // (decode_fast_mla_gpu_test, tools/gpu_check_extra.sh). Same arithmetic, so the same CPU twin and
+  // bound. Ignored elsewhere.
+  bool mla_mma_sync_on_sm90 = false;
 };
 
 // Checks `num_q_heads` against a valid cache shape: GQA num_kv_heads times a group of 1 to

@@ -353,11 +353,13 @@ Status LaunchDecodeAttentionFastMla(const DecodeAttentionLaunch& launch) {
   }
   switch (format.dtype) {
     case KvDtype::kBf16: {
-      // On compute capability 9.0 bf16 caches run the wgmma kernel: same arithmetic and order.
+      // On compute capability 9.0 bf16 caches run the wgmma kernel: same arithmetic and order
+      // (unless the caller asks for the mma.sync one, to compare the two there).
       bool sm_90 = false;
       std::string device;
       KVSIM_RETURN_IF_ERROR(fast_mla::CurrentDeviceIsSm90(&sm_90, &device));
-      if (sm_90) return LaunchDecodeAttentionFastMlaBf16Wgmma(launch);
+      if (sm_90 && !launch.mla_mma_sync_on_sm90)
+        return LaunchDecodeAttentionFastMlaBf16Wgmma(launch);
       return LaunchFastMlaConfig<FastMlaConfig<KvDtype::kBf16, false>>(launch);
     }
     case KvDtype::kFp8E4M3:

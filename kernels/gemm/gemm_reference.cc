@@ -1,7 +1,8 @@
-// FP64 Eigen reference and the error bound.
+// The FP64 reference, streamed in plain double loops, and the error bound.
 #include "kernels/gemm/gemm_reference.h"
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -24,30 +25,63 @@ RowMajorMatrixD ToDouble(const std::vector<uint16_t>& bf16, int rows, int column
   return matrix;
 }
 
+// The reference's column block: its m rows of three double accumulators stay in cache while the
+// k weight rows stream past.
+constexpr int kReferenceBlockColumns = 1024;
+
 }  // namespace
 
 GemmReference ReferenceGemm(const std::vector<uint16_t>& x, int m, int k,
                             const std::vector<uint16_t>& w, int n,
                             const std::vector<uint16_t>& bias) {
-  const RowMajorMatrixD xd = ToDouble(x, m, k);
-  const RowMajorMatrixD wd = ToDouble(w, k, n);
-  RowMajorMatrixD value = xd * wd;
-  RowMajorMatrixD magnitude = xd.cwiseAbs() * wd.cwiseAbs();
-  RowMajorMatrixD sum_of_squares = xd.cwiseAbs2() * wd.cwiseAbs2();
-  if (!bias.empty()) {
-    const RowMajorMatrixD bd = ToDouble(bias, 1, n);
-    value.rowwise() += bd.row(0);
-    magnitude.rowwise() += bd.row(0).cwiseAbs();
-    sum_of_squares.rowwise() += bd.row(0).cwiseAbs2();
-  }
-  const RowMajorMatrixD root_sum_square = sum_of_squares.cwiseSqrt();
+  KVSIM_CHECK_EQ(x.size(), static_cast<size_t>(m) * k);
+  KVSIM_CHECK_EQ(w.size(), static_cast<size_t>(k) * n);
+  KVSIM_CHECK(bias.empty() || bias.size() == static_cast<size_t>(n));
   GemmReference reference;
   reference.m = m;
   reference.n = n;
-  reference.value.assign(value.data(), value.data() + value.size());
-  reference.magnitude.assign(magnitude.data(), magnitude.data() + magnitude.size());
-  reference.root_sum_square.assign(root_sum_square.data(),
-                                   root_sum_square.data() + root_sum_square.size());
+  const size_t cells = static_cast<size_t>(m) * n;
+  reference.value.assign(cells, 0.0);
+  reference.magnitude.assign(cells, 0.0);
+  std::vector<double> sum_of_squares(cells, 0.0);
+  // Streamed over column blocks and k, never holding the weights in double: at a model's shape
+  // (8192 x 28672) a double copy of them, and Eigen's temporaries of |w| and w^2, would be GBs per
+  // call. Each product of two bf16 values is exact in double; the sums' own rounding is the
+  // reference error the bound already counts (k 2^-52 of the magnitude, any order).
+  const RowMajorMatrixD xd = ToDouble(x, m, k);
+  std::vector<double> w_row(static_cast<size_t>(kReferenceBlockColumns));
+  for (int j0 = 0; j0 < n; j0 += kReferenceBlockColumns) {
+    const int columns = std::min(kReferenceBlockColumns, n - j0);
+    for (int kk = 0; kk < k; ++kk) {
+      const uint16_t* wk = w.data() + static_cast<size_t>(kk) * n + j0;
+      for (int j = 0; j < columns; ++j) w_row[static_cast<size_t>(j)] = DecodeBf16(wk[j]);
+      for (int i = 0; i < m; ++i) {
+        const double xv = xd(i, kk);
+        const size_t at = static_cast<size_t>(i) * n + static_cast<size_t>(j0);
+        double* value = reference.value.data() + at;
+        double* magnitude = reference.magnitude.data() + at;
+        double* squares = sum_of_squares.data() + at;
+        for (int j = 0; j < columns; ++j) {
+          const double product = xv * w_row[static_cast<size_t>(j)];
+          value[j] += product;
+          magnitude[j] += std::fabs(product);
+          squares[j] += product * product;
+        }
+      }
+    }
+  }
+  for (size_t cell = 0; cell < cells; ++cell) {
+    if (!bias.empty()) {
+      const double b = DecodeBf16(bias[cell % static_cast<size_t>(n)]);
+      reference.value[cell] += b;
+      reference.magnitude[cell] += std::fabs(b);
+      sum_of_squares[cell] += b * b;
+    }
+  }
+  reference.root_sum_square.resize(cells);
+  for (size_t cell = 0; cell < cells; ++cell) {
+    reference.root_sum_square[cell] = std::sqrt(sum_of_squares[cell]);
+  }
   return reference;
 }
 

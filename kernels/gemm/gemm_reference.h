@@ -1,5 +1,5 @@
-// The FP64 reference of the GEMM family (Eigen, independent of the kernels' code) and the error
-// bound a kernel's output must meet against it (derived in docs/numerics.md, "GEMM tolerance").
+// The FP64 reference of the GEMM family (plain double loops, independent of the kernels' code) and
+// the error bound a kernel's output must meet against it (docs/numerics.md, "GEMM tolerance").
 #pragma once
 
 #include <cmath>

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
@@ -61,13 +62,19 @@ Status Put(Backend& backend, const std::vector<T>& values, DeviceBuffer& buffer)
   return Status::Ok();
 }
 
-uint64_t HashBytes(uint64_t hash, const std::vector<uint8_t>& bytes) {
-  for (size_t i = 0; i < bytes.size(); i += 8) {
+uint64_t HashBytes(uint64_t hash, const void* data, size_t size) {
+  const uint8_t* bytes = static_cast<const uint8_t*>(data);
+  for (size_t i = 0; i < size; i += 8) {
     uint64_t word = 0;
-    std::memcpy(&word, bytes.data() + i, std::min<size_t>(8, bytes.size() - i));
+    std::memcpy(&word, bytes + i, std::min<size_t>(8, size - i));
     hash = MixIds(hash, word);
   }
   return hash;
+}
+
+template <typename T>
+uint64_t HashBytes(uint64_t hash, const std::vector<T>& values) {
+  return HashBytes(hash, values.data(), values.size() * sizeof(T));
 }
 
 // The kernels' view of the packed step table held in `buffer`.
@@ -88,6 +95,21 @@ constexpr int kMlaRopeValues = kMlaRopeDim;
 constexpr int64_t kMaxCachedReferenceValues = int64_t{16} << 20;
 
 }  // namespace
+
+std::string KernelStepLine(const std::string& pool, const KernelStepRecord& r) {
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "pool %s step %lld appended %lld cache 0x%016llx rows %lld statuses 0x%016llx out "
+                "0x%016llx checked %lld worst %.6f gemm 0x%016llx gemm_checked %lld gemm_worst "
+                "%.6f",
+                pool.c_str(), static_cast<long long>(r.step), static_cast<long long>(r.appended),
+                static_cast<unsigned long long>(r.cache_bits),
+                static_cast<long long>(r.decode_rows), static_cast<unsigned long long>(r.statuses),
+                static_cast<unsigned long long>(r.outputs), static_cast<long long>(r.checked),
+                r.worst, static_cast<unsigned long long>(r.gemm_outputs),
+                static_cast<long long>(r.gemm_checked), r.gemm_worst);
+  return line;
+}
 
 Result<std::unique_ptr<KernelDataPlane>> KernelDataPlane::Create(const KernelSpec& spec,
                                                                  int num_pages, int page_size,
@@ -271,6 +293,7 @@ Status KernelDataPlane::Writes(const StepAccess& access, IntegrityCounts& counts
 }
 
 Status KernelDataPlane::Append(const StepAccess& access, std::vector<Finding>& findings) {
+  record_.step = access.step;
   SelectRows(*access.table, *access.proceed, step_);
   if (step_.rows.empty()) return Status::Ok();
   const bool mla = spec_.attention == AttentionKind::kMla;
@@ -330,6 +353,7 @@ Status KernelDataPlane::Append(const StepAccess& access, std::vector<Finding>& f
       KVSIM_ASSIGN_OR_RETURN(statuses_, Download<int32_t>(*backend_, status_buffer));
     }
     Stopwatch timer(wall_.reference_s);
+    record_.statuses = HashBytes(record_.statuses, statuses_);
     for (size_t t = 0; t < tokens; ++t) {
       if (statuses_[t] != static_cast<int32_t>(KvAccessStatus::kOk)) {
         ++counts_.append_errors;
@@ -341,6 +365,8 @@ Status KernelDataPlane::Append(const StepAccess& access, std::vector<Finding>& f
       const int32_t page = step_.table[b * static_cast<size_t>(step_.stride) +
                                        static_cast<size_t>(position / page_size_)];
       KVSIM_ASSIGN_OR_RETURN(const uint64_t bits, StoredBits(layer, page, position % page_size_));
+      ++record_.appended;
+      record_.cache_bits = MixIds(record_.cache_bits, bits);
       SlotRecord& rows = RecordOf(token_slot_[t]);
       const size_t index = static_cast<size_t>(position) * static_cast<size_t>(spec_.layers) +
                            static_cast<size_t>(layer);
@@ -370,6 +396,15 @@ Status KernelDataPlane::Append(const StepAccess& access, std::vector<Finding>& f
 
 Status KernelDataPlane::Reads(const StepAccess& access, IntegrityCounts& counts,
                               std::vector<Finding>& findings) {
+  record_.step = access.step;
+  const Status decoded = DecodeStep(access, counts, findings);
+  if (step_log_ != nullptr && decoded.ok()) step_log_->push_back(KernelStepLine(pool_, record_));
+  record_ = KernelStepRecord();
+  return decoded;
+}
+
+Status KernelDataPlane::DecodeStep(const StepAccess& access, IntegrityCounts& counts,
+                                   std::vector<Finding>& findings) {
   KVSIM_RETURN_IF_ERROR(oracle_.Reads(access, counts, findings));
   if (faults_ == nullptr || !faults_->On(FaultSite::kBatchCompositionNoise)) {
     return Decode(access, findings);
@@ -436,6 +471,9 @@ void KernelDataPlane::CheckOutputs(const StepAccess& access, size_t b, int layer
         const double got = Bf16Value(out[base + static_cast<size_t>(i)]);
         const double ratio = std::fabs(got - expected.out(i)) / expected.tolerance(i);
         ++counts_.outputs_checked;
+        ++record_.checked;
+        // NaN counts as outside the bound below; the step's record shows it as infinity.
+        record_.worst = std::max(record_.worst, ratio <= 1.0 ? ratio : HUGE_VAL);
         if (ratio <= 1.0) {
           counts_.worst_ratio = std::max(counts_.worst_ratio, ratio);
           continue;
@@ -509,6 +547,15 @@ Status KernelDataPlane::Decode(const StepAccess& access, std::vector<Finding>& f
     }
     const DecodeSplits decode_splits = DecodeSplitsFor(args);
     Stopwatch timer(wall_.reference_s);
+    record_.statuses = HashBytes(record_.statuses, statuses_);
+    // Only rows that ran: a refused row's output is whatever the buffer held.
+    for (size_t b = 0; b < rows; ++b) {
+      if (statuses_[b] != static_cast<int32_t>(KvAccessStatus::kOk)) continue;
+      const size_t row_values = static_cast<size_t>(spec_.q_heads) * static_cast<size_t>(v_dim);
+      record_.outputs =
+          HashBytes(record_.outputs, outputs_[static_cast<size_t>(layer)].data() + b * row_values,
+                    row_values * sizeof(uint16_t));
+    }
     for (size_t b = 0; b < rows; ++b) {
       if (statuses_[b] != static_cast<int32_t>(KvAccessStatus::kOk)) {
         ++counts_.decode_errors;
@@ -516,6 +563,7 @@ Status KernelDataPlane::Decode(const StepAccess& access, std::vector<Finding>& f
         continue;
       }
       ++counts_.decode_rows;
+      ++record_.decode_rows;
       if (check) {
         CheckOutputs(access, b, layer, args.launch.path, decode_splits,
                      outputs_[static_cast<size_t>(layer)], findings);
@@ -583,6 +631,10 @@ Status KernelDataPlane::Project(const StepAccess& access, const std::vector<size
                           ? Accumulation::kTensorCores
                           : Accumulation::kIeeeFp32);
   counts_.gemm_outputs_checked += int64_t{m} * n;
+  record_.gemm_outputs = HashBytes(record_.gemm_outputs, y);
+  record_.gemm_checked += int64_t{m} * n;
+  record_.gemm_worst =
+      std::max(record_.gemm_worst, result.violations > 0 ? HUGE_VAL : result.worst_ratio);
   counts_.gemm_outside_bound += result.violations;
   counts_.gemm_worst_ratio = std::max(counts_.gemm_worst_ratio, result.worst_ratio);
   if (result.violations > 0) {

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "base/status.h"
@@ -30,6 +31,29 @@ struct KernelWallClock {
   double kernels_s = 0;    // append, decode and GEMM calls with their copies to and from them
   double reference_s = 0;  // the FP64 reference and the bit check
 };
+
+// One step of one data plane, for comparing two backends' runs of one scenario step by step
+// (`kvsim run --kernel-log`, docs/simulator.md): what must be the same bits on any backend (the
+// cache bytes the step's appends stored and every row's status: append_kv quantises exactly) and
+// what need not (the outputs' bits, whose fp32 order is the backend's), with the outputs' largest
+// error against the bound of the path that ran. Hashes of nothing are 0.
+struct KernelStepRecord {
+  int64_t step = 0;
+  int64_t appended = 0;       // tokens stored, all layers
+  uint64_t cache_bits = 0;    // the bytes they stored, in append order
+  int64_t decode_rows = 0;    // rows decode attention ran, all layers
+  uint64_t statuses = 0;      // append's and decode's status of every token and row
+  uint64_t outputs = 0;       // the attention outputs' bf16 bits, all layers
+  int64_t checked = 0;        // attention outputs compared with the FP64 reference
+  double worst = 0;           // their largest error / bound
+  uint64_t gemm_outputs = 0;  // the INT4 projection's output bits (0: not run this step)
+  int64_t gemm_checked = 0;
+  double gemm_worst = 0;
+};
+
+// The record as one line: "pool NAME step N appended N cache 0x.. rows N statuses 0x.. out 0x..
+// checked N worst R gemm 0x.. gemm_checked N gemm_worst R" (R with 6 decimals).
+std::string KernelStepLine(const std::string& pool, const KernelStepRecord& record);
 
 class KernelDataPlane final : public AccessAuditor {
  public:
@@ -53,6 +77,11 @@ class KernelDataPlane final : public AccessAuditor {
   void set_faults(FaultInjector* faults) override { faults_ = faults; }
 
   const KernelWallClock& wall() const { return wall_; }
+  // Appends one KernelStepLine per step to `lines` (which must outlive the run), naming `pool`.
+  void set_step_log(std::vector<std::string>* lines, std::string pool) {
+    step_log_ = lines;
+    pool_ = std::move(pool);
+  }
 
  private:
   // What the data plane remembers of one request: a hash of the bytes the first write of each
@@ -80,6 +109,10 @@ class KernelDataPlane final : public AccessAuditor {
   // Hashes the cache bytes of `position` of packed row `b` in `layer` (K, V and their scales).
   Result<uint64_t> StoredBits(int layer, int32_t page, int32_t page_slot);
   Status Append(const StepAccess& access, std::vector<Finding>& findings);
+  // The step's reads: the oracle, then decode attention and the projection (in two launches when
+  // the batch-composition control fires).
+  Status DecodeStep(const StepAccess& access, IntegrityCounts& counts,
+                    std::vector<Finding>& findings);
   Status Decode(const StepAccess& access, std::vector<Finding>& findings);
   // Compares packed row `b`'s outputs of `layer` with the reference; returns the worst ratio.
   // `path`: the decode path that ran, whose bound the outputs are held to.
@@ -116,6 +149,9 @@ class KernelDataPlane final : public AccessAuditor {
   std::vector<int32_t> statuses_;
   std::vector<uint8_t> row_bytes_;
   FaultInjector* faults_ = nullptr;  // the run's planted bugs, or none
+  std::vector<std::string>* step_log_ = nullptr;
+  std::string pool_;
+  KernelStepRecord record_;  // this step's, while step_log_ is set
 };
 
 }  // namespace kvsim::sim

@@ -179,6 +179,8 @@ Result<RunReport> RunPrepared(const Scenario& scenario, const PreparedScenario& 
         return created.status().WithContext(scenario.path + ": " + instance.name + " pool");
       }
       planes.push_back(std::move(created).value());
+      if (options.kernel_log != nullptr)
+        planes.back()->set_step_log(options.kernel_log, instance.name);
       auditor = planes.back().get();
     } else if (scenario.oracle) {
       KVSIM_ASSIGN_OR_RETURN(OracleAuditor oracle, OracleAuditor::Create(pages, page_size));

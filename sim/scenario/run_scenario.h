@@ -50,6 +50,8 @@ struct RunOptions {
   KernelWallClock* kernel_wall = nullptr;
   // The run is recorded here when not null (one track per prepared pool, in their order).
   Timeline* timeline = nullptr;
+  // Kernel mode: each data plane appends one KernelStepLine per step here when not null.
+  std::vector<std::string>* kernel_log = nullptr;
 };
 
 // Applies to `prepared` what of `scenario` its preparation does not depend on: the server's

@@ -48,6 +48,8 @@ expect_exit 0 "findings: 0" run cancel-and-retry --json "$out/run.json"
 expect_exit 1 "finding\(s\): the simulated server did what it must not" \
   run page-reuse-storm-bugs-unchecked
 expect_exit 2 "no scenario 'nope'" run nope
+expect_exit 2 "--kernel-log $out/k.txt: the log is of kernel mode's data plane; add --mode kernel" \
+  run cancel-and-retry --kernel-log "$out/k.txt"
 expect_exit 3 "--csv /dev/full: writing failed \(No space left on device\); nothing was written" \
   run cancel-and-retry --csv /dev/full
 # A file an earlier run wrote is never left half-overwritten: the new one replaces it whole.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/gpu_check_extra.sh on the CPU: its parts run in rank order with the CPU backend standing
-# in where it can (the fast-path storm), the others are skipped saying why; a part past its time
-# is stopped, a part without its minimum left is dropped, and the summary says both.
+# in where it can (the storm on both paths, compared step by step with a second CPU run), the
+# others are skipped saying why; the step-by-step comparison fails on a log that differs; a part
+# past its time is stopped, a part without its minimum left is dropped, and the summary says both.
 set -uo pipefail
 kvsim="$(pwd)/$1"
 script=tools/gpu_check_extra.sh
@@ -13,13 +14,35 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 out=$(KVSIM_BIN="$kvsim" KVSIM_EXTRA_BACKEND=cpu OUT="$tmp/cpu" "$script" run 2>&1)
 code=$?
 [ "$code" -eq 0 ] || fail "the CPU run exited $code: $out"
-expected=(" 1  storm-fast-path +PASSED" " 2  mla-mma-sync-on-sm90 +SKIPPED" " 3  sanitizers +SKIPPED"
-  " 4  benchmarks +SKIPPED" "sanitizers: skipped: needs the CUDA backend" "^0 failed$")
+expected=(" 1  storm-backends +PASSED" " 2  storm-model-shape +SKIPPED"
+  " 3  mla-mma-sync-on-sm90 +SKIPPED" " 4  sanitizers +SKIPPED" " 5  benchmark-table +SKIPPED"
+  "sanitizers: skipped: needs the CUDA backend" "^0 failed$")
 for line in "${expected[@]}"; do
   grep -qE -- "$line" <<<"$out" || fail "the CPU run lacks /$line/: $out"
 done
-grep -q "decode attention 0 simple, [0-9,]* fast" "$tmp/cpu/storm-cpu.txt" ||
+[ "$(grep -c "^compare: 328 steps alike" "$tmp/cpu/part-storm-backends.log")" -eq 2 ] ||
+  fail "no step-by-step comparison on each path: $(cat "$tmp/cpu/part-storm-backends.log")"
+grep -q "decode attention 0 simple, [0-9,]* fast" "$tmp/cpu/storm-fast-tested.txt" ||
   fail "the storm did not run on the fast path"
+grep -q "decode attention [0-9,]* simple, 0 fast" "$tmp/cpu/storm-simple-tested.txt" ||
+  fail "the storm did not run on the simple path"
+
+# The comparison: a log against itself passes; a changed cache hash, an output beyond its bound
+# or a missing step fails, naming it.
+log="$tmp/cpu/storm-fast-cpu-log.txt"
+"$script" compare-logs "$log" "$log" >/dev/null || fail "a log differs from itself"
+sed '7s/ cache 0x[0-9a-f]*/ cache 0x0123456789abcdef/' "$log" >"$tmp/cache.txt"
+out=$("$script" compare-logs "$log" "$tmp/cache.txt")
+[ $? -eq 1 ] && grep -q "line 7 differs in cache" <<<"$out" || fail "a changed cache hash passed: $out"
+sed '9s/ worst [0-9.]*/ worst 1.000001/' "$log" >"$tmp/ratio.txt"
+out=$("$script" compare-logs "$log" "$tmp/ratio.txt")
+[ $? -eq 1 ] && grep -q "line 9: worst" <<<"$out" || fail "an output beyond its bound passed: $out"
+sed '$d' "$log" >"$tmp/short.txt"
+out=$("$script" compare-logs "$log" "$tmp/short.txt")
+[ $? -eq 1 ] && grep -q "differ in length" <<<"$out" || fail "a missing step passed: $out"
+sed '5s/ out 0x[0-9a-f]*/ out 0x0000000000000001/' "$log" >"$tmp/bits.txt"
+out=$("$script" compare-logs "$log" "$tmp/bits.txt")
+grep -q "the same bits on 327 of them" <<<"$out" || fail "output bits are not counted: $out"
 
 # A hanging part is stopped at its budget and the next, with too little left, is dropped.
 cat >"$tmp/hang" <<'EOS'
@@ -29,14 +52,14 @@ EOS
 chmod +x "$tmp/hang"
 start=$(date +%s)
 out=$(KVSIM_BIN="$tmp/hang" KVSIM_EXTRA_BACKEND=cpu KVSIM_EXTRA_TOTAL_S=4 \
-  KVSIM_EXTRA_PARTS="storm-fast-path:2:1 sanitizers:5:3 benchmarks:1:1" OUT="$tmp/hang-logs" \
+  KVSIM_EXTRA_PARTS="storm-backends:2:1 sanitizers:5:3 benchmark-table:1:1" OUT="$tmp/hang-logs" \
   "$script" run 2>&1)
 code=$?
 elapsed=$(($(date +%s) - start))
 [ "$code" -eq 1 ] || fail "a timed-out part should exit 1, got $code: $out"
 [ "$elapsed" -le 8 ] || fail "the hard stop took ${elapsed} s of a 4 s total"
-for line in " 1  storm-fast-path +TIMEOUT" " 2  sanitizers +DROPPED" " 3  benchmarks +SKIPPED" \
-  "dropped sanitizers: needs at least 3 s, [0-2] s left of 4" "storm-fast-path: stopped at its 2 s"; do
+for line in " 1  storm-backends +TIMEOUT" " 2  sanitizers +DROPPED" " 3  benchmark-table +SKIPPED" \
+  "dropped sanitizers: needs at least 3 s, [0-2] s left of 4" "storm-backends: stopped at its 2 s"; do
   grep -qE -- "$line" <<<"$out" || fail "the hard-stop run lacks /$line/: $out"
 done
 
@@ -45,7 +68,7 @@ printf '#!/usr/bin/env bash\nexit 1\n' >"$tmp/broken"
 chmod +x "$tmp/broken"
 out=$(KVSIM_BIN="$tmp/broken" KVSIM_EXTRA_BACKEND=cpu OUT="$tmp/broken-logs" "$script" run 2>&1)
 [ $? -eq 1 ] || fail "a failing part should exit 1: $out"
-grep -qE " 1  storm-fast-path +FAILED" <<<"$out" || fail "the failure is not in the table: $out"
+grep -qE " 1  storm-backends +FAILED" <<<"$out" || fail "the failure is not in the table: $out"
 
 # The budgets `gpu_check.sh build` adds up: the parts' sum, within the total.
 read -r sum total < <("$script" budgets)

@@ -327,6 +327,7 @@ DecodeAttentionArgs DecodeArgsFor(const AttentionCase& c, DeviceCase& device) {
   args.num_q_heads = c.params.num_q_heads;
   args.softmax_scale = c.softmax_scale;
   args.fast_mla_math = c.params.fast_mla_math;
+  args.mla_mma_sync_on_sm90 = c.params.mla_mma_sync_on_sm90;
   return args;
 }
 

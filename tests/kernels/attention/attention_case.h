@@ -44,6 +44,8 @@ struct AttentionCaseParams {
   uint64_t seed = 1;
   // The fast MLA path's arithmetic (DecodeAttentionArgs::fast_mla_math).
   FastMlaMath fast_mla_math = FastMlaMath::kAuto;
+  // DecodeAttentionArgs::mla_mma_sync_on_sm90.
+  bool mla_mma_sync_on_sm90 = false;
 };
 
 // The host side of a case: everything the kernels take, before upload.

@@ -93,6 +93,27 @@ TEST_F(DecodeFastGqaGpuTest, EveryFormatHeadDimAndGroupMatchesReference) {
   }
 }
 
+// The case tools/gpu_check_extra.sh runs under compute-sanitizer (memcheck, racecheck, synccheck;
+// the filter *Small*): each cache dtype the kernel converts, two KV heads, a request of two token
+// tiles with a tail (33), one of five splits ending in a partial tile (1100, over 256-token
+// splits), one token, and pages of 5 so that tiles straddle pages.
+TEST_F(DecodeFastGqaGpuTest, SmallCaseForTheSanitizers) {
+  int index = 0;
+  for (const KvFormat format : {KvFormat{KvDtype::kBf16, KvScaling::kNone},
+                                KvFormat{KvDtype::kFp8E4M3, KvScaling::kPerTokenHead},
+                                KvFormat{KvDtype::kFp8E5M2, KvScaling::kPerTensor}}) {
+    AttentionCaseParams params;
+    params.shape = GqaCacheShape(0, 5, 2, 128, format);
+    params.num_q_heads = 16;
+    params.seq_lens = {33, 1100, 1};
+    params.seed = 0x5a417u + static_cast<uint64_t>(index++);
+    const AttentionCase c = testing::MakeAttentionCase(params);
+    EXPECT_GE(testing::SplitsFor(c, KernelPath::kFast).max_splits, 5) << KvFormatName(format);
+    const std::string failure = CheckBothKernels(*cuda_, c);
+    EXPECT_TRUE(failure.empty()) << failure;
+  }
+}
+
 TEST_F(DecodeFastGqaGpuTest, LongContextsMatchReference) {
   for (const AttentionCaseParams& params : testing::LongContextCases()) {
     if (params.shape.kind != AttentionKind::kGqa) continue;

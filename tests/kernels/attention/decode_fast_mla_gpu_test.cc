@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -149,6 +151,94 @@ TEST_F(DecodeFastMlaGpuTest, EqualsTheReferenceTheSimplePathAndTheTwin) {
     DeviceCase on_cpu = testing::UploadAndAppend(*cpu_, c).value();
     const DecodeOutputs twin = testing::RunDecode(*cpu_, c, on_cpu, kFp32, kFast).value();
     EXPECT_EQ(CompareWithin(fast, twin, c, exact_fast, exact_fast), "");
+  }
+}
+
+// The bf16 cache on compute capability 9.0 with the mma.sync kernel forced
+// (mla_mma_sync_on_sm90) against the wgmma kernel that runs there by default: each within the
+// reference's tensor-core bound, and the two within the sum of their bounds. Their arithmetic is
+// the same step for step (decode_fast_mla_wgmma_bf16.cu), so the share of outputs with the same
+// bits is printed: a figure, not a requirement (the tensor cores' internal order within one
+// product may differ between the two instructions). Skips off compute capability 9.0.
+TEST_F(DecodeFastMlaGpuTest, MmaSyncOnSm90EqualsWgmma) {
+  if (!HopperGpu()) GTEST_SKIP() << "the switch matters on compute capability 9.0 only";
+  uint64_t seed = 0x33a5;
+  for (int heads : {1, 3, 64, 100, 128}) {
+    AttentionCaseParams params;
+    params.shape = MlaCacheShape(0, heads == 3 ? 7 : 64, {KvDtype::kBf16, KvScaling::kNone});
+    params.num_q_heads = heads;
+    params.seq_lens = {33, 1, 31, 257, heads == 100 ? 4097 : 1100};
+    params.shared_pages = 1;
+    params.newest_token_score = 8;
+    params.seed = ++seed;
+    const AttentionCase wgmma_case = testing::MakeAttentionCase(params);
+    AttentionCase mma_case = wgmma_case;
+    mma_case.params.mla_mma_sync_on_sm90 = true;
+    SCOPED_TRACE(testing::DescribeParams(params));
+    DeviceCase device = testing::UploadAndAppend(*cuda_, wgmma_case).value();
+    const reference::HostKvCache cache = reference::DownloadKvCache(*cuda_, device.cache()).value();
+    const DecodeOutputs wgmma =
+        testing::RunDecode(*cuda_, wgmma_case, device, kFp32, kFast).value();
+    const DecodeOutputs mma = testing::RunDecode(*cuda_, mma_case, device, kFp32, kFast).value();
+    for (const DecodeOutputs* run : {&wgmma, &mma}) {
+      const testing::ReferenceCheck check =
+          testing::CheckDecodeAgainstReference(wgmma_case, cache, *run, kFp32, kFast);
+      EXPECT_TRUE(check.failure.empty())
+          << (run == &mma ? "mma.sync: " : "wgmma: ") << check.failure;
+    }
+    const auto exact = ExactAttention(wgmma_case, cache, testing::ArithmeticFor(wgmma_case, kFast));
+    EXPECT_EQ(CompareWithin(mma, wgmma, wgmma_case, exact, exact), "");
+    EXPECT_EQ(mma.status, wgmma.status);
+    size_t same = 0;
+    for (size_t i = 0; i < mma.out.size(); ++i) {
+      same += std::memcmp(&mma.out[i], &wgmma.out[i], sizeof(float)) == 0 ? 1 : 0;
+    }
+    std::cout << heads << " heads: mma.sync and wgmma outputs the same bits in " << same << " of "
+              << mma.out.size() << "\n";
+  }
+}
+
+// The case tools/gpu_check_extra.sh runs under compute-sanitizer (memcheck, racecheck, synccheck;
+// the filter *Small*), on each fast MLA kernel: mma.sync for e4m3 per-token-head caches and
+// FlashMLA rows, and on compute capability 9.0 the bf16 wgmma kernel, the mma.sync one forced
+// there, and the FP8 wgmma variant for both FP8 layouts; 100 heads (two head tiles), a request of
+// five splits ending in a partial tile (1100), two tiles with a tail (33) and one token.
+TEST_F(DecodeFastMlaGpuTest, SmallCaseForTheSanitizers) {
+  struct Variant {
+    KvFormat format;
+    FastMlaMath math;
+    bool mma_sync;
+  };
+  const Variant variants[] = {
+      {{KvDtype::kFp8E4M3, KvScaling::kPerTokenHead}, FastMlaMath::kBf16, false},
+      {{KvDtype::kFp8E4M3, KvScaling::kMlaBlock128}, FastMlaMath::kBf16, false},
+      {{KvDtype::kBf16, KvScaling::kNone}, FastMlaMath::kBf16, false},
+      {{KvDtype::kBf16, KvScaling::kNone}, FastMlaMath::kBf16, true},
+      {{KvDtype::kFp8E4M3, KvScaling::kPerTokenHead}, FastMlaMath::kFp8, false},
+      {{KvDtype::kFp8E4M3, KvScaling::kMlaBlock128}, FastMlaMath::kFp8, false}};
+  uint64_t seed = 0x5a41a;
+  for (const Variant& variant : variants) {
+    AttentionCaseParams params;
+    params.shape = MlaCacheShape(0, 5, variant.format);
+    params.num_q_heads = 100;
+    params.seq_lens = {1100, 33, 1};
+    params.fast_mla_math = variant.math;
+    params.mla_mma_sync_on_sm90 = variant.mma_sync;
+    params.seed = ++seed;
+    const AttentionCase c = testing::MakeAttentionCase(params);
+    SCOPED_TRACE(testing::DescribeParams(params) + (variant.mma_sync ? " mma.sync forced" : ""));
+    EXPECT_GE(testing::SplitsFor(c, kFast).max_splits, 5);
+    DeviceCase device = testing::UploadAndAppend(*cuda_, c).value();
+    const Result<DecodeOutputs> fast = testing::RunDecode(*cuda_, c, device, kFp32, kFast);
+    if (variant.math == FastMlaMath::kFp8 && !HopperGpu()) {
+      EXPECT_EQ(fast.status().code(), StatusCode::kUnavailable) << fast.status().ToString();
+      continue;
+    }
+    ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+    const reference::HostKvCache cache = reference::DownloadKvCache(*cuda_, device.cache()).value();
+    const testing::ReferenceCheck check =
+        testing::CheckDecodeAgainstReference(c, cache, *fast, kFp32, kFast);
+    EXPECT_TRUE(check.failure.empty()) << check.failure;
   }
 }
 

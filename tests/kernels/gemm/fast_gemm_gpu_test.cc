@@ -136,6 +136,24 @@ TEST_F(FastGemmGpuTest, AwkwardShapesMeetTheBoundOnBothPaths) {
   }
 }
 
+// The case tools/gpu_check_extra.sh runs under compute-sanitizer (memcheck, racecheck, synccheck;
+// the filter *Small*): the fast INT4 kernel (groups of 32, asymmetric, with a bias) and the fast
+// FP8 one, at 7 rows (a partial row tile), three column blocks of 128, and a k of 2080: 7 splits
+// at 3 blocks, with a partial last pipeline stage.
+TEST_F(FastGemmGpuTest, SmallCaseForTheSanitizers) {
+  for (const bool fp8 : {false, true}) {
+    GemmCase c;
+    c.m = 7;
+    c.n = 384;
+    c.k = 2080;
+    c.fp8 = fp8;
+    c.int4.config = {32, Int4Scheme::kAsymmetric, ScaleType::kBf16};
+    c.bias = true;
+    c.seed = fp8 ? 11901 : 11900;
+    ExpectBothPathsWithinBound(c);
+  }
+}
+
 // The benchmark's MoE expert shapes at the ends of the decode row counts (each case quantises its
 // weights on the host: two row counts keep the check short).
 TEST_F(FastGemmGpuTest, MoeExpertShapesMeetTheBoundOnBothPaths) {

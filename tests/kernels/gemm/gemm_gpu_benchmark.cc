@@ -314,13 +314,13 @@ int Main(int argc, char** argv) {
       "int4/bf16 and int4/fp8: how many times faster INT4 is (above 1: faster). int4 TB/s: "
       "weight, scale, activation and output bytes over INT4 time.\n");
   std::printf(
-      "\ntargets at m <= 16 (ideal from bytes alone: ~3.9x and ~1.9x): int4/bf16 lowest %.2fx "
-      "(target >= 3x: %s); int4/fp8 lowest %.2fx (target >= 1.6x: %s)\n",
+      "\nsummary: INT4 GEMM simple path at m <= 16 (ideal from bytes alone: ~3.9x and ~1.9x): "
+      "int4/bf16 lowest %.2fx (target >= 3x: %s); int4/fp8 lowest %.2fx (target >= 1.6x: %s)\n",
       lowest_over_bf16, lowest_over_bf16 >= 3.0 ? "met" : "NOT met", lowest_over_fp8,
       lowest_over_fp8 >= 1.6 ? "met" : "NOT met");
   std::printf(
-      "fast paths: int4f/bf16 lowest %.2fx (target >= 3x: %s); int4f/fp8f lowest %.2fx (target "
-      ">= 1.6x: %s)\n",
+      "summary: INT4 GEMM fast paths at m <= 16: int4f/bf16 lowest %.2fx (target >= 3x: %s); "
+      "int4f/fp8f lowest %.2fx (target >= 1.6x: %s)\n",
       fast_lowest_over_bf16, fast_lowest_over_bf16 >= 3.0 ? "met" : "NOT met", fast_lowest_over_fp8,
       fast_lowest_over_fp8 >= 1.6 ? "met" : "NOT met");
   if (flags.table_path.empty()) {

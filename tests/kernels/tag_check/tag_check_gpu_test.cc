@@ -89,6 +89,22 @@ TEST_F(TagCheckGpuTest, VerdictsEqualTheReferenceAndTheCpuAtAwkwardSizes) {
   }
 }
 
+// The case tools/gpu_check_extra.sh runs under compute-sanitizer (memcheck, racecheck, synccheck;
+// the filter *Small*): 7 requests of up to 300 pages (two strides of the fast kernel's threads
+// and a tail), page size 3, with faults and first tokens.
+TEST_F(TagCheckGpuTest, SmallCaseForTheSanitizers) {
+  Prng prng(0x5a1a7);
+  testing::RandomBatchShape shape;
+  shape.batch = 7;
+  shape.max_pages_per_request = 300;
+  shape.page_size = 3;
+  shape.num_pages = 1200;
+  shape.tag_bits = 16;
+  shape.fault_per_mille = 400;
+  const std::vector<uint64_t> tags = testing::RandomPageTags(shape.num_pages, 16, prng);
+  EXPECT_GT(CompareBackends(testing::RandomTagCheckRequests(shape, tags, prng), 3, tags, true), 0);
+}
+
 TEST_F(TagCheckGpuTest, VerdictsEqualTheReferenceAndTheCpuAtTheProductionShape) {
   Prng prng(0x21000);
   testing::RandomBatchShape shape;

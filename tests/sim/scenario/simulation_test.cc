@@ -29,13 +29,14 @@ Scenario Shipped(const std::string& name) {
 }
 
 RunReport Simulate(const Scenario& scenario, uint64_t seed, RunMode mode = RunMode::kTiming,
-                   Timeline* timeline = nullptr) {
+                   Timeline* timeline = nullptr, std::vector<std::string>* kernel_log = nullptr) {
   const PreparedScenario prepared = PrepareScenario(scenario, Configs()).value();
   std::unique_ptr<Backend> backend = CreateCpuBackend();
   RunOptions options;
   options.seed = seed;
   options.mode = mode;
   options.timeline = timeline;
+  options.kernel_log = kernel_log;
   Result<RunReport> report = RunPrepared(scenario, prepared, options, *backend);
   KVSIM_CHECK(report.ok()) << report.status().ToString();
   return std::move(report).value();
@@ -205,7 +206,8 @@ TEST(SimulationTest, KernelModeOnTheFastPathsLaunchesNoSimpleKernelAndStaysWithi
   Scenario storm = Shipped("page-reuse-storm");
   storm.kernel.path = KernelPath::kFast;
   ASSERT_TRUE(storm.oracle);
-  const RunReport fast = Simulate(storm, storm.seed, RunMode::kKernel);
+  std::vector<std::string> fast_log;
+  const RunReport fast = Simulate(storm, storm.seed, RunMode::kKernel, nullptr, &fast_log);
   ExpectCleanOnTheFastPaths(fast);
   EXPECT_GT(fast.preemptions, 0);
   EXPECT_GT(fast.kernel.outputs_checked, 1000000);
@@ -215,10 +217,33 @@ TEST(SimulationTest, KernelModeOnTheFastPathsLaunchesNoSimpleKernelAndStaysWithi
   EXPECT_EQ(fast.kernel.append_launches, fast.kernel.decode_launches[1]);
   // The fast path rounds differently from the simple one (so it did run), with the same
   // bookkeeping and verdicts.
-  const RunReport simple = Simulate(Shipped("page-reuse-storm"), storm.seed, RunMode::kKernel);
+  std::vector<std::string> simple_log;
+  const RunReport simple =
+      Simulate(Shipped("page-reuse-storm"), storm.seed, RunMode::kKernel, nullptr, &simple_log);
   EXPECT_EQ(simple.kernel.decode_launches[1], 0);
   EXPECT_NE(fast.kernel.worst_ratio, simple.kernel.worst_ratio);
   EXPECT_EQ(fast.state_hash, simple.state_hash);
+  // The per-step log (kvsim run --kernel-log): a line per step; append_kv has one implementation,
+  // so every step stored the same cache bytes on both paths, while their outputs' bits differ.
+  ASSERT_EQ(fast_log.size(), static_cast<size_t>(fast.steps));
+  ASSERT_EQ(simple_log.size(), fast_log.size());
+  const auto field = [](const std::string& line, const std::string& name) {
+    const size_t at = line.find(" " + name + " ");
+    return at == std::string::npos
+               ? std::string("missing")
+               : line.substr(at + name.size() + 2,
+                             line.find(' ', at + name.size() + 2) - (at + name.size() + 2));
+  };
+  size_t same_outputs = 0;
+  for (size_t i = 0; i < fast_log.size(); ++i) {
+    for (const char* name : {"step", "appended", "cache", "rows", "statuses", "checked"}) {
+      ASSERT_EQ(field(fast_log[i], name), field(simple_log[i], name))
+          << name << ": " << fast_log[i];
+    }
+    EXPECT_LE(std::stod(field(fast_log[i], "worst")), 1.0) << fast_log[i];
+    same_outputs += field(fast_log[i], "out") == field(simple_log[i], "out") ? 1 : 0;
+  }
+  EXPECT_LT(same_outputs, fast_log.size() / 2);
   for (const auto& [format, attention] :
        {std::pair{"fp8_mla_tiles", AttentionKind::kMla}, std::pair{"bf16", AttentionKind::kGqa}}) {
     Scenario s = SmallKernelStorm(format, attention);
