@@ -145,6 +145,12 @@ class CampaignCommand : public Command {
                    "The first this many cases also run in kernel mode, their outputs checked "
                    "against the FP64 reference")
         ->capture_default_str();
+    app.add_option("--kernel-path", kernel_path_text_,
+                   "The kernel-mode sample's kernel path: base (each base scenario's "
+                   "kernel.path), simple, fast (the tensor-core decode attention and the "
+                   "pipelined INT4 GEMM; their CPU twins on the CPU), or drawn (each case's from "
+                   "its seed, half and half)")
+        ->capture_default_str();
     app.add_option("--jobs", jobs_, "Worker processes, 1 to 4096 (default: the cores)")
         ->check(CLI::Range(1, 4096));
     app.add_option(
@@ -203,6 +209,7 @@ class CampaignCommand : public Command {
       spec.modes.push_back(parsed);
     }
     spec.kernel_cases = kernel_cases_;
+    KVSIM_ASSIGN_OR_RETURN(spec.kernel_path, sim::ParseKernelPathDraw(kernel_path_text_));
     KVSIM_ASSIGN_OR_RETURN(spec.weakness, sim::ParseWeakness(weaken_text_));
     std::string shard_source;
     if (shard_text_ == "env") {
@@ -223,9 +230,13 @@ class CampaignCommand : public Command {
     options.configs_root = configs_root;
     KVSIM_ASSIGN_OR_RETURN(options.backend, ParseBackendChoice(backend_text_));
     options.command = fmt::format(
-        "kvsim campaign --seed {} --cases {} --bases {} --arms {} --modes {} --kernel-cases {}{}{}",
+        "kvsim campaign --seed {} --cases {} --bases {} --arms {} --modes {} --kernel-cases "
+        "{}{}{}{}",
         FormatSeed(spec.seed), spec.cases, bases_text_, arms_text_ == "all" ? "all" : arms_text_,
         modes_text_, spec.kernel_cases,
+        spec.kernel_path == sim::KernelPathDraw::kBase
+            ? ""
+            : std::string(" --kernel-path ") + sim::KernelPathDrawName(spec.kernel_path),
         spec.weakness == sim::Weakness::kNone
             ? ""
             : std::string(" --weaken ") + sim::WeaknessName(spec.weakness),
@@ -318,6 +329,7 @@ class CampaignCommand : public Command {
   std::string arms_text_ = "all";
   std::string modes_text_ = "off,tags,seal";
   int64_t kernel_cases_ = 0;
+  std::string kernel_path_text_ = "base";
   int32_t jobs_ = 0;
   std::string shard_text_;
   std::string json_;

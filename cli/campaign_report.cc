@@ -137,10 +137,14 @@ void PrintCampaignResults(const sim::CampaignResults& r, std::ostream& out) {
   for (int32_t shard : r.shards) shards += (shards.empty() ? "" : ",") + std::to_string(shard);
   out << fmt::format(
       "kvsim campaign: seed {}, {} cases ({} run here: shard{} {} of {}), bases {}; tracker modes "
-      "{}; {} runs in {:.1f} s\n",
+      "{}{}; {} runs in {:.1f} s\n",
       FormatSeed(r.spec.seed), Grouped(r.spec.cases), Grouped(r.cases),
-      r.shards.size() > 1 ? "s" : "", shards, r.spec.shard_count, bases, modes, Grouped(r.runs),
-      r.wall_s);
+      r.shards.size() > 1 ? "s" : "", shards, r.spec.shard_count, bases, modes,
+      r.spec.kernel_cases == 0
+          ? std::string()
+          : fmt::format("; kernel mode for the first {} cases, kernel path {}",
+                        Grouped(r.spec.kernel_cases), sim::KernelPathDrawName(r.spec.kernel_path)),
+      Grouped(r.runs), r.wall_s);
   TextTable table({"row", "class", "mode", "runs", "bug fired", "caught: tags", "seal",
                    "silent runs", "silent rate", "silent reads", "writes", "bad outputs",
                    "false alarms", "over-refusals", "surprises"});

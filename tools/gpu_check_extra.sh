@@ -8,9 +8,14 @@
 # Each part runs in rank order under `timeout` with its own budget, cut to what is left of the
 # total (KVSIM_EXTRA_TOTAL_S, default TOTAL_S below); a part that cannot get its minimum is not
 # started, and the summary lists it as dropped with the seconds it needed and had. A part whose
-# tool is missing (no GPU, no compute-sanitizer, a switch not yet built) is skipped, saying why.
+# tool is missing (no GPU, no compute-sanitizer, a test not in the bundle) is skipped, saying why.
 # The summary table comes last: rank, part, result, seconds; then what was dropped or skipped.
-# Exit 0 when every part that ran passed.
+# Exit 0 when every part that ran passed. docs/kernels.md ("The second GPU script") lists the
+# parts, their budgets and what each proves.
+#
+#   tools/gpu_check_extra.sh compare-logs A B   compares two `kvsim run --kernel-log` logs step by
+#                                               step (compare_kernel_logs below)
+#   tools/gpu_check_extra.sh budgets            prints the parts' budgets summed, and the total
 #
 # With KVSIM_EXTRA_BACKEND=cpu the parts that can run on the CPU backend do so in place of the
 # CUDA one (the ranking and the hard stop are tested that way:
@@ -190,10 +195,10 @@ part_sanitizers() {
   for test in decode_fast_gqa_gpu_test decode_fast_mla_gpu_test fast_gemm_gpu_test tag_check_gpu_test; do
     [ -x "$root/tests/$test" ] || { echo "skipped: $test not in the bundle"; return 3; }
     # A filter that matches nothing would pass without running: name the small cases first.
-    "$root/tests/$test" --gtest_list_tests --gtest_filter='*Small*' | grep -q '^  ' ||
-      { echo "skipped: $test has no test named *Small* to sanitize"; return 3; }
+    "$root/tests/$test" --gtest_list_tests --gtest_filter='*SmallCaseForTheSanitizers' | grep -q '^  ' ||
+      { echo "skipped: $test has no SmallCaseForTheSanitizers"; return 3; }
     for tool in memcheck racecheck synccheck; do
-      "$sanitizer" --tool "$tool" --error-exitcode 9 "$root/tests/$test" --gtest_filter='*Small*' \
+      "$sanitizer" --tool "$tool" --error-exitcode 9 "$root/tests/$test" --gtest_filter='*SmallCaseForTheSanitizers' \
         >"$logs/sanitizer-$tool-$test.log" 2>&1 || { failed=1; echo "$tool $test: FAILED"; continue; }
       echo "$tool $test: $(grep -m 1 'ERROR SUMMARY' "$logs/sanitizer-$tool-$test.log" || echo passed)"
     done

@@ -311,6 +311,7 @@ std::string ResultsToJson(const CampaignResults& r) {
                    {"arms", ArmsText(r.spec.arms)},
                    {"modes", modes},
                    {"kernel_cases", r.spec.kernel_cases},
+                   {"kernel_path", KernelPathDrawName(r.spec.kernel_path)},
                    {"shard_count", r.spec.shard_count},
                    {"weaken", WeaknessName(r.spec.weakness)},
                    {"bases_hash", FormatSeed(r.bases_hash)}};
@@ -495,6 +496,12 @@ Result<CampaignResults> ResultsFromJson(const std::string& text, const std::stri
       r.spec.modes.push_back(parsed);
     }
     r.spec.kernel_cases = Whole<int64_t>(c.at("kernel_cases"));
+    // Results written before the kernel path could be chosen ran each base's own.
+    if (c.contains("kernel_path")) {
+      KVSIM_ASSIGN_OR_RETURN(r.spec.kernel_path,
+                             InFile(ParseKernelPathDraw(c.at("kernel_path").get<std::string>()),
+                                    path, "campaign.kernel_path"));
+    }
     r.spec.shard_count = Whole<int32_t>(c.at("shard_count"));
     KVSIM_ASSIGN_OR_RETURN(r.spec.weakness, InFile(ParseWeakness(c.at("weaken").get<std::string>()),
                                                    path, "campaign.weaken"));

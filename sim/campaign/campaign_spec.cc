@@ -88,9 +88,49 @@ uint64_t CampaignSpec::CaseSeed(int64_t k) const {
   return MixIds(seed ^ 0xca4ca4ca4ca4ca4cULL, static_cast<uint64_t>(k));
 }
 
+KernelPath CampaignSpec::KernelPathOf(int64_t k, KernelPath base) const {
+  switch (kernel_path) {
+    case KernelPathDraw::kBase:
+      return base;
+    case KernelPathDraw::kSimple:
+      return KernelPath::kSimple;
+    case KernelPathDraw::kFast:
+      return KernelPath::kFast;
+    case KernelPathDraw::kDrawn:
+      // A stream of the case's seed of its own, so the draw leaves every other knob as it was.
+      return (MixIds(CaseSeed(k), 0xfa57) & 1) != 0 ? KernelPath::kFast : KernelPath::kSimple;
+  }
+  return base;
+}
+
+const char* KernelPathDrawName(KernelPathDraw draw) {
+  switch (draw) {
+    case KernelPathDraw::kBase:
+      return "base";
+    case KernelPathDraw::kSimple:
+      return "simple";
+    case KernelPathDraw::kFast:
+      return "fast";
+    case KernelPathDraw::kDrawn:
+      return "drawn";
+  }
+  return "?";
+}
+
+Result<KernelPathDraw> ParseKernelPathDraw(const std::string& text) {
+  for (KernelPathDraw draw : {KernelPathDraw::kBase, KernelPathDraw::kSimple, KernelPathDraw::kFast,
+                              KernelPathDraw::kDrawn}) {
+    if (text == KernelPathDrawName(draw)) return draw;
+  }
+  return InvalidArgumentError("kernel path '" + text +
+                              "' is not allowed; allowed: base (each base scenario's "
+                              "kernel.path), simple, fast, drawn (each case's from its seed)");
+}
+
 bool CampaignSpec::SameCampaign(const CampaignSpec& other) const {
   return seed == other.seed && cases == other.cases && bases == other.bases && arms == other.arms &&
-         modes == other.modes && kernel_cases == other.kernel_cases && weakness == other.weakness;
+         modes == other.modes && kernel_cases == other.kernel_cases &&
+         kernel_path == other.kernel_path && weakness == other.weakness;
 }
 
 Status ValidateCampaignSpec(const CampaignSpec& spec) {

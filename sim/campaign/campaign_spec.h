@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "kernels/launch_options.h"
 #include "sim/faults/fault_mix.h"
 #include "sim/faults/weakness.h"
 
@@ -44,6 +45,14 @@ std::vector<Arm> AllArms();
 Result<std::vector<Arm>> ParseArms(const std::string& text);
 std::string ArmsText(const std::vector<Arm>& arms);
 
+// Which kernel path the kernel-mode sample runs: each base scenario's own kernel.path (kBase,
+// simple unless it says otherwise), every case on the simple or the fast path, or each case's
+// path drawn from its seed, half and half (kDrawn).
+enum class KernelPathDraw : uint8_t { kBase, kSimple, kFast, kDrawn };
+const char* KernelPathDrawName(KernelPathDraw draw);  // "base", "simple", "fast", "drawn"
+// InvalidArgument naming the allowed values for anything else.
+Result<KernelPathDraw> ParseKernelPathDraw(const std::string& text);
+
 struct CampaignSpec {
   uint64_t seed = 1;
   int64_t cases = 0;
@@ -53,6 +62,8 @@ struct CampaignSpec {
   std::vector<TrackerMode> modes;
   // Cases [0, kernel_cases) also run in kernel mode, their outputs checked against the reference.
   int64_t kernel_cases = 0;
+  // The kernel-mode sample's kernel path.
+  KernelPathDraw kernel_path = KernelPathDraw::kBase;
   // This shard runs the cases of the rounds of arms r = k / (number of arms) with
   // r mod shard_count == shard_index: whole rounds, so that every shard runs every arm whatever
   // the number of arms and shards (by k mod shard_count alone, an even number of arms would give
@@ -64,6 +75,8 @@ struct CampaignSpec {
 
   const Arm& ArmOf(int64_t k) const { return arms[static_cast<size_t>(k) % arms.size()]; }
   uint64_t CaseSeed(int64_t k) const;
+  // Case k's kernel path under kernel_path, given its base scenario's `base` path.
+  KernelPath KernelPathOf(int64_t k, KernelPath base) const;
   bool InShard(int64_t k) const {
     return (k / static_cast<int64_t>(arms.size())) % shard_count == shard_index;
   }

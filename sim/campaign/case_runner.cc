@@ -37,6 +37,8 @@ CaseRunner::CaseRunner(const CampaignSpec& spec, std::vector<Scenario> bases,
 Result<Scenario> CaseRunner::Draw(int64_t k) const {
   KVSIM_ASSIGN_OR_RETURN(Scenario scenario, DrawCase(bases_, spec_.ArmOf(k), spec_.CaseSeed(k)));
   scenario.name = "campaign-case-" + std::to_string(k);
+  // Written with the case (kernel.path), so its file replays the kernel runs on the same path.
+  scenario.kernel.path = spec_.KernelPathOf(k, scenario.kernel.path);
   scenario.description = "case " + std::to_string(k) + " (" + spec_.ArmOf(k).Name() +
                          ") of the campaign with seed " + std::to_string(spec_.seed);
   return scenario;

@@ -93,8 +93,8 @@ TEST_F(DecodeFastGqaGpuTest, EveryFormatHeadDimAndGroupMatchesReference) {
   }
 }
 
-// The case tools/gpu_check_extra.sh runs under compute-sanitizer (memcheck, racecheck, synccheck;
-// the filter *Small*): each cache dtype the kernel converts, two KV heads, a request of two token
+// The case tools/gpu_check_extra.sh runs under compute-sanitizer (memcheck, racecheck, synccheck)
+//: each cache dtype the kernel converts, two KV heads, a request of two token
 // tiles with a tail (33), one of five splits ending in a partial tile (1100, over 256-token
 // splits), one token, and pages of 5 so that tiles straddle pages.
 TEST_F(DecodeFastGqaGpuTest, SmallCaseForTheSanitizers) {

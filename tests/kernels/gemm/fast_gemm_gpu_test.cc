@@ -136,8 +136,8 @@ TEST_F(FastGemmGpuTest, AwkwardShapesMeetTheBoundOnBothPaths) {
   }
 }
 
-// The case tools/gpu_check_extra.sh runs under compute-sanitizer (memcheck, racecheck, synccheck;
-// the filter *Small*): the fast INT4 kernel (groups of 32, asymmetric, with a bias) and the fast
+// The case tools/gpu_check_extra.sh runs under compute-sanitizer (memcheck, racecheck, synccheck)
+//: the fast INT4 kernel (groups of 32, asymmetric, with a bias) and the fast
 // FP8 one, at 7 rows (a partial row tile), three column blocks of 128, and a k of 2080: 7 splits
 // at 3 blocks, with a partial last pipeline stage.
 TEST_F(FastGemmGpuTest, SmallCaseForTheSanitizers) {

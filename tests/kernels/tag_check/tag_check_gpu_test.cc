@@ -89,8 +89,8 @@ TEST_F(TagCheckGpuTest, VerdictsEqualTheReferenceAndTheCpuAtAwkwardSizes) {
   }
 }
 
-// The case tools/gpu_check_extra.sh runs under compute-sanitizer (memcheck, racecheck, synccheck;
-// the filter *Small*): 7 requests of up to 300 pages (two strides of the fast kernel's threads
+// The case tools/gpu_check_extra.sh runs under compute-sanitizer (memcheck, racecheck, synccheck)
+//: 7 requests of up to 300 pages (two strides of the fast kernel's threads
 // and a tail), page size 3, with faults and first tokens.
 TEST_F(TagCheckGpuTest, SmallCaseForTheSanitizers) {
   Prng prng(0x5a1a7);

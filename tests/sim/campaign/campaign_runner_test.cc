@@ -56,13 +56,21 @@ TEST(CampaignRunnerTest, NarrowTagsEscapeOnlyWhereTheEscapeConditionSays) {
 }
 
 // The negative control acts in kernel mode only, from a stream of its own: the other planted bugs
-// fire alike in both modes, so a swarm case takes the same steps in kernel mode as in timing mode.
+// fire alike in both modes, so a swarm case takes the same steps in kernel mode as in timing mode,
+// on whichever kernel path the case drew (--kernel-path drawn: about half fast), with no surprise.
 TEST(CampaignRunnerTest, SwarmCasesTakeTheSameStepsInKernelAndTimingMode) {
   CampaignSpec spec = CampaignOverBases(0x5eed, 24);
   spec.arms = ParseArms("swarm").value();
   spec.modes = {TrackerMode::kTags};
   spec.kernel_cases = 24;
+  spec.kernel_path = KernelPathDraw::kDrawn;
+  int fast = 0;
+  for (int64_t k = 0; k < 24; ++k)
+    fast += spec.KernelPathOf(k, KernelPath::kSimple) == KernelPath::kFast;
+  EXPECT_GT(fast, 4);
+  EXPECT_LT(fast, 20);
   const CampaignResults results = RunShard(spec, 2);
+  EXPECT_EQ(results.total_surprises(), 0) << ResultsToJson(results);
   const Tally& timing = results.tallies.at({"swarm", TrackerMode::kTags, RunMode::kTiming});
   const Tally& kernel = results.tallies.at({"swarm", TrackerMode::kTags, RunMode::kKernel});
   EXPECT_EQ(timing.runs, 24);

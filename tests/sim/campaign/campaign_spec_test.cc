@@ -53,6 +53,36 @@ TEST(CampaignSpecTest, CasesCycleThroughTheArmsWithSeedsOfTheirOwn) {
   EXPECT_NE(other.CaseSeed(3), spec.CaseSeed(3));
 }
 
+TEST(CampaignSpecTest, TheKernelSampleTakesTheBasesPathOneForAllOrOneDrawnPerCase) {
+  CampaignSpec spec = Spec(400);
+  EXPECT_EQ(spec.kernel_path, KernelPathDraw::kBase);
+  EXPECT_EQ(spec.KernelPathOf(3, KernelPath::kFast), KernelPath::kFast);
+  EXPECT_EQ(spec.KernelPathOf(3, KernelPath::kSimple), KernelPath::kSimple);
+  spec.kernel_path = ParseKernelPathDraw("fast").value();
+  EXPECT_EQ(spec.KernelPathOf(3, KernelPath::kSimple), KernelPath::kFast);
+  spec.kernel_path = ParseKernelPathDraw("simple").value();
+  EXPECT_EQ(spec.KernelPathOf(3, KernelPath::kFast), KernelPath::kSimple);
+  CampaignSpec drawn = Spec(400);
+  drawn.kernel_path = ParseKernelPathDraw("drawn").value();
+  EXPECT_FALSE(drawn.SameCampaign(spec));
+  int fast = 0;
+  for (int64_t k = 0; k < drawn.cases; ++k) {
+    const KernelPath path = drawn.KernelPathOf(k, KernelPath::kSimple);
+    EXPECT_EQ(path, drawn.KernelPathOf(k, KernelPath::kFast)) << "case " << k;
+    fast += path == KernelPath::kFast ? 1 : 0;
+  }
+  // Half and half, within 5 standard deviations (10) of 200.
+  EXPECT_GT(fast, 150);
+  EXPECT_LT(fast, 250);
+  for (KernelPathDraw draw : {KernelPathDraw::kBase, KernelPathDraw::kSimple, KernelPathDraw::kFast,
+                              KernelPathDraw::kDrawn}) {
+    EXPECT_EQ(ParseKernelPathDraw(KernelPathDrawName(draw)).value(), draw);
+  }
+  EXPECT_EQ(ParseKernelPathDraw("tensor").status().message(),
+            "kernel path 'tensor' is not allowed; allowed: base (each base scenario's "
+            "kernel.path), simple, fast, drawn (each case's from its seed)");
+}
+
 TEST(CampaignSpecTest, ShardsSplitTheCasesAndValidate) {
   CampaignSpec spec = Spec(10);
   int32_t index = -1;
