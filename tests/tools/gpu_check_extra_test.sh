@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tools/gpu_check_extra.sh on the CPU: its parts run in rank order with the CPU backend standing
 # in where it can (the storm on both paths, compared step by step with a second CPU run), the
-# others are skipped saying why; the step-by-step comparison fails on a log that differs; a part
-# past its time is stopped, a part without its minimum left is dropped, and the summary says both.
+# others are skipped saying why; the step-by-step comparison fails on a log that differs; the
+# CUDA-only parts pass with stand-ins for the GPU machine's tools; a part past its time is
+# stopped, a part without its minimum left is dropped, and the summary says both.
 set -uo pipefail
 kvsim="$(pwd)/$1"
 script=tools/gpu_check_extra.sh
@@ -69,6 +70,51 @@ chmod +x "$tmp/broken"
 out=$(KVSIM_BIN="$tmp/broken" KVSIM_EXTRA_BACKEND=cpu OUT="$tmp/broken-logs" "$script" run 2>&1)
 [ $? -eq 1 ] || fail "a failing part should exit 1: $out"
 grep -qE " 1  storm-backends +FAILED" <<<"$out" || fail "the failure is not in the table: $out"
+
+# The CUDA-only parts' own logic, with stand-ins for what only a GPU machine has: a bundle whose
+# kvsim runs the CPU backend when asked for CUDA, GPU tests and a benchmark that print what the
+# real ones print, compute-sanitizer and nvidia-smi. Each part must pass and the table must carry
+# the benchmark's summary under the device's name.
+bundle="$tmp/bundle"
+mkdir -p "$bundle/tests" "$bundle/benchmarks" "$tmp/bin"
+cp "$script" "$bundle/gpu_check_extra.sh"
+ln -s "$(pwd)/configs" "$bundle/configs"
+echo "abc1234" >"$bundle/COMMIT"
+cat >"$bundle/kvsim-bin" <<EOS
+#!/usr/bin/env bash
+args=()
+for arg in "\$@"; do [ "\$arg" = cuda ] && arg=cpu; args+=("\$arg"); done
+exec "$kvsim" "\${args[@]}"
+EOS
+for test in decode_fast_gqa_gpu_test decode_fast_mla_gpu_test fast_gemm_gpu_test tag_check_gpu_test; do
+  cat >"$bundle/tests/$test" <<'EOS'
+#!/usr/bin/env bash
+case "$*" in
+  *--gtest_list_tests*) printf 'Suite.\n  SmallCaseForTheSanitizers\n' ;;
+  *MmaSyncOnSm90*) printf '64 heads: mma.sync and wgmma outputs the same bits in 9 of 10\n[  PASSED  ] 1 test.\n' ;;
+  *) printf '[  PASSED  ] 1 test.\n' ;;
+esac
+EOS
+done
+printf '#!/usr/bin/env bash\necho "summary: stand-in benchmark 1.00x (target: met)"\n' >"$bundle/benchmarks/stand_in_benchmark"
+printf '#!/usr/bin/env bash\nwhile [ "$1" != 9 ]; do shift; done; shift\n"$@" && echo "========= ERROR SUMMARY: 0 errors"\n' >"$tmp/bin/compute-sanitizer"
+printf '#!/usr/bin/env bash\necho "NVIDIA H200, 570.00"\n' >"$tmp/bin/nvidia-smi"
+chmod +x "$bundle/kvsim-bin" "$bundle"/tests/* "$bundle"/benchmarks/* "$tmp"/bin/*
+out=$(PATH="$tmp/bin:$PATH" KVSIM_EXTRA_BACKEND=cuda OUT="$tmp/stand-in" \
+  KVSIM_EXTRA_PARTS="storm-backends:60:10 mla-mma-sync-on-sm90:30:15 sanitizers:80:40 benchmark-table:40:5" \
+  "$bundle/gpu_check_extra.sh" run 2>&1)
+[ $? -eq 0 ] || fail "the stand-in CUDA run failed: $out"
+for line in " 1  storm-backends +PASSED" " 2  mla-mma-sync-on-sm90 +PASSED" " 3  sanitizers +PASSED" \
+  " 4  benchmark-table +PASSED"; do
+  grep -qE -- "$line" <<<"$out" || fail "the stand-in CUDA run lacks /$line/: $out"
+done
+grep -q "same bits in 9 of 10" "$tmp/stand-in/part-mla-mma-sync-on-sm90.log" ||
+  fail "the mma.sync part does not print its figure"
+[ "$(grep -c "ERROR SUMMARY: 0 errors" "$tmp/stand-in/part-sanitizers.log")" -eq 12 ] ||
+  fail "not every tool ran on every test: $(cat "$tmp/stand-in/part-sanitizers.log")"
+grep -q "^Benchmarks of abc1234 on NVIDIA H200, 570.00, 20" "$tmp/stand-in/benchmark_table.md" &&
+  grep -q "^| stand_in_benchmark | stand-in benchmark 1.00x (target: met) |$" "$tmp/stand-in/benchmark_table.md" ||
+  fail "the benchmark table is not as expected: $(cat "$tmp/stand-in/benchmark_table.md")"
 
 # The budgets `gpu_check.sh build` adds up: the parts' sum, within the total.
 read -r sum total < <("$script" budgets)
