@@ -15,6 +15,17 @@
 #                              (ranked parts under one hard stop; run it after this one), with
 #                              kvsim and configs/ it runs, and prints both scripts' budgets
 #                              summed.
+#                              Last it packs the bundle into .gpu-bundle.tar.gz (about a quarter
+#                              of its size, most of it the kernels' device code), which is what
+#                              travels to a GPU machine that takes a limited working tree.
+#   tools/gpu_check.sh device  (on the GPU machine, from the repository root, in one command)
+#                              unpacks .gpu-bundle.tar.gz when the bundle is not there, runs
+#                              `run` and then gpu_check_extra.sh with their logs in a scratch
+#                              folder, and leaves at most four files in $OUT (or .gpu-results/):
+#                              logs.tar.gz (every log), gemm_table.yaml, benchmark_table.md and
+#                              summary.txt, whose text (both summary tables and the benchmark
+#                              table) it prints last, where a short output tail still holds it.
+#                              Both scripts' budgets: under 9 minutes.
 #   tools/gpu_check.sh run     (on the GPU machine, from the repository root or the bundle) runs
 #                              them all, each within its time budget (BUDGETS below: under 5
 #                              minutes in all), and prints a summary table last: each binary's
@@ -113,6 +124,10 @@ build() {
     "$root/tools/mutants/run.sh" --cuda --bundle "$bundle/mutants" || true
     echo "gpu_check: mutants bundled: $(ls "$bundle/mutants" | tr '\n' ' ')"
   fi
+  # What travels to the GPU machine: the bundle packed (tests and benchmarks embed every kernel's
+  # device code; it compresses about 4 to 1).
+  tar czf "$root/.gpu-bundle.tar.gz" -C "$root" .gpu-bundle
+  echo "gpu_check: packed as .gpu-bundle.tar.gz ($(du -sh "$root/.gpu-bundle.tar.gz" | cut -f1)); on the GPU machine: tools/gpu_check.sh device"
 }
 
 # Runs each bundled CUDA mutant's tests (from $here/mutants/NAME/) and prints a table: the tests
@@ -253,11 +268,45 @@ run() {
   [ "$failed" -eq 0 ] && [ "$survivors" -eq 0 ]
 }
 
+# The whole GPU check in one command on the GPU machine (see the top of this script).
+device() {
+  if [ ! -d "$bundle/tests" ]; then
+    if [ ! -f "$root/.gpu-bundle.tar.gz" ]; then
+      echo "gpu_check: no bundle here: run 'tools/gpu_check.sh build' where Bazel is, and bring .gpu-bundle.tar.gz" >&2
+      exit 2
+    fi
+    tar xzf "$root/.gpu-bundle.tar.gz" -C "$root" || exit 2
+  fi
+  local back="${OUT:-$root/.gpu-results}" scratch first=0 second=0
+  scratch="$(mktemp -d)"
+  mkdir -p "$scratch/logs" "$back"
+  OUT="$scratch/logs" "$bundle/gpu_check.sh" run >"$scratch/logs/gpu_check.txt" 2>&1 || first=$?
+  OUT="$scratch/logs" "$bundle/gpu_check_extra.sh" run >"$scratch/logs/gpu_check_extra.txt" 2>&1 || second=$?
+  {
+    echo "GPU check of $(cat "$bundle/COMMIT" 2>/dev/null || echo 'an unknown commit'), $(date -u '+%Y-%m-%d %H:%M UTC')"
+    sed -n '/^== GPU check summary/,$p' "$scratch/logs/gpu_check.txt"
+    echo
+    sed -n '/^== GPU check, second script/,$p' "$scratch/logs/gpu_check_extra.txt"
+    if [ -f "$scratch/logs/benchmark_table.md" ]; then echo; cat "$scratch/logs/benchmark_table.md"; fi
+    echo
+    echo "gpu_check.sh exit $first, gpu_check_extra.sh exit $second; every log in logs.tar.gz"
+  } >"$scratch/logs/summary.txt"
+  tar czf "$back/logs.tar.gz" -C "$scratch" logs
+  local file
+  for file in gemm_table.yaml benchmark_table.md summary.txt; do
+    [ ! -f "$scratch/logs/$file" ] || cp "$scratch/logs/$file" "$back/$file"
+  done
+  cat "$scratch/logs/summary.txt"
+  rm -rf "$scratch"
+  [ "$first" -eq 0 ] && [ "$second" -eq 0 ]
+}
+
 case "${1:-}" in
   build) build "${2:-}" ;;
   run) run ;;
+  device) device ;;
   *)
-    echo "usage: tools/gpu_check.sh build [--mutants] | run (see the comment at the top of this script)" >&2
+    echo "usage: tools/gpu_check.sh build [--mutants] | run | device (see the comment at the top of this script)" >&2
     exit 2
     ;;
 esac

@@ -75,8 +75,11 @@ grep -qE " 1  storm-backends +FAILED" <<<"$out" || fail "the failure is not in t
 # kvsim runs the CPU backend when asked for CUDA, GPU tests and a benchmark that print what the
 # real ones print, compute-sanitizer and nvidia-smi. Each part must pass and the table must carry
 # the benchmark's summary under the device's name.
-bundle="$tmp/bundle"
+# The bundle sits inside a checkout, as `gpu_check.sh build` leaves it: the script must still take
+# the bundle, not the checkout around it, as its root.
+bundle="$tmp/checkout/.gpu-bundle"
 mkdir -p "$bundle/tests" "$bundle/benchmarks" "$tmp/bin"
+ln -s "$(pwd)/configs" "$tmp/checkout/configs"
 cp "$script" "$bundle/gpu_check_extra.sh"
 ln -s "$(pwd)/configs" "$bundle/configs"
 echo "abc1234" >"$bundle/COMMIT"
