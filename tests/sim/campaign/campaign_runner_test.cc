@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/backend_factory.h"
+#include "sim/campaign/case_runner.h"
 #include "sim/report/provenance.h"
 #include "tests/sim/campaign/campaign_fixtures.h"
 
@@ -69,6 +71,12 @@ TEST(CampaignRunnerTest, SwarmCasesTakeTheSameStepsInKernelAndTimingMode) {
     fast += spec.KernelPathOf(k, KernelPath::kSimple) == KernelPath::kFast;
   EXPECT_GT(fast, 4);
   EXPECT_LT(fast, 20);
+  // Each case is drawn with its path, so that its scenario file replays it on the same one.
+  const CaseRunner runner =
+      CaseRunner::Create(spec, CampaignBases(), "configs", BackendChoice::kCpu).value();
+  for (int64_t k = 0; k < 24; ++k) {
+    EXPECT_EQ(runner.Draw(k)->kernel.path, spec.KernelPathOf(k, KernelPath::kSimple)) << k;
+  }
   const CampaignResults results = RunShard(spec, 2);
   EXPECT_EQ(results.total_surprises(), 0) << ResultsToJson(results);
   const Tally& timing = results.tallies.at({"swarm", TrackerMode::kTags, RunMode::kTiming});

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -244,6 +245,10 @@ TEST(SimulationTest, KernelModeOnTheFastPathsLaunchesNoSimpleKernelAndStaysWithi
     same_outputs += field(fast_log[i], "out") == field(simple_log[i], "out") ? 1 : 0;
   }
   EXPECT_LT(same_outputs, fast_log.size() / 2);
+  // The hashes are of what each step did: no two steps stored the same cache bytes.
+  std::set<std::string> caches;
+  for (const std::string& line : fast_log) caches.insert(field(line, "cache"));
+  EXPECT_EQ(caches.size(), fast_log.size());
   for (const auto& [format, attention] :
        {std::pair{"fp8_mla_tiles", AttentionKind::kMla}, std::pair{"bf16", AttentionKind::kGqa}}) {
     Scenario s = SmallKernelStorm(format, attention);
