@@ -206,9 +206,10 @@ run() {
     local name start end status result
     name="$(basename "$binary")"
     start=$(date +%s%N)
-    # The mma.sync-on-sm_90 comparison is gpu_check_extra.sh's (ranked there, in its own budget).
+    # The mma.sync-on-sm_90 comparison and the sanitizers' small cases are gpu_check_extra.sh's
+    # (ranked there, in its own budget).
     timeout "$(budget_of "$name")" "$binary" --gtest_color=no \
-      --gtest_filter='-*MmaSyncOnSm90EqualsWgmma' > "$logs/$name.log" 2>&1
+      --gtest_filter='-*MmaSyncOnSm90EqualsWgmma:*SmallCaseForTheSanitizers' > "$logs/$name.log" 2>&1
     status=$?
     end=$(date +%s%N)
     if [ "$status" -eq 124 ]; then

@@ -119,6 +119,21 @@ grep -q "^Benchmarks of abc1234 on NVIDIA H200, 570.00, 20" "$tmp/stand-in/bench
   grep -q "^| stand_in_benchmark | stand-in benchmark 1.00x (target: met) |$" "$tmp/stand-in/benchmark_table.md" ||
   fail "the benchmark table is not as expected: $(cat "$tmp/stand-in/benchmark_table.md")"
 
+# A machine whose compute-sanitizer refuses the device: the small cases run without it, and the
+# part is skipped, saying so; a small case that fails then fails the part.
+mkdir -p "$tmp/refusing"
+printf '#!/usr/bin/env bash\necho "========= Error: Device not supported"\nexit 1\n' >"$tmp/refusing/compute-sanitizer"
+chmod +x "$tmp/refusing/compute-sanitizer"
+out=$(PATH="$tmp/refusing:$PATH" KVSIM_EXTRA_BACKEND=cuda OUT="$tmp/refused" \
+  KVSIM_EXTRA_PARTS="sanitizers:80:40" "$bundle/gpu_check_extra.sh" run 2>&1)
+grep -qE " 1  sanitizers +SKIPPED" <<<"$out" &&
+  grep -q "compute-sanitizer refused the device; the small cases passed without it" <<<"$out" ||
+  fail "a refused sanitizer is not a skip with the small cases run: $out"
+printf '#!/usr/bin/env bash\nexit 1\n' >"$bundle/tests/tag_check_gpu_test"
+out=$(PATH="$tmp/refusing:$PATH" KVSIM_EXTRA_BACKEND=cuda OUT="$tmp/refused2" \
+  KVSIM_EXTRA_PARTS="sanitizers:80:40" "$bundle/gpu_check_extra.sh" run 2>&1)
+grep -qE " 1  sanitizers +FAILED" <<<"$out" || fail "a failing small case passed: $out"
+
 # The budgets `gpu_check.sh build` adds up: the parts' sum, within the total.
 read -r sum total < <("$script" budgets)
 [ "$sum" -le "$total" ] || fail "the parts' budgets ($sum s) exceed the total ($total s)"
