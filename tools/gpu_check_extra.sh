@@ -202,14 +202,19 @@ part_sanitizers() {
   local sanitizer
   sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
   [ -x "$sanitizer" ] || { echo "skipped: no compute-sanitizer"; return 3; }
-  local test tool failed=0
-  for test in decode_fast_gqa_gpu_test decode_fast_mla_gpu_test fast_gemm_gpu_test tag_check_gpu_test; do
+  local tests=(decode_fast_gqa_gpu_test decode_fast_mla_gpu_test fast_gemm_gpu_test tag_check_gpu_test)
+  local test tool log failed=0
+  for test in "${tests[@]}"; do
     [ -x "$root/tests/$test" ] || { echo "skipped: $test not in the bundle"; return 3; }
-    # A filter that matches nothing would pass without running: name the small cases first.
+    # A filter that matches nothing would pass without running: the small case must be there.
     "$root/tests/$test" --gtest_list_tests --gtest_filter='*SmallCaseForTheSanitizers' | grep -q '^  ' ||
       { echo "skipped: $test has no SmallCaseForTheSanitizers"; return 3; }
-    for tool in memcheck racecheck synccheck; do
-      local log="$logs/sanitizer-$tool-$test.log"
+  done
+  # Tool by tool, memcheck first over every kernel: a part stopped at its budget has then run the
+  # most telling tool everywhere (this log shows how far it got).
+  for tool in memcheck racecheck synccheck; do
+    for test in "${tests[@]}"; do
+      log="$logs/sanitizer-$tool-$test.log"
       if ! "$sanitizer" --tool "$tool" --error-exitcode 9 "$root/tests/$test" \
         --gtest_filter='*SmallCaseForTheSanitizers' >"$log" 2>&1; then
         # Some sandboxed GPU machines refuse the sanitizer the device: no verdict on the kernels.

@@ -129,7 +129,13 @@ out=$(PATH="$tmp/refusing:$PATH" KVSIM_EXTRA_BACKEND=cuda OUT="$tmp/refused" \
 grep -qE " 1  sanitizers +SKIPPED" <<<"$out" &&
   grep -q "compute-sanitizer refused the device; the small cases passed without it" <<<"$out" ||
   fail "a refused sanitizer is not a skip with the small cases run: $out"
-printf '#!/usr/bin/env bash\nexit 1\n' >"$bundle/tests/tag_check_gpu_test"
+cat >"$bundle/tests/tag_check_gpu_test" <<'EOS'
+#!/usr/bin/env bash
+case "$*" in
+  *--gtest_list_tests*) printf 'Suite.\n  SmallCaseForTheSanitizers\n' ;;
+  *) printf '[  FAILED  ] 1 test.\n'; exit 1 ;;
+esac
+EOS
 out=$(PATH="$tmp/refusing:$PATH" KVSIM_EXTRA_BACKEND=cuda OUT="$tmp/refused2" \
   KVSIM_EXTRA_PARTS="sanitizers:80:40" "$bundle/gpu_check_extra.sh" run 2>&1)
 grep -qE " 1  sanitizers +FAILED" <<<"$out" || fail "a failing small case passed: $out"
