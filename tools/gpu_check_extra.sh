@@ -143,8 +143,10 @@ part_storm_backends() {
         --kernel-log "$logs/$name-log.txt" >"$logs/$name.txt" 2>&1 || return 1
       storm_clean "$logs/$name.txt" "$path" || { echo "$name: not clean (see $logs/$name.txt)"; return 1; }
     done
-    echo "$path path, $backend against cpu:"
-    compare_kernel_logs "$logs/storm-$path-tested-log.txt" "$logs/storm-$path-cpu-log.txt" || return 1
+    local compared
+    compared="$(compare_kernel_logs "$logs/storm-$path-tested-log.txt" "$logs/storm-$path-cpu-log.txt")" ||
+      { echo "$compared"; return 1; }
+    echo "figure: $path path, $backend against cpu: ${compared#compare: }"
   done
 }
 
@@ -166,7 +168,7 @@ part_storm_model_shape() {
     >"$logs/storm-model-cpu-small.txt" 2>&1 || return 1
   [ "$(grep 'state hash' "$logs/storm-model-cuda.txt")" = "$(grep 'state hash' "$logs/storm-model-cpu-small.txt")" ] ||
     { echo "state hashes differ"; return 1; }
-  grep -E "kernels:|kernel launches|wall time" "$logs/storm-model-cuda.txt"
+  grep -E "kernels:|kernel launches|kernel mode wall time" "$logs/storm-model-cuda.txt" | sed 's/^  /figure: model shape: /' 
 }
 
 # Part 3: the mma.sync BF16 MLA kernel forced on compute capability 9.0 (mla_mma_sync_on_sm90)
@@ -178,7 +180,7 @@ part_mla_mma_sync_on_sm90() {
   local test="$root/tests/decode_fast_mla_gpu_test" out="$logs/mla-mma-sync-on-sm90.log"
   [ -x "$test" ] || { echo "skipped: decode_fast_mla_gpu_test not in the bundle"; return 3; }
   "$test" --gtest_color=no --gtest_filter='*MmaSyncOnSm90EqualsWgmma' >"$out" 2>&1 || { tail -n 20 "$out"; return 1; }
-  grep -E "same bits in" "$out"
+  grep -E "same bits in" "$out" | sed 's/^/figure: /' 
   if grep -q "\[  SKIPPED \]" "$out"; then echo "skipped: $(grep -m 1 -A 1 'Skipped' "$out" | tail -n 1)"; return 3; fi
   grep -q "\[  PASSED  \] 1 test" "$out"
 }
@@ -298,6 +300,8 @@ run() {
   printf '%2s  %-24s %-9s %6s\n' "#" "part" "result" "s"
   printf '%s\n' "${rows[@]}"
   [ ${#notes[@]} -eq 0 ] || printf '  %s\n' "${notes[@]}"
+  # What the parts measured (their `figure:` lines), for a summary read without the logs.
+  grep -h '^figure: ' "$logs"/part-*.log 2>/dev/null | sed 's/^figure: /  /'
   echo "$failed failed"
   [ "$failed" -eq 0 ]
 }

@@ -21,7 +21,7 @@ expected=(" 1  storm-backends +PASSED" " 2  storm-model-shape +SKIPPED"
 for line in "${expected[@]}"; do
   grep -qE -- "$line" <<<"$out" || fail "the CPU run lacks /$line/: $out"
 done
-[ "$(grep -c "^compare: 328 steps alike" "$tmp/cpu/part-storm-backends.log")" -eq 2 ] ||
+[ "$(grep -cE "^figure: (simple|fast) path, cpu against cpu: 328 steps alike" "$tmp/cpu/part-storm-backends.log")" -eq 2 ] ||
   fail "no step-by-step comparison on each path: $(cat "$tmp/cpu/part-storm-backends.log")"
 grep -q "decode attention 0 simple, [0-9,]* fast" "$tmp/cpu/storm-fast-tested.txt" ||
   fail "the storm did not run on the fast path"
@@ -111,8 +111,8 @@ for line in " 1  storm-backends +PASSED" " 2  mla-mma-sync-on-sm90 +PASSED" " 3 
   " 4  benchmark-table +PASSED"; do
   grep -qE -- "$line" <<<"$out" || fail "the stand-in CUDA run lacks /$line/: $out"
 done
-grep -q "same bits in 9 of 10" "$tmp/stand-in/part-mla-mma-sync-on-sm90.log" ||
-  fail "the mma.sync part does not print its figure"
+grep -q "^  64 heads: mma.sync and wgmma outputs the same bits in 9 of 10" <<<"$out" ||
+  fail "the summary does not carry the mma.sync part's figure: $out"
 [ "$(grep -c "ERROR SUMMARY: 0 errors" "$tmp/stand-in/part-sanitizers.log")" -eq 12 ] ||
   fail "not every tool ran on every test: $(cat "$tmp/stand-in/part-sanitizers.log")"
 grep -q "^Benchmarks of abc1234 on NVIDIA H200, 570.00, 20" "$tmp/stand-in/benchmark_table.md" &&
