@@ -51,10 +51,12 @@ class RunCommand : public Command {
                    "Write a timeline of the run here (steps, requests, transfers, aborts), in the "
                    "trace-event JSON that ui.perfetto.dev opens");
     app.add_option("--kernel-log", kernel_log_,
-                   "Kernel mode: write one line per step and pool here: the hashes of the cache "
+                   "Kernel mode: write one line per step and pool here (per read access: a "
+                   "disaggregated pool's transfers and KV-store copy-outs get lines of their "
+                   "own): the hashes of the cache "
                    "bytes stored, the rows' statuses and the outputs, and the outputs' largest "
                    "error / bound; two backends' logs of one run compare step by step "
-                   "(docs/simulator.md, \"Comparing two backends\")");
+                   "(docs/kernels.md, \"Comparing two backends step by step\")");
     app.add_option("--weaken", weaken_text_,
                    "Plant a weakness in the checks themselves, to see the run's verdict fail: "
                    "refuse-after-fault, skip-write-check, seal-one-slot-short, table-after-check, "

@@ -41,7 +41,8 @@ struct SimRunOptions {
   std::string csv_path;       // "" none
   std::string timeline_path;  // "" none: a timeline of the run (Perfetto)
   std::string plot_path;      // "" none: latency CDFs and pages in use (.svg or .png)
-  // "" none: kernel mode's per-step record (sim::KernelStepLine), one line per step and pool.
+  // "" none: kernel mode's per-step record (sim::KernelStepLine), one line per read access and
+  // pool.
   std::string kernel_log_path;
   std::string* json_text = nullptr;  // when set, the JSON report is also written here (replay)
   bool progress = true;              // a progress line on stderr when it is a terminal

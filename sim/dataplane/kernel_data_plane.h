@@ -32,7 +32,9 @@ struct KernelWallClock {
   double reference_s = 0;  // the FP64 reference and the bit check
 };
 
-// One step of one data plane, for comparing two backends' runs of one scenario step by step
+// One read access of one data plane (a step's decode; in a disaggregated deployment also the
+// prefill pool's reads for a transfer, and reads for a copy-out to the KV store) with the writes
+// since the one before, for comparing two backends' runs of one scenario step by step
 // (`kvsim run --kernel-log`, docs/simulator.md): what must be the same bits on any backend (the
 // cache bytes the step's appends stored and every row's status: append_kv quantises exactly) and
 // what need not (the outputs' bits, whose fp32 order is the backend's), with the outputs' largest
@@ -77,7 +79,8 @@ class KernelDataPlane final : public AccessAuditor {
   void set_faults(FaultInjector* faults) override { faults_ = faults; }
 
   const KernelWallClock& wall() const { return wall_; }
-  // Appends one KernelStepLine per step to `lines` (which must outlive the run), naming `pool`.
+  // Appends one KernelStepLine per read access to `lines` (which must outlive the run), naming
+  // `pool`.
   void set_step_log(std::vector<std::string>* lines, std::string pool) {
     step_log_ = lines;
     pool_ = std::move(pool);

@@ -50,7 +50,7 @@ struct RunOptions {
   KernelWallClock* kernel_wall = nullptr;
   // The run is recorded here when not null (one track per prepared pool, in their order).
   Timeline* timeline = nullptr;
-  // Kernel mode: each data plane appends one KernelStepLine per step here when not null.
+  // Kernel mode: each data plane appends one KernelStepLine per read access here when not null.
   std::vector<std::string>* kernel_log = nullptr;
 };
 
