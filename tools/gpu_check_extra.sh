@@ -89,7 +89,8 @@ compare_kernel_logs() {
       split("worst gemm_worst", ratios, " ")
       for (k = 1; k <= 2; k++) {
         x = field(left, ratios[k]); y = field($0, ratios[k])
-        if (!(x + 0 <= 1) || !(y + 0 <= 1)) {
+        # Ratios are printed as decimals; anything else (inf, nan) is beyond the bound.
+        if (x !~ /^[0-9]+\.[0-9]+$/ || y !~ /^[0-9]+\.[0-9]+$/ || x + 0 > 1 || y + 0 > 1) {
           printf "compare: line %d: %s %s and %s beyond the bound (%s, %s)\n", steps, ratios[k], x, y, a, b
           bad = 1; exit 1
         }

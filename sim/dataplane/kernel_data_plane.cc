@@ -472,8 +472,8 @@ void KernelDataPlane::CheckOutputs(const StepAccess& access, size_t b, int layer
         const double ratio = std::fabs(got - expected.out(i)) / expected.tolerance(i);
         ++counts_.outputs_checked;
         ++record_.checked;
-        // NaN counts as outside the bound below; the step's record shows it as infinity.
-        record_.worst = std::max(record_.worst, ratio <= 1.0 ? ratio : HUGE_VAL);
+        // A NaN (a non-finite output) is outside the bound below: the record shows it as infinity.
+        record_.worst = std::max(record_.worst, std::isnan(ratio) ? HUGE_VAL : ratio);
         if (ratio <= 1.0) {
           counts_.worst_ratio = std::max(counts_.worst_ratio, ratio);
           continue;
@@ -633,8 +633,11 @@ Status KernelDataPlane::Project(const StepAccess& access, const std::vector<size
   counts_.gemm_outputs_checked += int64_t{m} * n;
   record_.gemm_outputs = HashBytes(record_.gemm_outputs, y);
   record_.gemm_checked += int64_t{m} * n;
+  // The check's worst ratio leaves out non-finite outputs, which it counts as violations: a
+  // violation the ratio does not show is one of those, recorded as infinity.
   record_.gemm_worst =
-      std::max(record_.gemm_worst, result.violations > 0 ? HUGE_VAL : result.worst_ratio);
+      std::max(record_.gemm_worst,
+               result.violations > 0 && result.worst_ratio <= 1.0 ? HUGE_VAL : result.worst_ratio);
   counts_.gemm_outside_bound += result.violations;
   counts_.gemm_worst_ratio = std::max(counts_.gemm_worst_ratio, result.worst_ratio);
   if (result.violations > 0) {

@@ -38,6 +38,9 @@ out=$("$script" compare-logs "$log" "$tmp/cache.txt")
 sed '9s/ worst [0-9.]*/ worst 1.000001/' "$log" >"$tmp/ratio.txt"
 out=$("$script" compare-logs "$log" "$tmp/ratio.txt")
 [ $? -eq 1 ] && grep -q "line 9: worst" <<<"$out" || fail "an output beyond its bound passed: $out"
+sed '11s/ gemm_worst [0-9.]*/ gemm_worst inf/' "$log" >"$tmp/inf.txt"
+out=$("$script" compare-logs "$log" "$tmp/inf.txt")
+[ $? -eq 1 ] && grep -q "line 11: gemm_worst" <<<"$out" || fail "a non-finite output passed: $out"
 sed '$d' "$log" >"$tmp/short.txt"
 out=$("$script" compare-logs "$log" "$tmp/short.txt")
 [ $? -eq 1 ] && grep -q "differ in length" <<<"$out" || fail "a missing step passed: $out"
