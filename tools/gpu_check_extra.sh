@@ -60,8 +60,8 @@ logs="${OUT:-$root/logs-extra}"
 # every line must agree on the pool, step, tokens appended and the hash of the cache bytes they
 # stored, decode rows and the hash of every status, and the outputs checked; each output on both
 # sides within the bound of the path that ran (error / bound at most 1). The outputs' own bits
-# are counted, not required: the two backends' fp32 orders differ (docs/simulator.md, "Comparing
-# two backends"). Prints one line of figures; exit 1 with the first difference.
+# are counted, not required: the two backends' fp32 orders differ (docs/kernels.md, "Comparing
+# two backends step by step"). Prints one line of figures; exit 1 with the first difference.
 compare_kernel_logs() {
   local a="$1" b="$2"
   [ -s "$a" ] && [ -s "$b" ] || { echo "compare: missing or empty log: $a $b"; return 1; }
@@ -156,7 +156,7 @@ part_storm_backends() {
 # 8192 x 28672 INT4 projection, the FP64 reference on every 16th step), clean, with no
 # simple-path launch, and the run's state hash (the bookkeeping and every verdict, which no
 # kernel shape changes) equal to the CPU's run of the same slice at the small shape. CUDA only:
-# the model's shape costs the CPU minutes.
+# at the model's shape the CPU backend needs more than this part's budget (docs/simulator.md).
 part_storm_model_shape() {
   if [ "$backend" != cuda ]; then echo "skipped: the model's shape needs the CUDA backend"; return 3; fi
   local model small
@@ -169,7 +169,7 @@ part_storm_model_shape() {
     >"$logs/storm-model-cpu-small.txt" 2>&1 || return 1
   [ "$(grep 'state hash' "$logs/storm-model-cuda.txt")" = "$(grep 'state hash' "$logs/storm-model-cpu-small.txt")" ] ||
     { echo "state hashes differ"; return 1; }
-  grep -E "kernels:|kernel launches|kernel mode wall time" "$logs/storm-model-cuda.txt" | sed 's/^  /figure: model shape: /' 
+  grep -E "kernels:|kernel launches|kernel mode wall time" "$logs/storm-model-cuda.txt" | sed 's/^  /figure: model shape: /'
 }
 
 # Part 3: the mma.sync BF16 MLA kernel forced on compute capability 9.0 (mla_mma_sync_on_sm90)
@@ -181,7 +181,7 @@ part_mla_mma_sync_on_sm90() {
   local test="$root/tests/decode_fast_mla_gpu_test" out="$logs/mla-mma-sync-on-sm90.log"
   [ -x "$test" ] || { echo "skipped: decode_fast_mla_gpu_test not in the bundle"; return 3; }
   "$test" --gtest_color=no --gtest_filter='*MmaSyncOnSm90EqualsWgmma' >"$out" 2>&1 || { tail -n 20 "$out"; return 1; }
-  grep -E "same bits in" "$out" | sed 's/^/figure: /' 
+  grep -E "same bits in" "$out" | sed 's/^/figure: /'
   if grep -q "\[  SKIPPED \]" "$out"; then echo "skipped: $(grep -m 1 -A 1 'Skipped' "$out" | tail -n 1)"; return 3; fi
   grep -q "\[  PASSED  \] 1 test" "$out"
 }
