@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <thread>
 
 #include "base/check.h"
 #include "kernels/formats.h"
@@ -28,6 +29,9 @@ RowMajorMatrixD ToDouble(const std::vector<uint16_t>& bf16, int rows, int column
 // The reference's column block: its m rows of three double accumulators stay in cache while the
 // k weight rows stream past.
 constexpr int kReferenceBlockColumns = 1024;
+// From this many multiply-adds on (a model-shaped projection; not the unit tests' shapes) the
+// column blocks are shared among the host's cores.
+constexpr double kThreadedReferenceMultiplyAdds = 2e8;
 
 }  // namespace
 
@@ -49,27 +53,42 @@ GemmReference ReferenceGemm(const std::vector<uint16_t>& x, int m, int k,
   // call. Each product of two bf16 values is exact in double; the sums' own rounding is the
   // reference error the bound already counts (k 2^-52 of the magnitude, any order).
   const RowMajorMatrixD xd = ToDouble(x, m, k);
-  std::vector<double> w_row(static_cast<size_t>(kReferenceBlockColumns));
-  for (int j0 = 0; j0 < n; j0 += kReferenceBlockColumns) {
-    const int columns = std::min(kReferenceBlockColumns, n - j0);
-    for (int kk = 0; kk < k; ++kk) {
-      const uint16_t* wk = w.data() + static_cast<size_t>(kk) * n + j0;
-      for (int j = 0; j < columns; ++j) w_row[static_cast<size_t>(j)] = DecodeBf16(wk[j]);
-      for (int i = 0; i < m; ++i) {
-        const double xv = xd(i, kk);
-        const size_t at = static_cast<size_t>(i) * n + static_cast<size_t>(j0);
-        double* value = reference.value.data() + at;
-        double* magnitude = reference.magnitude.data() + at;
-        double* squares = sum_of_squares.data() + at;
-        for (int j = 0; j < columns; ++j) {
-          const double product = xv * w_row[static_cast<size_t>(j)];
-          value[j] += product;
-          magnitude[j] += std::fabs(product);
-          squares[j] += product * product;
+  const int blocks = (n + kReferenceBlockColumns - 1) / kReferenceBlockColumns;
+  // Column blocks are independent and each is summed by one thread in one order, so the result
+  // is the same bits on any number of threads; small products stay on the caller's.
+  const bool large = static_cast<double>(m) * k * n >= kThreadedReferenceMultiplyAdds;
+  const int workers =
+      large ? std::max(1,
+                       std::min<int>(blocks, static_cast<int>(std::thread::hardware_concurrency())))
+            : 1;
+  const auto sum_blocks = [&](int first) {
+    std::vector<double> w_row(static_cast<size_t>(kReferenceBlockColumns));
+    for (int block = first; block < blocks; block += workers) {
+      const int j0 = block * kReferenceBlockColumns;
+      const int columns = std::min(kReferenceBlockColumns, n - j0);
+      for (int kk = 0; kk < k; ++kk) {
+        const uint16_t* wk = w.data() + static_cast<size_t>(kk) * n + j0;
+        for (int j = 0; j < columns; ++j) w_row[static_cast<size_t>(j)] = DecodeBf16(wk[j]);
+        for (int i = 0; i < m; ++i) {
+          const double xv = xd(i, kk);
+          const size_t at = static_cast<size_t>(i) * n + static_cast<size_t>(j0);
+          double* value = reference.value.data() + at;
+          double* magnitude = reference.magnitude.data() + at;
+          double* squares = sum_of_squares.data() + at;
+          for (int j = 0; j < columns; ++j) {
+            const double product = xv * w_row[static_cast<size_t>(j)];
+            value[j] += product;
+            magnitude[j] += std::fabs(product);
+            squares[j] += product * product;
+          }
         }
       }
     }
-  }
+  };
+  std::vector<std::thread> threads;
+  for (int worker = 1; worker < workers; ++worker) threads.emplace_back(sum_blocks, worker);
+  sum_blocks(0);
+  for (std::thread& thread : threads) thread.join();
   for (size_t cell = 0; cell < cells; ++cell) {
     if (!bias.empty()) {
       const double b = DecodeBf16(bias[cell % static_cast<size_t>(n)]);

@@ -62,8 +62,9 @@ double KernelStepMultiplyAdds(const KernelSpec& spec, int64_t rows, int64_t cont
   const double attention = r * spec.layers * spec.q_heads * static_cast<double>(context) *
                            (spec.head_dim + KernelValueDim(spec));
   const double gemm = r * KernelGemmK(spec) * static_cast<double>(spec.gemm_n);
-  // The kernels every step; the FP64 reference of both on every check_every-th.
-  return (attention + gemm) * (1.0 + 1.0 / spec.check_every);
+  // Attention every step; on every check_every-th its reference, the projection and its
+  // reference (KernelDataPlane::Decode projects only the steps it checks).
+  return attention * (1.0 + 1.0 / spec.check_every) + gemm * 2.0 / spec.check_every;
 }
 
 }  // namespace kvsim::sim

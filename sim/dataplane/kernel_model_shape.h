@@ -21,8 +21,10 @@ Result<KernelSpec> ModelShapedKernelSpec(const KernelSpec& base, const model::Mo
                                          const model::Deployment& deployment);
 
 // Multiply-adds of one step at `rows` rows attending up to `context` tokens each, kernels and the
-// FP64 reference together (the reference on every check_every-th step): the figure the CPU backend
-// refuses a model-shaped run above (kMaxCpuStepMultiplyAdds).
+// FP64 reference together, averaged over check_every steps: decode attention runs every step; on
+// every check_every-th the reference of attention, the INT4 projection and its reference (the
+// data plane projects only the steps it checks). The figure the CPU backend refuses a
+// model-shaped run above (kMaxCpuStepMultiplyAdds).
 double KernelStepMultiplyAdds(const KernelSpec& spec, int64_t rows, int64_t context);
 inline constexpr double kMaxCpuStepMultiplyAdds = 4e9;
 

@@ -161,13 +161,15 @@ Result<RunReport> RunPrepared(const Scenario& scenario, const PreparedScenario& 
         if (cost > kMaxCpuStepMultiplyAdds) {
           return InvalidArgumentError(fmt::format(
               "{}: {} pool: kernel.shape: model on the CPU backend costs up to {:.1f} G "
-              "multiply-adds a step ({} rows of up to {} tokens: {} query heads of {} + {} "
-              "values in {} layers, and a {} x {} INT4 projection; the FP64 reference on every "
-              "{} step(s)); at most {:.0f} G on the CPU: slice the run with fewer rows "
+              "multiply-adds a step on average ({} rows of up to {} tokens: {} query heads of {} + "
+              "{} "
+              "values in {} layers every step, and on every {} step(s) the FP64 reference and a "
+              "{} x {} INT4 projection); at most {:.0f} G on the CPU: slice the run with fewer "
+              "rows "
               "(scheduler.max_running), kernel.layers: 1, a larger kernel.check_every or a "
               "smaller pool, or run it on the CUDA backend",
               scenario.path, instance.name, cost / 1e9, rows, context, spec.q_heads, spec.head_dim,
-              KernelValueDim(spec), spec.layers, KernelGemmK(spec), spec.gemm_n, spec.check_every,
+              KernelValueDim(spec), spec.layers, spec.check_every, KernelGemmK(spec), spec.gemm_n,
               kMaxCpuStepMultiplyAdds / 1e9));
         }
       }
