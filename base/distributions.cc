@@ -1,18 +1,57 @@
 // Box-Muller and Student's t samplers.
 #include "base/distributions.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <thread>
+#include <vector>
 
 #include "base/check.h"
 
 namespace kvsim {
 
-double SampleGaussian(Prng& prng) {
+namespace {
+
+// The Box-Muller value of two raw draws, each made uniform as Prng::unit_f64 makes it.
+double GaussianOfDraws(uint64_t first, uint64_t second) {
   // 1 - u keeps the log's argument in (0, 1].
-  const double u1 = 1.0 - prng.unit_f64();
-  const double u2 = prng.unit_f64();
+  const double u1 = 1.0 - static_cast<double>(first >> 11) * 0x1p-53;
+  const double u2 = static_cast<double>(second >> 11) * 0x1p-53;
   constexpr double kTwoPi = 6.283185307179586476925286766559;
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
+}
+
+// Values FillScaledGaussians draws at a time (32 MiB of draws), and the fewest it shares out.
+constexpr size_t kGaussianRound = size_t{1} << 21;
+constexpr size_t kGaussiansToShare = size_t{1} << 16;
+
+}  // namespace
+
+double SampleGaussian(Prng& prng) {
+  const uint64_t first = prng.next_u64();
+  const uint64_t second = prng.next_u64();
+  return GaussianOfDraws(first, second);
+}
+
+void FillScaledGaussians(Prng& prng, double scale, float* out, size_t count, int threads) {
+  std::vector<uint64_t> draws;
+  for (size_t begin = 0; begin < count; begin += kGaussianRound) {
+    const size_t n = std::min(kGaussianRound, count - begin);
+    draws.resize(2 * n);
+    for (uint64_t& draw : draws) draw = prng.next_u64();
+    const size_t parts = n < kGaussiansToShare ? 1 : static_cast<size_t>(std::max(1, threads));
+    const auto convert = [&](size_t part) {
+      for (size_t i = n * part / parts; i < n * (part + 1) / parts; ++i) {
+        out[begin + i] =
+            static_cast<float>(scale * GaussianOfDraws(draws[2 * i], draws[2 * i + 1]));
+      }
+    };
+    std::vector<std::thread> helpers;
+    for (size_t part = 1; part < parts; ++part) helpers.emplace_back(convert, part);
+    convert(0);
+    for (std::thread& helper : helpers) helper.join();
+  }
 }
 
 double SampleStudentT(Prng& prng, int degrees_of_freedom) {

@@ -2,6 +2,8 @@
 // flow, which uses the Prng's integer API).
 #pragma once
 
+#include <cstddef>
+
 #include "base/prng.h"
 
 namespace kvsim {
@@ -9,6 +11,11 @@ namespace kvsim {
 // Standard normal sample by the Box-Muller transform, one value per two 64-bit draws. Uses the C
 // library's log, sqrt and cos: bit-reproducible for a given build and C library.
 double SampleGaussian(Prng& prng);
+
+// out[i] = float(scale * SampleGaussian(prng)) for i = 0 .. count - 1 in order: the same values,
+// and `prng` left where the loop would leave it, with the transcendental work shared among up to
+// `threads` threads (the draws stay sequential; each value is a function of its own two).
+void FillScaledGaussians(Prng& prng, double scale, float* out, size_t count, int threads);
 
 // Student's t with `degrees_of_freedom` >= 1: heavy tails for realistic activations and K/V values.
 // Built from one Gaussian over the root of a scaled chi-square made of `degrees_of_freedom`

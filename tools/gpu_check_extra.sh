@@ -154,7 +154,7 @@ part_storm_backends() {
 # Part 2: the storm's first simulated second (36 steps, 5 preemptions, 97 recomputed positions)
 # on the fast paths at the deployment's own shape (Llama-3.1-70B at tp 2: 32 query and 4 KV heads
 # of 128 per GPU, an 8192 x 28672 INT4 projection on the steps checked against the FP64
-# reference, every 32nd), on CUDA and then on the CPU (21.9 s on a 2-core machine): each clean
+# reference, every 32nd), on CUDA and then on the CPU (18.2 s on a 2-core machine): each clean
 # with no simple-path launch, the same state hash, and the two logs compared step by step. CUDA
 # only: with the CPU on both sides this part would only repeat part 1 at twice its cost.
 part_storm_model_shape() {

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <utility>
+#include <vector>
 
 namespace kvsim {
 namespace {
@@ -24,6 +26,26 @@ TEST(DistributionsTest, GaussianHasUnitMomentsAndIsReproducible) {
   // Standard errors: mean 1/sqrt(n) = 0.0022, variance sqrt(2/n) = 0.0032; five of each.
   EXPECT_NEAR(mean, 0.0, 0.011);
   EXPECT_NEAR(variance, 1.0, 0.016);
+}
+
+// The shared fill gives the loop's values bit for bit and leaves the generator where the loop
+// does, at sizes around its rounds and its sharing threshold, on any number of threads.
+TEST(DistributionsTest, ScaledGaussiansOnManyThreadsAreTheLoopsValues) {
+  for (const size_t count : {size_t{0}, size_t{1}, size_t{3}, size_t{65535}, size_t{65537},
+                             (size_t{1} << 21) + 5}) {
+    Prng loop(31);
+    std::vector<float> expected(count);
+    for (float& value : expected) value = static_cast<float>(0.05 * SampleGaussian(loop));
+    for (const int threads : {1, 2, 7}) {
+      Prng shared(31);
+      std::vector<float> got(count, -1.0f);
+      FillScaledGaussians(shared, 0.05, got.data(), got.size(), threads);
+      ASSERT_EQ(std::memcmp(got.data(), expected.data(), count * sizeof(float)), 0)
+          << count << " values on " << threads << " threads";
+      Prng after = loop;
+      EXPECT_EQ(shared.next_u64(), after.next_u64()) << count << " values on " << threads;
+    }
+  }
 }
 
 TEST(DistributionsTest, StudentTHasHeavierTailsThanGaussian) {
