@@ -16,8 +16,8 @@ namespace {
 // The Box-Muller value of two raw draws, each made uniform as Prng::unit_f64 makes it.
 double GaussianOfDraws(uint64_t first, uint64_t second) {
   // 1 - u keeps the log's argument in (0, 1].
-  const double u1 = 1.0 - static_cast<double>(first >> 11) * 0x1p-53;
-  const double u2 = static_cast<double>(second >> 11) * 0x1p-53;
+  const double u1 = 1.0 - Prng::UnitF64(first);
+  const double u2 = Prng::UnitF64(second);
   constexpr double kTwoPi = 6.283185307179586476925286766559;
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
 }

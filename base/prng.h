@@ -59,7 +59,9 @@ class Prng {
   // Uniform in [0, 1) on a grid of 2^-24 (every value exact in float).
   float unit_f32() { return static_cast<float>(next_u64() >> 40) * 0x1p-24f; }
   // Uniform in [0, 1) on a grid of 2^-53 (every value exact in double).
-  double unit_f64() { return static_cast<double>(next_u64() >> 11) * 0x1p-53; }
+  double unit_f64() { return UnitF64(next_u64()); }
+  // What unit_f64 makes of one raw draw, for code that takes its draws first (FillScaledGaussians).
+  static double UnitF64(uint64_t draw) { return static_cast<double>(draw >> 11) * 0x1p-53; }
 
   // A new generator whose stream is independent of this one's continuation; for giving each
   // component of a run its own stream so that adding draws in one does not shift the others.

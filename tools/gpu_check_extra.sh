@@ -188,10 +188,13 @@ part_mla_mma_sync_on_sm90() {
   grep -q "\[  PASSED  \] 1 test" "$out"
 }
 
+# The GPU tests with a SmallCaseForTheSanitizers: one per fast kernel family.
+SMALL_CASE_TESTS=(decode_fast_gqa_gpu_test decode_fast_mla_gpu_test fast_gemm_gpu_test tag_check_gpu_test)
+
 # Each fast kernel's small case without a sanitizer; fails when one fails.
 plain_small_cases() {
   local test failed=0
-  for test in decode_fast_gqa_gpu_test decode_fast_mla_gpu_test fast_gemm_gpu_test tag_check_gpu_test; do
+  for test in "${SMALL_CASE_TESTS[@]}"; do
     "$root/tests/$test" --gtest_color=no --gtest_filter='*SmallCaseForTheSanitizers' \
       >"$logs/small-$test.log" 2>&1 || { failed=1; echo "$test: FAILED (see $logs/small-$test.log)"; }
   done
@@ -207,9 +210,8 @@ part_sanitizers() {
   local sanitizer
   sanitizer="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
   [ -x "$sanitizer" ] || { echo "skipped: no compute-sanitizer"; return 3; }
-  local tests=(decode_fast_gqa_gpu_test decode_fast_mla_gpu_test fast_gemm_gpu_test tag_check_gpu_test)
   local test tool log failed=0
-  for test in "${tests[@]}"; do
+  for test in "${SMALL_CASE_TESTS[@]}"; do
     [ -x "$root/tests/$test" ] || { echo "skipped: $test not in the bundle"; return 3; }
     # A filter that matches nothing would pass without running: the small case must be there.
     "$root/tests/$test" --gtest_list_tests --gtest_filter='*SmallCaseForTheSanitizers' | grep -q '^  ' ||
@@ -218,7 +220,7 @@ part_sanitizers() {
   # Tool by tool, memcheck first over every kernel: a part stopped at its budget has then run the
   # most telling tool everywhere (this log shows how far it got).
   for tool in memcheck racecheck synccheck; do
-    for test in "${tests[@]}"; do
+    for test in "${SMALL_CASE_TESTS[@]}"; do
       log="$logs/sanitizer-$tool-$test.log"
       if ! "$sanitizer" --tool "$tool" --error-exitcode 9 "$root/tests/$test" \
         --gtest_filter='*SmallCaseForTheSanitizers' >"$log" 2>&1; then

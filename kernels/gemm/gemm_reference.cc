@@ -89,6 +89,7 @@ GemmReference ReferenceGemm(const std::vector<uint16_t>& x, int m, int k,
   for (int worker = 1; worker < workers; ++worker) threads.emplace_back(sum_blocks, worker);
   sum_blocks(0);
   for (std::thread& thread : threads) thread.join();
+  reference.root_sum_square.resize(cells);
   for (size_t cell = 0; cell < cells; ++cell) {
     if (!bias.empty()) {
       const double b = DecodeBf16(bias[cell % static_cast<size_t>(n)]);
@@ -96,9 +97,6 @@ GemmReference ReferenceGemm(const std::vector<uint16_t>& x, int m, int k,
       reference.magnitude[cell] += std::fabs(b);
       sum_of_squares[cell] += b * b;
     }
-  }
-  reference.root_sum_square.resize(cells);
-  for (size_t cell = 0; cell < cells; ++cell) {
     reference.root_sum_square[cell] = std::sqrt(sum_of_squares[cell]);
   }
   return reference;

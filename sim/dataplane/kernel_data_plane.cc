@@ -552,14 +552,7 @@ Status KernelDataPlane::Decode(const StepAccess& access, std::vector<Finding>& f
     const DecodeSplits decode_splits = DecodeSplitsFor(args);
     Stopwatch timer(wall_.reference_s);
     record_.statuses = HashBytes(record_.statuses, statuses_);
-    // Only rows that ran: a refused row's output is whatever the buffer held.
-    for (size_t b = 0; b < rows; ++b) {
-      if (statuses_[b] != static_cast<int32_t>(KvAccessStatus::kOk)) continue;
-      const size_t row_values = static_cast<size_t>(spec_.q_heads) * static_cast<size_t>(v_dim);
-      record_.outputs =
-          HashBytes(record_.outputs, outputs_[static_cast<size_t>(layer)].data() + b * row_values,
-                    row_values * sizeof(uint16_t));
-    }
+    const size_t row_values = static_cast<size_t>(spec_.q_heads) * static_cast<size_t>(v_dim);
     for (size_t b = 0; b < rows; ++b) {
       if (statuses_[b] != static_cast<int32_t>(KvAccessStatus::kOk)) {
         ++counts_.decode_errors;
@@ -568,6 +561,13 @@ Status KernelDataPlane::Decode(const StepAccess& access, std::vector<Finding>& f
       }
       ++counts_.decode_rows;
       ++record_.decode_rows;
+      // Only rows that ran (a refused row's output is whatever the buffer held), and only for a
+      // log: the outputs' bytes are hashed nowhere else.
+      if (step_log_ != nullptr) {
+        record_.outputs =
+            HashBytes(record_.outputs, outputs_[static_cast<size_t>(layer)].data() + b * row_values,
+                      row_values * sizeof(uint16_t));
+      }
       if (check) {
         CheckOutputs(access, b, layer, args.launch.path, decode_splits,
                      outputs_[static_cast<size_t>(layer)], findings);
@@ -635,7 +635,7 @@ Status KernelDataPlane::Project(const StepAccess& access, const std::vector<size
                           ? Accumulation::kTensorCores
                           : Accumulation::kIeeeFp32);
   counts_.gemm_outputs_checked += int64_t{m} * n;
-  record_.gemm_outputs = HashBytes(record_.gemm_outputs, y);
+  if (step_log_ != nullptr) record_.gemm_outputs = HashBytes(record_.gemm_outputs, y);
   record_.gemm_checked += int64_t{m} * n;
   // The check's worst ratio leaves out non-finite outputs, which it counts as violations: a
   // violation the ratio does not show is one of those, recorded as infinity.
